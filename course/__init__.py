@@ -1,0 +1,31 @@
+"""GPU parallel patterns, taught with CUDA C that runs on a GPU (CuPy) or on a SIMT emulator.
+
+    import course, numpy as np
+    mod = course.Module.from_file("reduction.cu")
+    k = mod.get_function("reduce3")
+    k((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
+    t = k.trace((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    BackendUnavailable,
+    BarrierError,
+    CompileError,
+    CourseError,
+    InstructionBudgetExceeded,
+    KernelFault,
+    LaunchError,
+    MisalignedAccessError,
+    OutOfBoundsError,
+    UnsupportedInstruction,
+)
+from .gpu import Device, EmulatorArray, Kernel, Module, asarray, asnumpy, device, empty, set_backend, zeros
+
+__all__ = [
+    "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",
+    "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
+    "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty",
+    "set_backend", "zeros",
+]  # fmt: skip

@@ -1,0 +1,479 @@
+"""Trace in, tables out: the numbers behind every drawing and metric of the course.
+
+Each function reads a `Trace` recorded by the emulator and returns a NumPy record
+array (`table.line`, `table["ways"]`, one row per item), or a dict for totals. Nothing
+here looks at the source: the trace is of the compiler's PTX, so an unrolled loop or two
+neighbouring loads fused into one 64-bit load are counted as the hardware would see them.
+
+Rows of a trace are warp-level events; `event` columns below are row numbers in the
+trace passed in, so `trace.select(...)`/`trace.where(...)` results stay comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .emulator.trace import LANES, Trace
+
+BANKS = 32
+BANK_BYTES = 4
+SECTOR_BYTES = 32
+MEMORY_OPS = ("ld", "st", "atom", "red")
+READ_OPS = ("ld", "atom", "red")  # an atomic reads the old value even when it discards it (red)
+WRITE_OPS = ("st", "atom", "red")
+_CHUNK = 1 << 15  # events per vectorised pass: bounds the (events, 32, k) temporaries
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _table(**columns: np.ndarray) -> np.recarray:
+    """A record array with one field per column; 2-D columns become sub-array fields."""
+    cols = {k: np.asarray(v) for k, v in columns.items()}
+    n = len(next(iter(cols.values())))
+    out = np.empty(n, np.dtype([(k, v.dtype, v.shape[1:]) for k, v in cols.items()]))
+    for k, v in cols.items():
+        out[k] = v
+    return out.view(np.recarray)
+
+
+def _chunks(n: int) -> Iterator[slice]:
+    for start in range(0, n, _CHUNK):
+        yield slice(start, min(n, start + _CHUNK))
+
+
+def _lanes(mask: np.ndarray) -> np.ndarray:
+    """(n, 32) boolean: the lanes set in each mask."""
+    return (np.asarray(mask, np.uint32)[:, None] >> np.arange(LANES, dtype=np.uint32)) & 1 == 1
+
+
+def _popcount(mask: np.ndarray) -> np.ndarray:
+    return _lanes(mask).sum(axis=1).astype(np.int32)
+
+
+def _memory_events(trace: Trace, space: str) -> np.ndarray:
+    """Row numbers of the loads, stores and atomics of one memory space."""
+    return np.flatnonzero((trace.space == space) & np.isin(trace.op, MEMORY_OPS))
+
+
+def _group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inv, weights=values, minlength=len(uniq))
+
+
+def element_size(trace: Trace, buffer: int) -> int:
+    """Bytes per element of a buffer: its itemsize, or for untyped memory (dtype "", e.g. a
+    `.b8` shared array) the most common access size, so indices count the kernel's elements."""
+    info = trace.buffers[buffer]
+    if info.dtype or info.itemsize > 1:
+        return info.itemsize
+    touched = (trace.buffer == buffer).any(axis=1)
+    if not touched.any():
+        return info.itemsize
+    sizes, counts = np.unique(trace.size[touched], return_counts=True)
+    return int(sizes[np.argmax(counts)])
+
+
+# ---------------------------------------------------------------- who touched what
+
+
+def steps(trace: Trace, buffer: str) -> np.recarray:
+    """Every element of `buffer` each thread read or wrote, per barrier interval.
+
+    One row per (lane, element): block, epoch (barrier interval), stage (see below),
+    thread (linear id in the block), warp, lane, op (ld/st/atom/red as in the trace),
+    index (element), line (.cu line) and event (row in the trace), in execution order.
+    A vector or fused access (8 or 16 bytes per lane) yields one row per element it covers.
+
+    `stage` numbers the logical steps of an in-block algorithm (a reduction or scan level):
+    a new stage starts at a barrier once the current stage has written the buffer (so
+    read-only intervals fold into the write that follows them), and also without a barrier
+    when a load reads an element written earlier in the same stage (warp-synchronous code).
+    """
+    bid = trace.buffer_id(buffer)
+    unit = element_size(trace, bid)
+    itemsize = trace.buffers[bid].itemsize
+    is_mem = np.isin(trace.op, MEMORY_OPS)
+    ev, lane = np.nonzero(trace.lanes() & (trace.buffer == bid) & is_mem[:, None])
+    per = np.maximum(1, trace.size[ev].astype(np.int64) // unit)
+    rep = np.repeat(np.arange(len(ev)), per)
+    offset = np.arange(len(rep)) - np.repeat(np.cumsum(per) - per, per)
+    ev, lane = ev[rep], lane[rep]
+    index = trace.index[ev, lane] * itemsize // unit + offset
+    table = _table(
+        block=trace.columns["block"][ev],
+        epoch=trace.epoch[ev],
+        stage=np.zeros(len(ev), np.int32),
+        thread=(trace.warp[ev].astype(np.int64) * LANES + lane).astype(np.int32),
+        warp=trace.warp[ev],
+        lane=lane.astype(np.int8),
+        op=trace.op[ev],
+        index=index,
+        line=trace.line[ev],
+        event=ev.astype(np.int64),
+    )
+    table.stage = _stages(table)
+    return table
+
+
+def _stages(acc: np.recarray) -> np.ndarray:
+    """The stage of every access row (rows in execution order); see `steps`."""
+    stage = np.zeros(len(acc), np.int32)
+    if not len(acc):
+        return stage
+    size = int(acc.index.max()) + 1
+    for block in np.unique(acc.block):
+        rows = np.flatnonzero(acc.block == block)
+        written = np.zeros(size, bool)  # elements written in the current stage
+        current, has_writes, epoch = 0, False, acc.epoch[rows[0]]
+        ev = acc.event[rows]
+        starts = np.flatnonzero(np.r_[True, ev[1:] != ev[:-1]])
+        for a, b in zip(starts, np.r_[starts[1:], len(rows)]):
+            r = rows[a:b]
+            op = acc.op[r[0]]
+            new_epoch = acc.epoch[r[0]] != epoch
+            raw = op == "ld" and written[acc.index[r]].any()
+            if (new_epoch and has_writes) or raw:
+                current, has_writes = current + 1, False
+                written[:] = False
+            epoch = acc.epoch[r[0]]
+            stage[r] = current
+            if op in WRITE_OPS:
+                has_writes = True
+                written[acc.index[r]] = True
+    return stage
+
+
+def dataflow(trace: Trace, buffer: str) -> np.recarray:
+    """Which elements each write of `buffer` was computed from: one row per (write, source).
+
+    Columns: block, stage, epoch, thread, src (element read), dst (element written), line,
+    event (of the write). The trace has no register data flow, so a write's sources are the
+    elements its thread read in the same stage since its previous write (or, if none, all it
+    read in the stage): exact for `s[i] += s[j]`, `s[a] = s[b]; s[b] += t` and the like.
+    src == dst marks an in-place update; a write with no source row is a plain store
+    (e.g. the copy from global memory into shared memory).
+    """
+    acc = steps(trace, buffer)
+    out: dict[str, list[int]] = {k: [] for k in ("block", "stage", "epoch", "thread", "src", "dst", "line", "event")}
+    pending: dict[tuple[int, int], list[int]] = {}  # (block, thread) -> reads since its last write
+    in_stage: dict[tuple[int, int], list[int]] = {}  # (block, thread) -> reads in the stage
+    last_stage: dict[int, int] = {}
+    cols = [acc[k].tolist() for k in ("block", "stage", "epoch", "thread", "op", "index", "line", "event")]
+    for block, stage, epoch, thread, op, index, line, event in zip(*cols):
+        if last_stage.get(block) != stage:
+            last_stage[block] = stage
+            for reads in (pending, in_stage):
+                for key in [k for k in reads if k[0] == block]:
+                    del reads[key]
+        key = (block, thread)
+        if op in READ_OPS:
+            pending.setdefault(key, []).append(index)
+            in_stage.setdefault(key, []).append(index)
+        if op in WRITE_OPS:
+            sources = pending.get(key) or in_stage.get(key, [])
+            for src in dict.fromkeys(sources):  # distinct, in reading order
+                for k, v in zip(out, (block, stage, epoch, thread, src, index, line, event)):
+                    out[k].append(v)
+            pending[key] = []
+    dtypes = dict(block=np.int32, stage=np.int32, epoch=np.int32, thread=np.int32, src=np.int64,
+                  dst=np.int64, line=np.int32, event=np.int64)  # fmt: skip
+    return _table(**{k: np.asarray(v, dtypes[k]) for k, v in out.items()})
+
+
+def step_counts(trace: Trace, buffer: str) -> np.recarray:
+    """Per block and stage (a barrier step, see `steps`): how much work was done on `buffer`.
+
+    Columns: block, stage, first_epoch, last_epoch, threads (distinct threads that wrote),
+    warps (distinct warps that wrote), reads and writes (elements), ops (writes computed from
+    at least one element of the buffer: the additions of a reduction or scan, excluding plain
+    stores such as the initial copy), work (running total of ops in the block).
+    Only stages that wrote the buffer are listed (a trailing read such as `out = s[0]` is not
+    a step). The number of barrier steps of a block is its number of rows with ops > 0.
+    """
+    acc = steps(trace, buffer)
+    flow = dataflow(trace, buffer)
+    wrote = acc[np.isin(acc.op, WRITE_OPS)]
+    keys = np.unique(np.stack([wrote.block, wrote.stage], axis=1), axis=0) if len(wrote) else np.empty((0, 2), int)
+    n = len(keys)
+    cols = {k: np.zeros(n, np.int64) for k in ("first_epoch", "last_epoch", "threads", "warps", "reads", "writes", "ops")}
+    op_writes = np.unique(np.stack([flow.block, flow.stage, flow.event, flow.dst, flow.thread], axis=1), axis=0)
+    for i, (block, stage) in enumerate(keys):
+        rows = acc[(acc.block == block) & (acc.stage == stage)]
+        w = rows[np.isin(rows.op, WRITE_OPS)]
+        cols["first_epoch"][i], cols["last_epoch"][i] = rows.epoch.min(), rows.epoch.max()
+        cols["threads"][i] = len(np.unique(w.thread))
+        cols["warps"][i] = len(np.unique(w.warp))
+        cols["reads"][i] = np.isin(rows.op, READ_OPS).sum()
+        cols["writes"][i] = len(w)
+        cols["ops"][i] = ((op_writes[:, 0] == block) & (op_writes[:, 1] == stage)).sum()
+    work = np.zeros(n, np.int64)
+    for block in np.unique(keys[:, 0]):
+        sel = keys[:, 0] == block
+        work[sel] = np.cumsum(cols["ops"][sel])
+    return _table(block=keys[:, 0].astype(np.int32), stage=keys[:, 1].astype(np.int32), **cols, work=work)
+
+
+def work_summary(trace: Trace, buffer: str, block: int = 0) -> dict[str, int]:
+    """The work/span numbers of one block's algorithm on `buffer`.
+
+    steps: stages that did ops (the barrier steps of the algorithm); work: ops in all of them;
+    max_threads: the most threads busy in one step; barriers: the block's bar.sync count.
+    """
+    counts = step_counts(trace, buffer)
+    counts = counts[(counts.block == block) & (counts.ops > 0)]
+    bars = trace.where(op="bar", block=block)
+    return {
+        "steps": int(len(counts)),
+        "work": int(counts.ops.sum()),
+        "max_threads": int(counts.threads.max()) if len(counts) else 0,
+        "barriers": int(len(np.unique(bars.epoch))),
+    }
+
+
+def iterations(trace: Trace, buffer: str) -> np.recarray:
+    """Which thread touched which element of `buffer` in which loop iteration.
+
+    One row per (lane, element) as in `steps`, plus gthread (block * threads per block +
+    thread) and iteration: how many earlier accesses of the same kind (load, store, atomic)
+    that thread made to the buffer, so `y[i] = a * x[i] + y[i]` is iteration 0 for both
+    the load and the store of y[i].
+    """
+    acc = steps(trace, buffer)
+    gthread = acc.block.astype(np.int64) * trace.threads_per_block + acc.thread
+    kind = np.searchsorted(np.array(["atom", "ld", "red", "st"]), acc.op)
+    kind = np.where(acc.op == "red", 0, kind)  # red and atom count together
+    order = np.lexsort((acc.event, kind, gthread))
+    g, k, e = gthread[order], kind[order], acc.event[order]
+    new_group = np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]
+    new_event = new_group | np.r_[True, e[1:] != e[:-1]]
+    count = np.cumsum(new_event)
+    start = np.maximum.accumulate(np.where(new_group, count, 0))
+    iteration = np.empty(len(acc), np.int32)
+    iteration[order] = count - start
+    return _table(**{k: acc[k] for k in ("block", "thread", "warp", "lane", "op", "index", "line", "event")},
+                  gthread=gthread, iteration=iteration)  # fmt: skip
+
+
+# ---------------------------------------------------------------- shared memory banks
+
+
+def _bank_counts(trace: Trace, events: np.ndarray) -> np.ndarray:
+    """(events, 4, 32): distinct 32-bit words per (phase, bank) of shared-memory events.
+
+    The model (NVIDIA's since Kepler, as Nsight Compute counts it): 32 banks of 4 bytes;
+    lanes of one phase that touch the same word share it (broadcast), distinct words in
+    one bank are serialised. A warp's accesses of 4 bytes or less are one phase; of 8 bytes
+    two phases (half-warps, lanes 0-15 and 16-31); of 16 bytes four (quarter-warps).
+    """
+    out = np.zeros((len(events), 4, BANKS), np.int32)
+    lane = np.arange(LANES)
+    for sl in _chunks(len(events)):
+        ev = events[sl]
+        n = len(ev)
+        size = trace.size[ev].astype(np.int64)
+        words = np.maximum(1, -(-size // BANK_BYTES))  # words per lane
+        phases = np.clip(size // BANK_BYTES, 1, 4)
+        active = _lanes(trace.mask[ev])
+        base = trace.addr[ev] // BANK_BYTES
+        phase = lane[None, :] // (LANES // phases[:, None])
+        e_idx, l_idx, k_idx = np.nonzero(active[:, :, None] & (np.arange(4)[None, None, :] < words[:, None, None]))
+        word = base[e_idx, l_idx] + k_idx
+        unit = e_idx * 4 + phase[e_idx, l_idx]
+        key = np.unique(unit.astype(np.int64) << 32 | word)
+        unit, word = key >> 32, key & 0xFFFFFFFF
+        counts = np.bincount(unit * BANKS + word % BANKS, minlength=n * 4 * BANKS)
+        out[sl] = counts.reshape(n, 4, BANKS)
+    return out
+
+
+def _event_columns(trace: Trace, ev: np.ndarray) -> dict[str, np.ndarray]:
+    return dict(
+        event=ev.astype(np.int64),
+        block=trace.columns["block"][ev],
+        warp=trace.warp[ev],
+        epoch=trace.epoch[ev],
+        line=trace.line[ev],
+        pc=trace.pc[ev],
+        op=trace.op[ev],
+        lane_bytes=trace.size[ev],
+        lanes=_popcount(trace.mask[ev]),
+    )
+
+
+def bank_conflicts(trace: Trace) -> np.recarray:
+    """One row per shared-memory warp instruction (ld, st, atom, red): how many wavefronts it took.
+
+    Columns: event, block, warp, epoch, line, pc, op, lane_bytes (the trace's size), lanes (active), phases (phases
+    with an active lane: the conflict-free minimum), ways.
+    ways = sum over the instruction's phases of the largest number of distinct 32-bit words
+    that fall in one of the 32 banks: 1 for a conflict-free 4-byte access, 32 for a warp
+    reading a column of a 32x32 float tile, 2 for a conflict-free 8-byte access (two
+    half-warps). Lanes reading the same word are a broadcast, not a conflict. Several lanes
+    of an atomic on the same word are serialised by the hardware too; that contention is
+    not counted here (see `contention`).
+    """
+    ev = _memory_events(trace, "shared")
+    counts = _bank_counts(trace, ev)
+    return _table(
+        **_event_columns(trace, ev),
+        phases=(counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32),
+        ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
+    )
+
+
+def bank_hits(trace: Trace) -> np.recarray:
+    """Per shared-memory warp instruction, the distinct words hit in each bank (summed over phases).
+
+    Columns as `bank_conflicts` plus hits, a (32,) sub-array: hits[i] for bank i.
+    """
+    ev = _memory_events(trace, "shared")
+    counts = _bank_counts(trace, ev)
+    return _table(**_event_columns(trace, ev), ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
+                  hits=counts.sum(axis=1))  # fmt: skip
+
+
+def bank_conflicts_by_line(trace: Trace) -> np.recarray:
+    """Bank conflicts summed per .cu line: line, requests, wavefronts (sum of ways),
+    ideal (sum of phases), mean_ways, max_ways."""
+    t = bank_conflicts(trace)
+    lines, requests = np.unique(t.line, return_counts=True)
+    _, wavefronts = _group_sum(t.line, t.ways)
+    _, ideal = _group_sum(t.line, t.phases)
+    max_ways = np.array([t.ways[t.line == ln].max() for ln in lines], np.int32)
+    return _table(line=lines, requests=requests, wavefronts=wavefronts.astype(np.int64),
+                  ideal=ideal.astype(np.int64), mean_ways=wavefronts / np.maximum(requests, 1),
+                  max_ways=max_ways)  # fmt: skip
+
+
+# ---------------------------------------------------------------- global memory sectors
+
+
+def _sector_counts(trace: Trace, events: np.ndarray) -> np.ndarray:
+    """Distinct 32-byte sectors each event's active lanes touch (a lane may straddle two)."""
+    out = np.zeros(len(events), np.int32)
+    big = np.iinfo(np.int64).max
+    for sl in _chunks(len(events)):
+        ev = events[sl]
+        active = _lanes(trace.mask[ev])
+        addr = trace.addr[ev]
+        last = addr + trace.size[ev].astype(np.int64)[:, None] - 1
+        sec = np.concatenate([addr // SECTOR_BYTES, last // SECTOR_BYTES], axis=1)
+        sec = np.sort(np.where(np.concatenate([active, active], axis=1), sec, big), axis=1)
+        valid = sec != big
+        out[sl] = valid[:, 0] + ((sec[:, 1:] != sec[:, :-1]) & valid[:, 1:]).sum(axis=1)
+    return out
+
+
+def sectors(trace: Trace) -> np.recarray:
+    """One row per global-memory warp instruction (ld, st, atom, red): what it cost in sectors.
+
+    Columns: event, block, warp, epoch, line, pc, op, lane_bytes, lanes, bytes (requested: active
+    lanes x bytes per lane), sectors (distinct 32-byte sectors touched), ideal (ceil(bytes /
+    32): the sectors of a perfectly coalesced access of the same bytes).
+    A warp reading 32 consecutive floats touches 4 sectors; with a stride of 32 floats, 32.
+    """
+    ev = _memory_events(trace, "global")
+    cols = _event_columns(trace, ev)
+    nbytes = cols["lanes"].astype(np.int64) * cols["lane_bytes"]
+    return _table(**cols, bytes=nbytes, sectors=_sector_counts(trace, ev), ideal=-(-nbytes // SECTOR_BYTES))
+
+
+def sectors_by_line(trace: Trace) -> np.recarray:
+    """Global-memory cost per .cu line: line, requests, bytes, sectors, sectors_per_request,
+    ideal_per_request."""
+    t = sectors(trace)
+    lines, requests = np.unique(t.line, return_counts=True)
+    _, nbytes = _group_sum(t.line, t.bytes)
+    _, secs = _group_sum(t.line, t.sectors)
+    _, ideal = _group_sum(t.line, t.ideal)
+    per = np.maximum(requests, 1)
+    return _table(line=lines, requests=requests, bytes=nbytes.astype(np.int64), sectors=secs.astype(np.int64),
+                  sectors_per_request=secs / per, ideal_per_request=ideal / per)  # fmt: skip
+
+
+# ---------------------------------------------------------------- divergence, atomics
+
+
+def divergence(trace: Trace) -> np.recarray:
+    """Active lanes of every recorded warp instruction except barriers.
+
+    Columns: event, block, warp, epoch, line, space, op, active, possible (threads the warp
+    has: 32 except in a block's last, partial warp). The trace records memory accesses,
+    atomics and shuffles only, so divergence is seen at those instructions.
+    """
+    ev = np.flatnonzero(trace.space != "sync")
+    possible = np.clip(trace.threads_per_block - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
+    return _table(event=ev.astype(np.int64), block=trace.columns["block"][ev], warp=trace.warp[ev], epoch=trace.epoch[ev],
+                  line=trace.line[ev], space=trace.space[ev], op=trace.op[ev],
+                  active=_popcount(trace.mask[ev]), possible=possible.astype(np.int32))  # fmt: skip
+
+
+def divergence_by_line(trace: Trace) -> np.recarray:
+    """Divergence per .cu line: line, instructions, divergent (instructions with idle lanes),
+    mean_active, min_active, efficiency (active / possible lanes)."""
+    t = divergence(trace)
+    lines, count = np.unique(t.line, return_counts=True)
+    _, active = _group_sum(t.line, t.active)
+    _, possible = _group_sum(t.line, t.possible)
+    _, divergent = _group_sum(t.line, (t.active < t.possible).astype(np.int64))
+    min_active = np.array([t.active[t.line == ln].min() for ln in lines], np.int32)
+    return _table(line=lines, instructions=count, divergent=divergent.astype(np.int64),
+                  mean_active=active / np.maximum(count, 1), min_active=min_active,
+                  efficiency=active / np.maximum(possible, 1))  # fmt: skip
+
+
+def atomics(trace: Trace, buffer: str) -> np.recarray:
+    """Lanes per element of every atomic warp instruction on `buffer`.
+
+    One row per (event, element): event, block, warp, line, index (the bin), lanes (how
+    many lanes of that warp instruction updated it: they are serialised).
+    """
+    acc = steps(trace, buffer)
+    acc = acc[np.isin(acc.op, ("atom", "red"))]
+    if not len(acc):
+        keys = np.empty((0, 2), np.int64)
+        lanes = np.empty(0, np.int64)
+    else:
+        keys, lanes = np.unique(np.stack([acc.event, acc.index], axis=1), axis=0, return_counts=True)
+    ev = keys[:, 0]
+    return _table(event=ev, block=trace.columns["block"][ev], warp=trace.warp[ev], line=trace.line[ev], index=keys[:, 1],
+                  lanes=lanes.astype(np.int32))  # fmt: skip
+
+
+def contention(trace: Trace, buffer: str) -> np.recarray:
+    """Per atomic warp instruction on `buffer`: event, block, warp, line, lanes, bins (distinct
+    elements), max_lanes (the most lanes on one element: the serialisation depth)."""
+    t = atomics(trace, buffer)
+    ev, first, bins = np.unique(t.event, return_index=True, return_counts=True)
+    _, lanes = _group_sum(t.event, t.lanes)
+    max_lanes = np.array([t.lanes[t.event == e].max() for e in ev], np.int32)
+    return _table(event=ev, block=t.block[first], warp=t.warp[first], line=t.line[first],
+                  lanes=lanes.astype(np.int32), bins=bins.astype(np.int32), max_lanes=max_lanes)  # fmt: skip
+
+
+def totals(trace: Trace) -> dict[str, int]:
+    """Whole-launch counters for benchmarks.
+
+    global_bytes: bytes requested by global loads, stores and atomics; global_requests: their
+    warp instructions; global_sectors: 32-byte sectors those touched; shared_requests and
+    shared_wavefronts: shared-memory warp instructions and the sum of their ways;
+    barrier_steps: the most barriers any one block passed (the depth of its step sequence);
+    atomics: atomic operations performed (active lanes of atom/red instructions, any space).
+    """
+    glob = sectors(trace)
+    shared = bank_conflicts(trace)
+    bars = trace.where(op="bar")
+    per_block = np.unique(np.stack([bars.columns["block"], bars.epoch], axis=1), axis=0) if len(bars) else np.empty((0, 2))
+    is_atomic = np.isin(trace.op, ("atom", "red"))
+    return {
+        "global_bytes": int(glob.bytes.sum()),
+        "global_requests": int(len(glob)),
+        "global_sectors": int(glob.sectors.sum()),
+        "shared_requests": int(len(shared)),
+        "shared_wavefronts": int(shared.ways.sum()),
+        "barrier_steps": int(np.bincount(per_block[:, 0].astype(np.int64)).max()) if len(per_block) else 0,
+        "atomics": int(_popcount(trace.mask[is_atomic]).sum()),
+    }

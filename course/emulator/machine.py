@@ -1,0 +1,984 @@
+"""The SIMT machine: warps of 32 lanes, scheduled fairly, executed in NumPy batches.
+
+Each scheduler step, every warp with a runnable lane executes one instruction: the
+lanes at the warp's lowest program counter (that is how diverged lanes reconverge).
+Warps sitting at the same instruction run as one NumPy operation — the speed of the
+emulator. Blocks run in waves of at most `WAVE_THREADS` threads, in block order, so a
+block may wait on a flag set by an earlier block (chained scans) and still finish.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import (
+    BarrierError,
+    InstructionBudgetExceeded,
+    KernelFault,
+    UnsupportedInstruction,
+)
+from . import ops
+from .memory import (
+    LOCAL_WINDOW,
+    SHARED_WINDOW,
+    WINDOW_SIZE,
+    Memory,
+    Region,
+    check_alignment,
+    raise_misaligned,
+    raise_out_of_bounds,
+)
+from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse
+from .trace import LANES, BufferInfo, Trace, TraceRecorder
+
+RUN, BAR, EXIT = 0, 1, 2
+WAVE_THREADS = 1 << 17
+DEFAULT_BUDGET = 2_000_000  # scheduler steps; a step runs one instruction of every runnable warp
+MODULE_VARS_BASE = 0x6000_0000_0000
+MAX_CALL_DEPTH = 16
+
+
+def set_budget(steps: int) -> None:
+    """Change the default instruction budget (scheduler steps per launch)."""
+    global DEFAULT_BUDGET
+    if steps < 1:
+        raise ValueError("the budget must be a positive number of steps")
+    DEFAULT_BUDGET = int(steps)
+
+
+def _storage(t: str) -> np.dtype:
+    if t == "pred":
+        return np.dtype(np.bool_)
+    return np.dtype(ops.UINT[max(TYPE_SIZES.get(t, 4), 1)])
+
+
+@dataclass
+class SharedVar:
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass
+class Compiled:
+    """One entry and the functions it calls, built into closures once."""
+
+    name: str
+    code: list[ops.Op]
+    storage: dict[str, np.dtype]
+    shared: list[SharedVar]
+    static_shared: int
+    dynamic_offset: int
+    dynamic_name: str | None
+    local_size: int
+    param_vars: dict[str, int]  # per-thread .param storage (calls): key -> bytes
+    ret_maps: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    has_calls: bool = False
+
+
+class Program:
+    """A parsed PTX module, with its module-scope variables living across launches."""
+
+    def __init__(self, ptx: str, source: str = ""):
+        self.ptx = ptx
+        self.source = source
+        self.module: PtxModule = parse(ptx)
+        self._compiled: dict[str, Compiled] = {}
+        self.module_vars: dict[str, tuple[int, np.ndarray, Variable]] = {}
+        base = MODULE_VARS_BASE
+        for v in self.module.variables:
+            if v.space in ("global", "const"):
+                data = np.zeros(max(v.size, 1), np.uint8)
+                if v.init is not None:
+                    data[: len(v.init)] = np.frombuffer(v.init, np.uint8)
+                self.module_vars[v.name] = (base, data, v)
+                base += -(-max(v.size, 1) // 512) * 512 + 512
+
+    def entry(self, name: str) -> Function:
+        try:
+            return self.module.entries[name]
+        except KeyError:
+            raise KeyError(f"no kernel {name!r}; this module has {sorted(self.module.entries)}") from None
+
+    def static_shared_bytes(self, name: str) -> int:
+        return self.compiled(name).static_shared
+
+    def required_block(self, name: str) -> list[int] | None:
+        return self.entry(name).directives.get("reqntid")
+
+    def compiled(self, name: str) -> Compiled:
+        if name not in self._compiled:
+            self._compiled[name] = _Builder(self, self.entry(name)).build()
+        return self._compiled[name]
+
+    def where(self, instr: Instr) -> str:
+        """'line 12 of reduce.cu: `sdata[tid] += ...`' for messages."""
+        files = self.module.files
+        fname = files.get(instr.cu_file, "the kernel").split("/")[-1]
+        lines = self.source.splitlines()
+        if instr.cu_file == min(files, default=1) and 1 <= instr.cu_line <= len(lines):
+            return f"at line {instr.cu_line} of {fname}: `{lines[instr.cu_line - 1].strip()}`"
+        return f"at line {instr.cu_line} of {fname} (PTX: {instr.text})"
+
+
+class _Builder:
+    """Lays out memory symbols and turns instructions into closures (the `ctx` of ops.py)."""
+
+    def __init__(self, program: Program, entry: Function):
+        self.program = program
+        self.entry = entry
+        self.functions = self._reachable(entry)
+        self.reg_types: dict[str, np.dtype] = {}
+        self.shared: list[SharedVar] = []
+        self.local: dict[str, int] = {}
+        self.param_vars: dict[str, int] = {}
+        self.starts: dict[str, int] = {}
+        self.ret_maps: dict[int, list[tuple[str, str]]] = {}
+        self.fn: Function = entry
+        self.prefix = ""
+        self.is_entry = True
+        self.index = 0
+
+    def _reachable(self, entry: Function) -> list[Function]:
+        seen: list[Function] = [entry]
+        stack = [(entry, (entry.name,))]
+        while stack:
+            fn, path = stack.pop()
+            for ins in fn.instrs:
+                if ins.parts[0] != "call":
+                    continue
+                callee = _callee(ins)
+                if callee in path:
+                    raise UnsupportedInstruction(f"recursive device function {callee!r} is not supported")
+                target = self.program.module.functions.get(callee)
+                if target is not None:
+                    if target not in seen:
+                        seen.append(target)
+                    stack.append((target, path + (callee,)))
+        return seen
+
+    def build(self) -> Compiled:
+        offset = 0
+        shared_decls = [v for v in self.program.module.variables if v.space == "shared" and not v.extern]
+        for fn in self.functions:
+            shared_decls += [v for v in fn.variables if v.space == "shared"]
+        for v in shared_decls:
+            offset = -(-offset // v.align) * v.align
+            self.shared.append(SharedVar(v.name, offset, v.size))
+            offset += v.size
+        static = offset
+        dyn = next((v for v in self.program.module.variables if v.space == "shared" and v.extern), None)
+        dyn_off = -(-static // 16) * 16
+        if dyn is not None:
+            self.shared.append(SharedVar(dyn.name, dyn_off, 0))
+        local = 0
+        for fn in self.functions:
+            pre = "" if fn is self.entry else fn.name + "::"
+            for v in fn.variables:
+                if v.space == "local":
+                    local = -(-local // max(v.align, 1)) * max(v.align, 1)
+                    self.local[pre + v.name] = local
+                    local += v.size
+                elif v.space == "param":
+                    self.param_vars[pre + v.name] = max(v.size, 8)
+            if fn is not self.entry:
+                for p in fn.params + fn.returns:
+                    self.param_vars[pre + p.name] = max(p.size, 8)
+            for r, t in fn.regs.items():
+                self.reg_types[pre + r] = _storage(t)
+        pos = 0
+        for fn in self.functions:
+            self.starts[fn.name] = pos
+            pos += len(fn.instrs)
+        code: list[ops.Op] = []
+        for fn in self.functions:
+            self.fn, self.is_entry = fn, fn is self.entry
+            self.prefix = "" if self.is_entry else fn.name + "::"
+            for ins in fn.instrs:
+                self.index = len(code)
+                code.append(ops.build(ins, self))
+        return Compiled(
+            name=self.entry.name, code=code, storage=self.reg_types, shared=self.shared,
+            static_shared=static, dynamic_offset=dyn_off, dynamic_name=dyn.name if dyn else None,
+            local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps,
+            has_calls=len(self.functions) > 1 or any(i.parts[0] == "call" for i in self.entry.instrs),
+        )  # fmt: skip
+
+    # -- the ctx interface used by ops.build
+
+    def reg(self, name: str) -> str:
+        if name in SPECIAL or name in ops.CLOCKS or name == "_":
+            return name
+        if name not in self.fn.regs:
+            raise UnsupportedInstruction(f"register {name} is used in {self.fn.name} but not declared")
+        return self.prefix + name
+
+    def storage(self, name: str) -> np.dtype:
+        return np.dtype(np.uint32) if name in SPECIAL else self.reg_types[name]
+
+    def symbol_address(self, name: str) -> int:
+        for s in self.shared:
+            if s.name == name:
+                return s.offset
+        if self.prefix + name in self.local:
+            return self.local[self.prefix + name]
+        if name in self.program.module_vars:
+            return self.program.module_vars[name][0]
+        raise UnsupportedInstruction(f"unknown symbol {name!r} in {self.fn.name}")
+
+    def label(self, name: str) -> int:
+        if name not in self.fn.labels:
+            raise UnsupportedInstruction(f"unknown label {name!r} in {self.fn.name}")
+        return self.starts[self.fn.name] + self.fn.labels[name]
+
+    def is_kernel_param(self, name: str) -> bool:
+        return self.is_entry and any(p.name == name for p in self.entry.params)
+
+    def param_var(self, name: str) -> str:
+        key = self.prefix + name
+        if key not in self.param_vars:
+            raise UnsupportedInstruction(f"unknown .param {name!r} in {self.fn.name}")
+        return key
+
+    def build_call(self, instr: Instr) -> ops.Op:
+        return _build_call(self, instr)
+
+
+SPECIAL = {
+    f"%{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz"
+} | {
+    "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid", "%lanemask_eq", "%lanemask_le",
+    "%lanemask_lt", "%lanemask_ge", "%lanemask_gt", "%dynamic_smem_size", "%total_smem_size",
+}  # fmt: skip
+
+
+def _callee(instr: Instr) -> str:
+    for op in instr.operands:
+        if op[0] == "sym":
+            return op[1]
+    raise UnsupportedInstruction(f"cannot find the callee of {instr.text}")
+
+
+def _build_call(ctx: _Builder, instr: Instr) -> ops.Op:
+    callee = _callee(instr)
+    pos = [k for k, op in enumerate(instr.operands) if op[0] == "sym" and op[1] == callee][0]
+    rets = instr.operands[pos - 1][1] if pos > 0 else []
+    args = instr.operands[pos + 1][1] if pos + 1 < len(instr.operands) else []
+    arg_keys = [ctx.param_var(a[1]) for a in args]
+    if callee in ("vprintf", "__assertfail"):
+        return ops.Op(instr, lambda m, idx: m.external_call(callee, arg_keys, idx, instr))
+    fn = ctx.program.module.functions.get(callee)
+    if fn is None:
+        raise UnsupportedInstruction(f"call to the external function {callee!r} is not supported")
+    pairs = [(a, callee + "::" + p.name) for a, p in zip(arg_keys, fn.params)]
+    ctx.ret_maps[ctx.index] = [(callee + "::" + p.name, ctx.param_var(r[1])) for r, p in zip(rets, fn.returns)]
+    site = ctx.index
+
+    def call(m: Any, idx: Any) -> None:
+        for src, dst in pairs:
+            if idx is None:
+                m.P[dst][:] = m.P[src]
+            else:
+                m.P[dst][idx] = m.P[src][idx]
+        m.push_call(idx, site)
+
+    return ops.Op(instr, call, "call", ctx.starts[callee])
+
+
+# ---------------------------------------------------------------- the machine
+
+
+def run_kernel(
+    program: Program,
+    entry: str,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    args: list[tuple[str, Any]],
+    shared_mem: int = 0,
+    *,
+    kernel_name: str | None = None,
+    recorder: TraceRecorder | None = None,
+    budget: int | None = None,
+) -> Trace | None:
+    """Run one launch. Arrays in `args` are written in place. Returns a Trace if recording."""
+    m = Machine(program, entry, grid, block, args, shared_mem, kernel_name or entry, recorder, budget)
+    with np.errstate(all="ignore"):
+        m.run()
+    return m.trace() if recorder is not None else None
+
+
+class Machine:
+    def __init__(
+        self,
+        program: Program,
+        entry: str,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        args: list[tuple[str, Any]],
+        shared_mem: int,
+        kernel_name: str,
+        recorder: TraceRecorder | None,
+        budget: int | None,
+    ):
+        self.program = program
+        self.fn = program.entry(entry)
+        self.k = program.compiled(entry)
+        self.name = kernel_name
+        self.grid, self.block = grid, block
+        self.shared_mem = shared_mem
+        self.recorder = recorder
+        self.budget = budget or DEFAULT_BUDGET
+        self.steps = 0
+        self.mem = Memory()
+        self.params: dict[str, bytes] = {}
+        self.param_names: dict[str, str] = {}
+        self._map_args(args)
+        for name, (base, data, var) in program.module_vars.items():
+            self.mem.add_buffer(name, data, var.space, base=base)
+        self.n_global = len(self.mem.buffers)
+        self.tpb = block[0] * block[1] * block[2]
+        self.tpb_pad = -(-self.tpb // LANES) * LANES
+        self.warps_per_block = self.tpb_pad // LANES
+        self.nblocks = grid[0] * grid[1] * grid[2]
+        self.shared_used = self.k.dynamic_offset + shared_mem if self.k.dynamic_name else self.k.static_shared
+        self.shared_offsets = np.array([s.offset for s in self.k.shared], np.int64)
+        self.shared_sizes = [s.size if s.name != self.k.dynamic_name else shared_mem for s in self.k.shared]
+        self.shared_itemsize: dict[int, int] = {}
+
+    def _map_args(self, args: list[tuple[str, Any]]) -> None:
+        for (cname, value), p in zip(args, self.fn.params):
+            if isinstance(value, np.ndarray):
+                base = self.mem.add_buffer(cname, value)
+                raw = np.uint64(base).tobytes()
+            else:
+                raw = np.asarray(value).tobytes()
+            self.params[p.name] = raw.ljust(max(p.size, 8), b"\0")
+            self.param_names[p.name] = cname
+
+    # -- running
+
+    def run(self) -> None:
+        per_wave = max(1, WAVE_THREADS // self.tpb_pad)
+        for first in range(0, self.nblocks, per_wave):
+            self._start_wave(np.arange(first, min(first + per_wave, self.nblocks)))
+            self._run_wave()
+
+    def _start_wave(self, blocks: np.ndarray) -> None:
+        self.block_ids = blocks
+        nb = len(blocks)
+        self.T = T = nb * self.tpb_pad
+        self.W = T // LANES
+        t = self.all_threads = np.arange(T, dtype=np.int64)
+        self.slot = t // self.tpb_pad
+        ltid = t % self.tpb_pad
+        valid = ltid < self.tpb
+        self.pc = np.zeros(T, np.int64)
+        self.state = np.where(valid, RUN, EXIT).astype(np.int8)
+        self.bar_pc = np.full(T, -1, np.int64)
+        self.bar_pred = np.zeros(T, np.bool_)
+        self.epoch = np.zeros(nb, np.int32)
+        self.depth = np.zeros(T, np.int64)
+        self.stack = np.zeros((T, MAX_CALL_DEPTH), np.int64) if self.k.has_calls else None
+        self.R = {name: np.zeros(T, dt) for name, dt in self.k.storage.items()}
+        bx, by, _ = self.block
+        gx, gy, _ = self.grid
+        b = blocks[self.slot]
+        lane = (ltid & 31).astype(np.uint32)
+        specials = {
+            "%tid.x": ltid % bx, "%tid.y": (ltid // bx) % by, "%tid.z": ltid // (bx * by),
+            "%ntid.x": bx, "%ntid.y": by, "%ntid.z": self.block[2],
+            "%ctaid.x": b % gx, "%ctaid.y": (b // gx) % gy, "%ctaid.z": b // (gx * gy),
+            "%nctaid.x": gx, "%nctaid.y": gy, "%nctaid.z": self.grid[2],
+            "%laneid": lane, "%warpid": ltid >> 5, "%nwarpid": self.warps_per_block,
+            "%smid": b % 132, "%nsmid": 132, "%gridid": 0,
+            "%lanemask_eq": np.left_shift(1, lane), "%lanemask_lt": np.left_shift(1, lane) - 1,
+            "%lanemask_le": np.left_shift(2, lane.astype(np.uint64)) - 1,
+            "%lanemask_gt": ~(np.left_shift(2, lane.astype(np.uint64)) - 1),
+            "%lanemask_ge": ~(np.left_shift(1, lane) - 1),
+            "%dynamic_smem_size": self.shared_mem, "%total_smem_size": self.shared_used,
+        }  # fmt: skip
+        for name, v in specials.items():
+            self.R[name] = np.broadcast_to(np.asarray(v).astype(np.int64).astype(np.uint32), (T,)).copy()
+        self.shared = Region(nb, self.shared_used, self.shared_used, "shared")
+        self.local = Region(T, self.k.local_size, self.k.local_size, "local")
+        self.P = {key: np.zeros((T, size), np.uint8) for key, size in self.k.param_vars.items()}
+        keep = self.recorder is not None
+        self.slot_keep = self._block_filter(blocks) if keep else None
+        self.barrier_pending = False
+
+    def _block_filter(self, blocks: np.ndarray) -> np.ndarray:
+        want = self.recorder.block_filter if self.recorder else None
+        if want is None:
+            return np.ones(len(blocks), bool)
+        if callable(want):
+            return np.array([bool(want(int(b))) for b in blocks])
+        if isinstance(want, (int, np.integer)):
+            want = [want]
+        return np.isin(blocks, np.fromiter(want, np.int64))
+
+    def _run_wave(self) -> None:
+        code = self.k.code
+        uniform: int | None = None  # every thread runs, all at this pc: skip the warp analysis
+        while True:
+            if self.steps >= self.budget:
+                self._out_of_budget()
+            if uniform is not None:
+                groups: list[tuple[int, Any]] = [(uniform, None)]
+            else:
+                groups = self._schedule()
+                if not groups:
+                    if (self.state == BAR).any():
+                        self._release_barriers(force=True)
+                        continue
+                    return
+            uniform = None
+            for p, idx in groups:
+                nxt = self._execute(code[p], p, idx)
+                if idx is None and nxt is not None and len(groups) == 1:
+                    uniform = nxt
+            self.steps += 1
+            if self.barrier_pending:
+                self._release_barriers()
+                uniform = None
+            if uniform is not None and not (0 <= uniform < len(code)):
+                uniform = None
+
+    def _schedule(self) -> list[tuple[int, Any]]:
+        running = self.state == RUN
+        if not running.any():
+            return []
+        big = np.iinfo(np.int64).max
+        pcr = np.where(running, self.pc, big)
+        wmin = pcr.reshape(self.W, LANES).min(axis=1)
+        active = (pcr == np.repeat(wmin, LANES)) & running
+        act = np.flatnonzero(active)
+        pcs = self.pc[act]
+        lo, hi = pcs.min(), pcs.max()
+        if lo == hi:
+            return [(int(lo), None if len(act) == self.T else act)]
+        order = np.argsort(pcs, kind="stable")
+        sp = pcs[order]
+        cuts = np.flatnonzero(sp[1:] != sp[:-1]) + 1
+        bounds = np.r_[0, cuts, len(sp)]
+        return [(int(sp[s]), act[np.sort(order[s:e])]) for s, e in zip(bounds[:-1], bounds[1:])]
+
+    def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
+        """Run op on idx; return the next pc if all of idx moved to one known place."""
+        instr = op.instr
+        self.cur_pc = p
+        if instr.guard is not None:
+            g = self.R[instr.guard[0]] if idx is None else self.R[instr.guard[0]][idx]
+            if instr.guard[1]:
+                g = ~g
+            if op.kind == "branch":
+                if g.all():
+                    return self._goto(idx, op.target)
+                if not g.any():
+                    return self._goto(idx, p + 1)
+                t = self.all_threads if idx is None else idx
+                self.pc[t[g]] = op.target
+                self.pc[t[~g]] = p + 1
+                return None
+            if not g.all():
+                t = self.all_threads if idx is None else idx
+                self.pc[t[~g]] = p + 1
+                if not g.any():
+                    return None
+                idx = t[g]
+        kind = op.kind
+        if kind == "branch":
+            return self._goto(idx, op.target)
+        op.run(self, idx)
+        if kind == "normal":
+            if idx is None:
+                self.pc += 1
+                return p + 1
+            self.pc[idx] += 1
+            return None
+        t = self.all_threads if idx is None else idx
+        if kind == "exit":
+            self.state[t] = EXIT
+            self.barrier_pending = True
+        elif kind == "bar":
+            self.pc[t] = p + 1
+        elif kind == "call":
+            self.pc[t] = op.target
+        elif kind == "ret":
+            self._return(t)
+        return None
+
+    def _goto(self, idx: Any, target: int) -> int | None:
+        if idx is None:
+            self.pc[:] = target
+            return target
+        self.pc[idx] = target
+        return None
+
+    # -- barriers
+
+    def arrive(self, instr: Instr, idx: Any, red: Any) -> None:
+        t = self.all_threads if idx is None else idx
+        self.state[t] = BAR
+        self.bar_pc[t] = self.pc[t]
+        if red is not None:
+            self.bar_pred[t] = np.broadcast_to(red[2](self, idx), t.shape)
+        self.barrier_pending = True
+        self.record_sync(instr, idx, "bar")
+
+    def _release_barriers(self, force: bool = False) -> None:
+        self.barrier_pending = False
+        st = self.state.reshape(-1, self.tpb_pad)
+        at_bar = st == BAR
+        waiting = at_bar.any(axis=1)
+        if not waiting.any():
+            return
+        ready = waiting & ~(st == RUN).any(axis=1)
+        if not ready.any():
+            return
+        bp = self.bar_pc.reshape(-1, self.tpb_pad)
+        big = np.iinfo(np.int64).max
+        lo = np.where(at_bar, bp, big).min(axis=1)
+        hi = np.where(at_bar, bp, -1).max(axis=1)
+        bad = ready & (lo != hi)
+        if bad.any():
+            self._barrier_divergence(int(np.flatnonzero(bad)[0]))
+        release = at_bar & ready[:, None]
+        flat = release.reshape(-1)
+        for p in np.unique(bp[release]):
+            op = self.k.code[int(p)]
+            red = _bar_reduction(op)
+            if red is not None:
+                self._finish_bar_red(op, flat & (self.bar_pc == p))
+        self.state[flat] = RUN
+        self.epoch[ready] += 1
+
+    def _finish_bar_red(self, op: ops.Op, threads: np.ndarray) -> None:
+        how = next(p for p in op.instr.parts if p in ("popc", "and", "or"))
+        pred = self.bar_pred.reshape(-1, self.tpb_pad)
+        arrived = threads.reshape(-1, self.tpb_pad)
+        live = self.state.reshape(-1, self.tpb_pad) != EXIT
+        vals = pred & live
+        if how == "popc":
+            per_block = vals.sum(axis=1).astype(np.uint32)
+        elif how == "and":
+            per_block = (vals | ~live).all(axis=1).astype(np.uint32)
+        else:
+            per_block = vals.any(axis=1).astype(np.uint32)
+        idx = np.flatnonzero(arrived.reshape(-1))
+        writer = ops.writer(_RegCtx(self.k), op.instr.operands[0])
+        writer(self, idx, per_block[self.slot[idx]])
+
+    def _barrier_divergence(self, slot: int) -> None:
+        bp = self.bar_pc.reshape(-1, self.tpb_pad)[slot]
+        st = self.state.reshape(-1, self.tpb_pad)[slot]
+        where = []
+        for p in np.unique(bp[st == BAR]):
+            tids = np.flatnonzero((bp == p) & (st == BAR))
+            where.append(f"threads {_ranges(tids)} wait {self.program.where(self.k.code[int(p)].instr)}")
+        exited = np.flatnonzero(st[: self.tpb] == EXIT)
+        if len(exited):
+            where.append(f"threads {_ranges(exited)} have exited")
+        raise BarrierError(
+            f"{self.name}: block {self._block_coords(slot)} is stuck: its threads wait at different "
+            "__syncthreads() calls, which never meet (a barrier inside a divergent branch?):\n  "
+            + "\n  ".join(where)
+        )
+
+    def check_converged(self, instr: Instr, idx: Any, masks: Any) -> None:
+        """Lanes named in a *_sync mask that are alive elsewhere in the warp: a divergent collective."""
+        t = self.all_threads if idx is None else idx
+        lane = t & 31
+        masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
+        here = ops.warp_reduce(self, idx, np.left_shift(np.uint32(1), lane.astype(np.uint32)), "or")
+        warp_first = t - lane
+        alive = (self.state != EXIT).reshape(self.W, LANES)
+        alive_bits = (alive * (np.uint64(1) << np.arange(LANES, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+        missing = masks & alive_bits[warp_first >> 5] & ~here
+        if missing.any():
+            k = int(np.flatnonzero(missing)[0])
+            raise BarrierError(
+                f"{self.name}: {self.who(int(t[k]))} runs '{instr.opcode}' with member mask "
+                f"{int(masks[k]):#010x}, but lanes {int(missing[k]):#010x} of its warp are elsewhere "
+                f"(diverged) {self.program.where(instr)}"
+            )
+
+    def _out_of_budget(self) -> None:
+        running = np.flatnonzero(self.state == RUN)
+        at = ""
+        if len(running):
+            t = int(running[0])
+            at = f"; {self.who(t)} is {self.program.where(self.k.code[int(self.pc[t])].instr)}"
+        raise InstructionBudgetExceeded(
+            f"{self.name} ran {self.budget} scheduler steps without finishing (an endless loop, or a "
+            f"thread waiting for something that never happens?){at}. For a long but correct kernel, "
+            "pass budget=... to Kernel.trace or call course.emulator.set_budget(...)"
+        )
+
+    # -- calls
+
+    def push_call(self, idx: Any, site: int) -> None:
+        t = self.all_threads if idx is None else idx
+        if self.stack is None or (self.depth[t] >= MAX_CALL_DEPTH).any():
+            raise KernelFault(f"{self.name}: device function calls nested deeper than {MAX_CALL_DEPTH}")
+        self.stack[t, self.depth[t]] = site
+        self.depth[t] += 1
+
+    def _return(self, t: np.ndarray) -> None:
+        assert self.stack is not None
+        self.depth[t] -= 1
+        sites = self.stack[t, self.depth[t]]
+        for site in np.unique(sites):
+            sel = t[sites == site]
+            for src, dst in self.k.ret_maps.get(int(site), []):
+                self.P[dst][sel] = self.P[src][sel]
+            self.pc[sel] = site + 1
+
+    def external_call(self, name: str, keys: list[str], idx: Any, instr: Instr) -> None:
+        t = self.all_threads if idx is None else idx
+        ptrs = [self.P[k][t, :8].copy().view(np.uint64)[:, 0] for k in keys]
+        if name == "__assertfail":
+            msg = self.read_cstring(int(ptrs[0][0]))
+            raise KernelFault(f"{self.name}: assertion `{msg}` failed in {self.who(int(t[0]))} {self.program.where(instr)}")
+        for k, thread in enumerate(t):
+            fmt = self.read_cstring(int(ptrs[0][k]))
+            print(_printf(fmt, self, int(ptrs[1][k])) if len(ptrs) > 1 else fmt, end="")
+
+    def read_cstring(self, addr: int) -> str:
+        j, inside = self.mem.locate(np.array([addr], np.int64), 1)
+        if not inside[0]:
+            return "<bad string pointer>"
+        buf = self.mem.buffers[int(j[0])]
+        raw = buf.data[addr - buf.base :].tobytes()
+        return raw.split(b"\0", 1)[0].decode(errors="replace")
+
+    def read_bytes(self, addr: int, n: int) -> bytes:
+        if LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
+            raise KernelFault("printf arguments must be read per thread")
+        j, inside = self.mem.locate(np.array([addr], np.int64), n)
+        buf = self.mem.buffers[int(j[0])]
+        return buf.data[addr - buf.base : addr - buf.base + n].tobytes()
+
+    # -- params of device-function calls (per thread)
+
+    def param_read(self, key: str, off: int, dt: np.dtype, idx: Any) -> np.ndarray:
+        rows = self.P[key] if idx is None else self.P[key][idx]
+        return np.ascontiguousarray(rows[:, off : off + dt.itemsize]).view(dt)[:, 0]
+
+    def param_write(self, key: str, off: int, dt: np.dtype, idx: Any, value: Any) -> None:
+        n = self.count(idx)
+        raw = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dt), (n,))).view(np.uint8).reshape(n, dt.itemsize)
+        if idx is None:
+            self.P[key][:, off : off + dt.itemsize] = raw
+        else:
+            self.P[key][idx, off : off + dt.itemsize] = raw
+
+    def param_scalar(self, name: str, off: int, dt: np.dtype) -> Any:
+        return np.frombuffer(self.params[name], dt, count=1, offset=off)[0]
+
+    # -- memory
+
+    def count(self, idx: Any) -> int:
+        return self.T if idx is None else len(idx)
+
+    def load(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int) -> np.ndarray:
+        cnt = self.count(idx)
+        out = np.empty((cnt, n), dt) if n > 1 else None
+        for sel, arr, flat in self._resolve(instr, space, addr, idx, dt, n, "ld"):
+            vals = arr[flat[:, None] + np.arange(n)] if n > 1 else arr[flat]
+            if sel is None:
+                if out is None:
+                    return vals
+                out[:] = vals
+            else:
+                if out is None:
+                    out = np.empty(cnt, dt)
+                out[sel] = vals
+        return out  # type: ignore[return-value]
+
+    def store(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray, dt: np.dtype, n: int) -> None:
+        for sel, arr, flat in self._resolve(instr, space, addr, idx, dt, n, "st"):
+            v = vals if sel is None else vals[sel]
+            if n > 1:
+                arr[flat[:, None] + np.arange(n)] = v
+            else:
+                arr[flat] = v
+
+    def atomic(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, kind: str,
+               operands: list[np.ndarray]) -> np.ndarray:
+        old = np.empty(self.count(idx), dt)
+        op = instr.parts[0]
+        for sel, arr, flat in self._resolve(instr, space, addr, idx, dt, 1, op):
+            o = [x if sel is None else x[sel] for x in operands]
+            res = _apply_atomic(arr, flat, kind, o, returns=op == "atom")
+            if sel is None:
+                old = res
+            else:
+                old[sel] = res
+        return old
+
+    def _resolve(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int,
+                 op: str) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+        """Split an access by memory space and buffer; check bounds and alignment; record it."""
+        size = dt.itemsize * n
+        t = self.all_threads if idx is None else idx
+        if space == "generic":
+            sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
+            lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
+            gl = ~(sh | lo)
+            parts = []
+            for mask, sp, base in ((gl, "global", 0), (sh, "shared", SHARED_WINDOW), (lo, "local", LOCAL_WINDOW)):
+                if not mask.any():
+                    continue
+                if mask.all():
+                    return self._resolve_space(instr, sp, addr - base, t, dt, n, op, None)
+                sel = np.flatnonzero(mask)
+                for s2, arr, flat in self._resolve_space(instr, sp, addr[sel] - base, t[sel], dt, n, op, None):
+                    parts.append((sel if s2 is None else sel[s2], arr, flat))
+            return parts
+        return self._resolve_space(instr, space, addr, t, dt, n, op, None)
+
+    def _resolve_space(self, instr: Instr, space: str, addr: np.ndarray, t: np.ndarray, dt: np.dtype, n: int,
+                       op: str, _: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+        size = dt.itemsize * n
+        bad = check_alignment(addr, size)
+        if bad is not None:
+            raise_misaligned(addr, bad, size, [f"{self.name}: {self.who(int(x))}" for x in t])
+        if space in ("shared", "local"):
+            region = self.shared if space == "shared" else self.local
+            out = (addr < 0) | (addr + size > region.used)
+            if out.any():
+                self._oob_region(instr, space, addr, out, t, op, size)
+            rows = self.slot[t] if space == "shared" else t
+            per_row = region.row_bytes // dt.itemsize
+            flat = rows * per_row + addr // dt.itemsize
+            if self.recorder is not None and self.recorder.wants_space(space):
+                if space == "shared":
+                    k = np.searchsorted(self.shared_offsets, addr, side="right") - 1
+                    k = np.maximum(k, 0)
+                    elem = (addr - self.shared_offsets[k]) // dt.itemsize
+                    self.shared_itemsize.setdefault(int(k[0]), dt.itemsize)
+                    bufid = self.n_global + k
+                else:
+                    elem = addr // dt.itemsize
+                    bufid = np.full(len(t), self.n_global + len(self.k.shared))
+                self.record(instr, space, op, t, addr, size, bufid, elem)
+            return [(None, region.view(dt), flat)]
+        j, inside = self.mem.locate(addr, size)
+        if not inside.all():
+            self._oob_global(instr, addr, inside, t, op, size)
+        bufs = np.unique(j) if len(j) else j
+        groups = []
+        for b in bufs:
+            sel = None if len(bufs) == 1 else np.flatnonzero(j == b)
+            a = addr if sel is None else addr[sel]
+            buf = self.mem.buffers[int(b)]
+            arr = self.mem.typed(int(b), dt)
+            if arr is None:
+                usable = buf.data.size // dt.itemsize * dt.itemsize
+                arr = buf.data[:usable].view(dt)
+            groups.append((sel, arr, (a - buf.base) // dt.itemsize))
+            if self.recorder is not None:
+                rec_space = buf.space if space == "global" else space
+                if self.recorder.wants_space(rec_space):
+                    tt = t if sel is None else t[sel]
+                    elem = (a - buf.base) // max(buf.itemsize, 1)
+                    self.record(instr, rec_space, op, tt, a, size, np.full(len(tt), int(b)), elem)
+        return groups
+
+    def _oob_global(self, instr: Instr, addr: np.ndarray, inside: np.ndarray, t: np.ndarray, op: str, size: int) -> None:
+        k = int(np.flatnonzero(~inside)[0])
+        others = int((~inside).sum()) - 1
+        verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
+        raise_out_of_bounds(
+            f"{self.name}: {self.who(int(t[k]))} tried to {verb} {size} bytes at {self.mem.nearest(int(addr[k]))}"
+            f"{f' (and {others} more threads went out of bounds)' if others else ''}, "
+            f"{self.program.where(instr)}"
+        )
+
+    def _oob_region(self, instr: Instr, space: str, addr: np.ndarray, out: np.ndarray, t: np.ndarray, op: str,
+                    size: int) -> None:
+        k = int(np.flatnonzero(out)[0])
+        verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
+        used = self.shared_used if space == "shared" else self.k.local_size
+        detail = ""
+        if space == "shared" and len(self.k.shared):
+            parts = [f"'{s.name}' {self.shared_sizes[i]} B at offset {s.offset}" for i, s in enumerate(self.k.shared)]
+            detail = " (" + ", ".join(parts) + ")"
+            if self.k.dynamic_name and self.shared_mem == 0:
+                detail += "; the launch gave 0 bytes of dynamic shared memory: pass shared_mem=..."
+        raise_out_of_bounds(
+            f"{self.name}: {self.who(int(t[k]))} tried to {verb} {size} bytes at {space} offset {int(addr[k])}, "
+            f"but the block has only {used} bytes of {space} memory{detail}, {self.program.where(instr)}"
+        )
+
+    # -- the trace
+
+    def _rows(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        w = t >> 5
+        starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]]) if len(t) else np.empty(0, np.int64)
+        counts = np.diff(np.r_[starts, len(t)])
+        row = np.repeat(np.arange(len(starts)), counts)
+        return w[starts], starts, row
+
+    def record(self, instr: Instr, space: str, op: str, t: np.ndarray, addr: np.ndarray, size: int,
+               bufid: np.ndarray, elem: np.ndarray) -> None:
+        if self.recorder is None or len(t) == 0:
+            return
+        keep = self.slot_keep[self.slot[t]]
+        if not keep.all():
+            self.recorder.dropped += int((~keep).sum())
+            if not keep.any():
+                return
+            t, addr, bufid, elem = t[keep], addr[keep], bufid[keep], elem[keep]
+        wave_warp, starts, row = self._rows(t)
+        lane = t & 31
+        nrow = len(starts)
+        per_lane = {}
+        for name, vals in (("addr", addr), ("buffer", bufid), ("index", elem)):
+            mat = np.full((nrow, LANES), -1, np.int64)
+            mat[row, lane] = vals
+            per_lane[name] = mat
+        self._add_rows(instr, space, op, wave_warp, starts, lane, size, per_lane)
+
+    def record_lanes(self, instr: Instr, idx: Any, space: str, op: str, values: np.ndarray, size: int) -> None:
+        if self.recorder is None:
+            return
+        t = self.all_threads if idx is None else idx
+        none = np.full(len(t), -1)
+        self.record(instr, space, op, t, np.asarray(values, np.int64), size, none, none)
+
+    def record_sync(self, instr: Instr, idx: Any, op: str) -> None:
+        if self.recorder is None or not self.recorder.wants_space("sync"):
+            return
+        t = self.all_threads if idx is None else idx
+        none = np.full(len(t), -1)
+        self.record(instr, "sync", op, t, none, 0, none, none)
+
+    def _add_rows(self, instr: Instr, space: str, op: str, wave_warp: np.ndarray, starts: np.ndarray,
+                  lane: np.ndarray, size: int, per_lane: dict[str, np.ndarray]) -> None:
+        nrow = len(starts)
+        slot = wave_warp // self.warps_per_block
+        bits = np.left_shift(np.uint64(1), lane.astype(np.uint64))
+        mask = np.bitwise_or.reduceat(bits, starts).astype(np.uint32)
+        assert self.recorder is not None
+        self.recorder.add({
+            "block": self.block_ids[slot], "warp": wave_warp % self.warps_per_block, "epoch": self.epoch[slot],
+            "step": np.full(nrow, self.steps), "pc": np.full(nrow, self.cur_pc),
+            "ptx_line": np.full(nrow, instr.ptx_line), "line": np.full(nrow, instr.cu_line),
+            "space": np.full(nrow, space), "op": np.full(nrow, op), "opcode": np.full(nrow, instr.opcode),
+            "mask": mask, "size": np.full(nrow, size), **per_lane,
+        })  # fmt: skip
+
+    def trace(self) -> Trace:
+        assert self.recorder is not None
+        bufs = [BufferInfo(b.name, b.space, b.itemsize, b.nbytes, b.dtype) for b in self.mem.buffers]
+        for i, s in enumerate(self.k.shared):
+            item = self.shared_itemsize.get(i, 4)
+            bufs.append(BufferInfo(s.name, "shared", item, self.shared_sizes[i], ""))
+        bufs.append(BufferInfo("local", "local", 1, self.k.local_size, ""))
+        return self.recorder.build(
+            kernel=self.name, grid=self.grid, block=self.block, buffers=bufs, source=self.program.source.splitlines()
+        )
+
+    # -- words for messages
+
+    def _block_coords(self, slot: int) -> tuple[int, int, int]:
+        b = int(self.block_ids[slot])
+        gx, gy, _ = self.grid
+        return (b % gx, (b // gx) % gy, b // (gx * gy))
+
+    def who(self, t: int) -> str:
+        ltid = t % self.tpb_pad
+        bx, by, _ = self.block
+        tid = (ltid % bx, (ltid // bx) % by, ltid // (bx * by))
+        return f"block {self._block_coords(t // self.tpb_pad)} thread {tid}"
+
+    def who_first(self, idx: Any) -> str:
+        return f"{self.name}: {self.who(int((self.all_threads if idx is None else idx)[0]))}"
+
+    def where(self, instr: Instr) -> str:
+        return self.program.where(instr)
+
+
+class _RegCtx:
+    """The minimal ctx for writing an entry register after the fact."""
+
+    def __init__(self, k: Compiled):
+        self.k = k
+
+    def reg(self, name: str) -> str:
+        return name
+
+    def storage(self, name: str) -> np.dtype:
+        return self.k.storage[name]
+
+
+def _bar_reduction(op: ops.Op) -> bool | None:
+    return True if "red" in op.instr.parts else None
+
+
+def _ranges(ids: np.ndarray) -> str:
+    if len(ids) == 0:
+        return "none"
+    out, start, prev = [], int(ids[0]), int(ids[0])
+    for x in ids[1:]:
+        x = int(x)
+        if x != prev + 1:
+            out.append(f"{start}-{prev}" if prev > start else str(start))
+            start = x
+        prev = x
+    out.append(f"{start}-{prev}" if prev > start else str(start))
+    return ",".join(out)
+
+
+def _apply_atomic(arr: np.ndarray, flat: np.ndarray, kind: str, operands: list[np.ndarray], returns: bool) -> np.ndarray:
+    """Apply an atomic for every lane in thread order; return the values each lane saw."""
+    f = ops.ATOMIC_OPS[kind]
+    n = len(flat)
+    order = np.argsort(flat, kind="stable")
+    fs = flat[order]
+    first = np.r_[True, fs[1:] != fs[:-1]]
+    if first.all():
+        old = arr[flat].copy()
+        arr[flat] = f(old, *operands)
+        return old
+    if not returns and kind in ("add", "min", "max", "and", "or", "xor"):
+        ufunc = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+                 "min": np.fmin if arr.dtype.kind == "f" else np.minimum,
+                 "max": np.fmax if arr.dtype.kind == "f" else np.maximum}[kind]
+        old = arr[flat].copy()
+        ufunc.at(arr, flat, operands[0])
+        return old
+    seg = np.cumsum(first) - 1
+    seg_start = np.flatnonzero(first)
+    if kind == "add" and arr.dtype.kind in "iu":
+        vals = operands[0][order].astype(arr.dtype)
+        incl = np.cumsum(vals, dtype=arr.dtype)
+        excl = incl - vals
+        prefix = excl - excl[seg_start][seg]
+        init = arr[fs[seg_start]]
+        old_sorted = init[seg] + prefix
+        last = np.r_[seg_start[1:], n] - 1
+        arr[fs[seg_start]] = old_sorted[last] + vals[last]
+        old = np.empty(n, arr.dtype)
+        old[order] = old_sorted
+        return old
+    rank = np.arange(n) - seg_start[seg]
+    old = np.empty(n, arr.dtype)
+    for r in range(int(rank.max()) + 1):
+        pos = order[rank == r]
+        o = arr[flat[pos]]
+        old[pos] = o
+        arr[flat[pos]] = f(o, *[x[pos] for x in operands])
+    return old
+
+
+_FMT = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcsfFeEgGpa%])")
+
+
+def _printf(fmt: str, m: Machine, argbuf: int) -> str:
+    raise KernelFault("printf is not supported by the emulator yet")

@@ -1,0 +1,1164 @@
+"""What each PTX instruction does, as closures over NumPy arrays of threads.
+
+`build(instr, ctx)` turns one parsed instruction into `run(m, idx)`, which applies it
+to the threads `idx` (an index array, or None for every thread of the wave) of the
+machine `m`. Control flow, barriers and warp collectives set `kind` so the scheduler
+knows how to move the program counter.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import BarrierError, KernelFault, UnsupportedInstruction
+from .ptx import TYPE_SIZES, Instr
+
+DT: dict[str, Any] = {
+    "u8": np.uint8, "s8": np.int8, "b8": np.uint8, "u16": np.uint16, "s16": np.int16, "b16": np.uint16,
+    "f16": np.float16, "bf16": np.uint16, "u32": np.uint32, "s32": np.int32, "b32": np.uint32,
+    "f32": np.float32, "f16x2": np.uint32, "bf16x2": np.uint32, "u64": np.uint64, "s64": np.int64,
+    "b64": np.uint64, "f64": np.float64, "pred": np.bool_,
+}  # fmt: skip
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+SINT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+SPACES = ("global", "shared", "local", "const", "param")
+CLOCKS = {"%clock", "%clock64", "%globaltimer", "%clock_hi"}
+
+Run = Callable[[Any, Any], None]
+
+
+class Op:
+    """A built instruction: `run(m, idx)` plus how it moves the program counter."""
+
+    __slots__ = ("instr", "run", "kind", "target")
+
+    def __init__(self, instr: Instr, run: Run, kind: str = "normal", target: int = -1):
+        self.instr = instr
+        self.run = run
+        self.kind = kind  # normal, branch, exit, ret, call, bar
+        self.target = target
+
+
+def itype(instr: Instr) -> str:
+    for p in reversed(instr.parts):
+        if p in DT:
+            return p
+    raise UnsupportedInstruction(f"no operand type in {instr.opcode!r}")
+
+
+def dtype(t: str) -> np.dtype:
+    return np.dtype(DT[t])
+
+
+# ---------------------------------------------------------------- operands
+
+
+def imm_value(value: int | float, dt: np.dtype) -> Any:
+    if dt.kind == "b":
+        return np.bool_(value)
+    if isinstance(value, float) and dt.kind in "iu":  # a float's bits moved into an integer register
+        raw = struct.pack("<d" if dt.itemsize == 8 else "<f", value)
+        return np.frombuffer(raw, UINT[len(raw)])[0].astype(dt)
+    if dt.kind in "iu":
+        return np.array(int(value) & ((1 << (8 * dt.itemsize)) - 1), UINT[dt.itemsize]).view(dt)[()]
+    return dt.type(value)
+
+
+def _convert(storage: np.dtype, dt: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+    """How to read a register stored as `storage` as the instruction's type `dt`."""
+    if storage == dt:
+        return None
+    if storage.kind == "b" or dt.kind == "b":
+        return lambda a: a.astype(dt)
+    if storage.itemsize == dt.itemsize:
+        return lambda a: a.view(dt)
+    if dt.kind == "f":
+        u = UINT[dt.itemsize]
+        return lambda a: a.astype(u).view(dt)
+    if dt.itemsize < storage.itemsize:
+        return lambda a: a.astype(dt)
+    src = SINT[storage.itemsize] if dt.kind == "i" else UINT[storage.itemsize]
+    return lambda a: a.view(src).astype(dt)
+
+
+def reader(ctx: Any, op: tuple, dt: np.dtype) -> Callable[[Any, Any], Any]:
+    kind = op[0]
+    if kind == "reg":
+        name = ctx.reg(op[1])
+        if name in CLOCKS:
+            return lambda m, idx: dt.type(m.steps)
+        storage = ctx.storage(name)
+        conv = _convert(storage, dt)
+        if op[2]:  # !%p
+            return lambda m, idx: ~(m.R[name] if idx is None else m.R[name][idx])
+        if conv is None:
+            return lambda m, idx: m.R[name] if idx is None else m.R[name][idx]
+        return lambda m, idx: conv(m.R[name] if idx is None else m.R[name][idx])
+    if kind == "imm":
+        v = imm_value(op[1], dt)
+        return lambda m, idx: v
+    if kind == "sym":
+        v = imm_value(ctx.symbol_address(op[1]), dt)
+        return lambda m, idx: v
+    if kind == "vec" and len(op[1]) == 1:
+        return reader(ctx, op[1][0], dt)
+    raise UnsupportedInstruction(f"cannot read operand {op!r}")
+
+
+def writer(ctx: Any, op: tuple) -> Callable[[Any, Any, Any], None]:
+    if op[0] == "vec" and len(op[1]) == 1:
+        return writer(ctx, op[1][0])
+    if op[0] != "reg":
+        raise UnsupportedInstruction(f"cannot write to operand {op!r}")
+    name = ctx.reg(op[1])
+    if name == "_":  # the "don't care" sink
+        return lambda m, idx, v: None
+    storage = ctx.storage(name)
+
+    def write(m: Any, idx: Any, v: Any) -> None:
+        v = to_storage(v, storage)
+        if idx is None:
+            np.copyto(m.R[name], v, casting="unsafe")
+        else:
+            m.R[name][idx] = v
+
+    return write
+
+
+def to_storage(v: Any, storage: np.dtype) -> Any:
+    if not isinstance(v, (np.ndarray, np.generic)):
+        v = np.asarray(v)
+    if storage.kind == "b" or v.dtype == storage:
+        return v
+    if v.dtype.kind == "f" or v.dtype.itemsize == storage.itemsize:
+        if v.dtype.itemsize == storage.itemsize:
+            return v.view(storage)
+        return v.view(UINT[v.dtype.itemsize])
+    return v
+
+
+# ---------------------------------------------------------------- builders
+
+BUILDERS: dict[str, Callable[[Instr, Any], Op]] = {}
+
+
+def builds(*names: str) -> Callable:
+    def deco(f: Callable) -> Callable:
+        for n in names:
+            BUILDERS[n] = f
+        return f
+
+    return deco
+
+
+def build(instr: Instr, ctx: Any) -> Op:
+    b = BUILDERS.get(instr.parts[0])
+    if b is None:
+        raise UnsupportedInstruction(
+            f"the emulator does not implement the PTX instruction '{instr.opcode}' "
+            f"(PTX line {instr.ptx_line}: {instr.text})"
+        )
+    return b(instr, ctx)
+
+
+def simple(instr: Instr, ctx: Any, fn: Callable[..., Any], types: list[np.dtype] | None = None) -> Op:
+    """dst = fn(src...) with every source read as the instruction's type."""
+    dt = dtype(itype(instr))
+    dst, *srcs = instr.operands
+    w = writer(ctx, dst)
+    rs = [reader(ctx, s, (types[i] if types else dt)) for i, s in enumerate(srcs)]
+    if len(rs) == 1:
+        r0 = rs[0]
+        return Op(instr, lambda m, idx: w(m, idx, fn(r0(m, idx))))
+    if len(rs) == 2:
+        r0, r1 = rs
+        return Op(instr, lambda m, idx: w(m, idx, fn(r0(m, idx), r1(m, idx))))
+    return Op(instr, lambda m, idx: w(m, idx, fn(*[r(m, idx) for r in rs])))
+
+
+def _arr(x: Any) -> np.ndarray:
+    return np.asarray(x)
+
+
+# -- floating point details
+
+
+def _ftz(x: Any) -> Any:
+    x = _arr(x)
+    if x.dtype == np.float32:
+        return np.where(np.abs(x) < np.float32(1.1754944e-38), np.copysign(np.float32(0), x), x)
+    return x
+
+
+def _directed(exact: np.ndarray, mode: str, dt: np.dtype) -> np.ndarray:
+    """Round float64 values to float32 toward zero / -inf / +inf."""
+    r = exact.astype(dt)
+    back = r.astype(np.float64)
+    if mode == "rm":
+        return np.where(back > exact, np.nextafter(r, dt.type(-np.inf)), r)
+    if mode == "rp":
+        return np.where(back < exact, np.nextafter(r, dt.type(np.inf)), r)
+    if mode == "rz":
+        return np.where(np.abs(back) > np.abs(exact), np.nextafter(r, dt.type(0)), r)
+    return r
+
+
+def _rounding(instr: Instr) -> str:
+    for m in ("rn", "rz", "rm", "rp"):
+        if m in instr.parts:
+            return m
+    return "rn"
+
+
+def float_op(instr: Instr, ctx: Any, fn64: Callable[..., Any], fn: Callable[..., Any]) -> Op:
+    """A float instruction with rounding modifiers, .ftz and .sat handled in one place."""
+    dt = dtype(itype(instr))
+    mode = _rounding(instr)
+    ftz = "ftz" in instr.parts
+    sat = "sat" in instr.parts
+
+    def f(*xs: Any) -> Any:
+        if ftz:
+            xs = tuple(_ftz(x) for x in xs)
+        if mode != "rn" and dt == np.float32:
+            r = _directed(_arr(fn64(*[_arr(x).astype(np.float64) for x in xs])), mode, dt)
+        else:
+            r = _arr(fn(*xs)).astype(dt, copy=False)
+        if sat:
+            r = np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)).astype(dt)
+        return _ftz(r) if ftz else r
+
+    return simple(instr, ctx, f)
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    a, b, c = _arr(a), _arr(b), _arr(c)
+    if a.dtype == np.float32:  # exact product in float64, one rounding of the sum (double rounding is rare)
+        return (a.astype(np.float64) * b + c).astype(np.float32)
+    return a * b + c  # float64: not fused; differs only in the last bit
+
+
+def _int_sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    info = np.iinfo(dt)
+    return np.clip(x, info.min, info.max).astype(dt)
+
+
+@builds("add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max")
+def _arith(instr: Instr, ctx: Any) -> Op:
+    op, t = instr.parts[0], itype(instr)
+    dt = dtype(t)
+    if dt.kind == "f":
+        if op in ("add", "sub", "mul", "div"):
+            f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+            return float_op(instr, ctx, f, f)
+        if op in ("fma", "mad"):
+            return float_op(instr, ctx, lambda a, b, c: a * b + c, _fma)
+        if op in ("min", "max"):
+            f2 = np.fmin if op == "min" else np.fmax
+            if "NaN" in instr.parts:
+                f2 = np.minimum if op == "min" else np.maximum
+            return float_op(instr, ctx, f2, f2)
+        raise UnsupportedInstruction(f"{instr.opcode} on floats")
+    wide = "wide" in instr.parts
+    hi = "hi" in instr.parts
+    sat = "sat" in instr.parts
+    if op in ("mul", "mad") and (wide or hi):
+        return _mul_wide_hi(instr, ctx, dt, wide, op == "mad")
+    if op == "add":
+        f = (lambda a, b: _int_sat(_arr(a).astype(np.int64) + b, dt)) if sat else np.add
+    elif op == "sub":
+        f = (lambda a, b: _int_sat(_arr(a).astype(np.int64) - b, dt)) if sat else np.subtract
+    elif op == "mul":
+        f = np.multiply
+    elif op == "mad":
+        f = (lambda a, b, c: _int_sat(_arr(a).astype(np.int64) * b + c, dt)) if sat else (lambda a, b, c: a * b + c)
+    elif op == "div":
+        f = _idiv
+    elif op == "rem":
+        f = _irem
+    elif op == "min":
+        f = np.minimum
+    else:
+        f = np.maximum
+    return simple(instr, ctx, lambda *xs: _arr(f(*xs)).astype(dt, copy=False))
+
+
+def _idiv(a: Any, b: Any) -> Any:
+    a, b = np.broadcast_arrays(_arr(a), _arr(b))
+    zero = b == 0
+    bs = np.where(zero, 1, b)
+    if a.dtype.kind == "u":
+        return np.where(zero, a.dtype.type(-1 & np.iinfo(a.dtype).max), a // bs)
+    q = np.trunc(np.divide(a, bs, dtype=np.float64)) if a.dtype.itemsize <= 4 else None
+    if q is not None:
+        return np.where(zero, a.dtype.type(-1), q.astype(np.int64).astype(a.dtype))
+    q2 = a // bs
+    fix = (q2 * bs != a) & ((a < 0) != (bs < 0))
+    return np.where(zero, a.dtype.type(-1), q2 + fix.astype(a.dtype))
+
+
+def _irem(a: Any, b: Any) -> Any:
+    a, b = np.broadcast_arrays(_arr(a), _arr(b))
+    zero = b == 0
+    bs = np.where(zero, 1, b)
+    r = np.fmod(a, bs) if a.dtype.kind == "i" else a % bs
+    return np.where(zero, a, r)
+
+
+def _mulhi_u64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m32 = np.uint64(0xFFFFFFFF)
+    s32 = np.uint64(32)
+    al, ah, bl, bh = a & m32, a >> s32, b & m32, b >> s32
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> s32) + (lh & m32) + (hl & m32)
+    return hh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+
+
+def _mul_wide_hi(instr: Instr, ctx: Any, dt: np.dtype, wide: bool, mad: bool) -> Op:
+    size = dt.itemsize
+    signed = dt.kind == "i"
+    if wide:
+        out = (SINT if signed else UINT)[size * 2]
+
+        def f(a: Any, b: Any, *c: Any) -> Any:
+            r = _arr(a).astype(out) * _arr(b).astype(out)
+            return r + c[0] if c else r
+
+        types = [dt, dt, np.dtype(out)] if mad else None
+        dst, *srcs = instr.operands
+        w = writer(ctx, dst)
+        rs = [reader(ctx, s, types[i] if types else dt) for i, s in enumerate(srcs)]
+        return Op(instr, lambda m, idx: w(m, idx, f(*[r(m, idx) for r in rs])))
+    if size <= 4:
+        big = np.int64 if signed else np.uint64
+
+        def f(a: Any, b: Any, *c: Any) -> Any:
+            r = ((_arr(a).astype(big) * _arr(b).astype(big)) >> (8 * size)).astype(dt)
+            return r + c[0] if c else r
+
+        return simple(instr, ctx, f)
+
+    def f64(a: Any, b: Any, *c: Any) -> Any:
+        ua, ub = np.broadcast_arrays(_arr(a).view(np.uint64) if _arr(a).ndim else _arr(a).astype(np.uint64),
+                                     _arr(b).view(np.uint64) if _arr(b).ndim else _arr(b).astype(np.uint64))
+        h = _mulhi_u64(ua, ub)
+        if signed:
+            h = h - np.where(_arr(a) < 0, ub, 0).astype(np.uint64) - np.where(_arr(b) < 0, ua, 0).astype(np.uint64)
+        r = h.view(dt) if h.ndim else h.astype(dt)
+        return r + c[0] if c else r
+
+    return simple(instr, ctx, f64)
+
+
+@builds("abs", "neg", "not", "cnot", "popc", "clz", "brev", "bfind", "sqrt", "rsqrt", "rcp", "sin", "cos",
+        "lg2", "ex2", "tanh")
+def _unary(instr: Instr, ctx: Any) -> Op:
+    op, t = instr.parts[0], itype(instr)
+    dt = dtype(t)
+    if dt.kind == "f":
+        fns = {
+            "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a),
+            "rcp": lambda a: np.divide(1, a), "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2,
+            "tanh": np.tanh,
+        }  # fmt: skip
+        if op not in fns:
+            raise UnsupportedInstruction(instr.opcode)
+        f = fns[op]
+        if op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt") or "approx" in instr.parts:
+            g = f  # approximate on the GPU: computed in double here, then rounded
+            f = lambda a: g(_arr(a).astype(np.float64))  # noqa: E731
+        return float_op(instr, ctx, f, f)
+    if op == "abs":
+        return simple(instr, ctx, np.abs)
+    if op == "neg":
+        return simple(instr, ctx, np.negative)
+    if op == "not":
+        return simple(instr, ctx, np.invert if dt.kind != "b" else np.logical_not)
+    if op == "cnot":
+        return simple(instr, ctx, lambda a: (_arr(a) == 0).astype(dt))
+    u32 = np.dtype(np.uint32)
+    dst, src = instr.operands
+    w, r = writer(ctx, dst), reader(ctx, src, dtype(UINT_NAME[dt.itemsize]))
+    if op == "popc":
+        return Op(instr, lambda m, idx: w(m, idx, popcount(r(m, idx)).astype(u32)))
+    if op == "clz":
+        return Op(instr, lambda m, idx: w(m, idx, (8 * dt.itemsize - bit_length(r(m, idx))).astype(u32)))
+    if op == "brev":
+        return Op(instr, lambda m, idx: w(m, idx, bit_reverse(r(m, idx))))
+    # bfind: position of the most significant non-sign bit, 0xFFFFFFFF if none
+    shiftamt = "shiftamt" in instr.parts
+    rs = reader(ctx, src, dt)
+
+    def bfind(m: Any, idx: Any) -> None:
+        v = _arr(rs(m, idx))
+        u = np.where(v < 0, ~v, v).astype(UINT[dt.itemsize]) if dt.kind == "i" else v
+        pos = bit_length(u).astype(np.int64) - 1
+        res = np.where(pos < 0, 0xFFFFFFFF, (8 * dt.itemsize - 1 - pos) if shiftamt else pos)
+        w(m, idx, res.astype(u32))
+
+    return Op(instr, bfind)
+
+
+UINT_NAME = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
+_BYTE_POPC = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+_BYTE_REV = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], np.uint8)
+
+
+def popcount(v: Any) -> np.ndarray:
+    a = np.ascontiguousarray(_arr(v))
+    b = a.reshape(-1).view(np.uint8).reshape(a.size, a.itemsize)
+    return _BYTE_POPC[b].sum(axis=1, dtype=np.uint32).reshape(a.shape)
+
+
+def bit_length(v: Any) -> np.ndarray:
+    a = _arr(v).astype(np.uint64)
+    hi = (a >> np.uint64(32)).astype(np.float64)
+    lo = (a & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        bl_hi = np.where(hi > 0, np.floor(np.log2(np.maximum(hi, 1))) + 33, 0)
+        bl_lo = np.where(lo > 0, np.floor(np.log2(np.maximum(lo, 1))) + 1, 0)
+    return np.where(hi > 0, bl_hi, bl_lo).astype(np.int64)
+
+
+def bit_reverse(v: Any) -> np.ndarray:
+    a = np.ascontiguousarray(_arr(v))
+    b = _BYTE_REV[a.reshape(-1).view(np.uint8).reshape(a.size, a.itemsize)[:, ::-1]]
+    return np.ascontiguousarray(b).view(a.dtype).reshape(a.shape)
+
+
+@builds("and", "or", "xor")
+def _bitwise(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    if dt.kind == "b":
+        f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[instr.parts[0]]
+    else:
+        f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[instr.parts[0]]
+    return simple(instr, ctx, f)
+
+
+@builds("shl", "shr")
+def _shift(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    bits = 8 * dt.itemsize
+    if instr.parts[0] == "shr" and dt.kind == "i":
+        f = lambda a, b: np.right_shift(a, np.minimum(_arr(b), bits - 1).astype(dt))  # noqa: E731
+    else:
+        sh = np.left_shift if instr.parts[0] == "shl" else np.right_shift
+
+        def f(a: Any, b: Any) -> Any:
+            b = _arr(b)
+            return np.where(b >= bits, dt.type(0), sh(a, np.minimum(b, bits - 1).astype(dt)))
+
+    return simple(instr, ctx, f, [dt, np.dtype(np.uint32)])
+
+
+@builds("bfe")
+def _bfe(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    bits = 8 * dt.itemsize
+    u = UINT[dt.itemsize]
+
+    def f(a: Any, pos: Any, ln: Any) -> Any:
+        pos = _arr(pos).astype(np.int64) & 0xFF
+        ln = _arr(ln).astype(np.int64) & 0xFF
+        ua = _arr(a).view(u) if _arr(a).ndim else _arr(a).astype(u)
+        shifted = np.where(pos >= bits, 0, ua >> np.minimum(pos, bits - 1).astype(u))
+        mask = np.where(ln >= bits, ~u(0), (np.left_shift(u(1), np.minimum(ln, bits - 1).astype(u))) - u(1))
+        val = shifted & mask
+        if dt.kind == "i":
+            sbit = np.minimum(pos + ln - 1, bits - 1)
+            sign = np.where(ln == 0, 0, (ua >> sbit.astype(u)) & u(1))
+            val = np.where(sign == 1, val | ~mask, val)
+        return _arr(val).astype(u).view(dt) if _arr(val).ndim else _arr(val).astype(dt)
+
+    return simple(instr, ctx, f, [dt, np.dtype(np.uint32), np.dtype(np.uint32)])
+
+
+@builds("bfi")
+def _bfi(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    bits = 8 * dt.itemsize
+    u = UINT[dt.itemsize]
+
+    def f(a: Any, b: Any, pos: Any, ln: Any) -> Any:
+        pos = np.minimum(_arr(pos).astype(np.int64) & 0xFF, bits)
+        ln = _arr(ln).astype(np.int64) & 0xFF
+        mask = np.where(ln >= bits, ~u(0), np.left_shift(u(1), np.minimum(ln, bits - 1).astype(u)) - u(1))
+        mask = np.where(pos >= bits, u(0), np.left_shift(mask, np.minimum(pos, bits - 1).astype(u)))
+        ins = np.where(pos >= bits, u(0), np.left_shift(_arr(a).astype(u), np.minimum(pos, bits - 1).astype(u)))
+        return (ins & mask) | (_arr(b).astype(u) & ~mask)
+
+    return simple(instr, ctx, f, [dt, dt, np.dtype(np.uint32), np.dtype(np.uint32)])
+
+
+@builds("prmt")
+def _prmt(instr: Instr, ctx: Any) -> Op:
+    mode = instr.parts[2] if len(instr.parts) > 3 else ""
+    if mode not in ("", "b32"):
+        if mode not in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"):
+            raise UnsupportedInstruction(instr.opcode)
+
+    def f(a: Any, b: Any, c: Any) -> Any:
+        a, b, c = np.broadcast_arrays(_arr(a).astype(np.uint64), _arr(b).astype(np.uint64), _arr(c).astype(np.uint64))
+        src = a | (b << np.uint64(32))  # bytes 0-3 from a, 4-7 from b
+        out = np.zeros(a.shape, np.uint64)
+        for k in range(4):
+            sel = _prmt_selector(mode, c, k)
+            byte = (src >> (8 * (sel & 7))) & 0xFF
+            if mode == "":
+                sign = (sel & 8) != 0
+                byte = np.where(sign, np.where(byte & 0x80, 0xFF, 0), byte)
+            out |= byte.astype(np.uint64) << np.uint64(8 * k)
+        return out.astype(np.uint32)
+
+    return simple(instr, ctx, f, [np.dtype(np.uint32)] * 3)
+
+
+def _prmt_selector(mode: str, c: np.ndarray, k: int) -> np.ndarray:
+    c = c.astype(np.uint64)
+    if mode == "":
+        return (c >> np.uint64(4 * k)) & np.uint64(0xF)
+    s = c & np.uint64(3)
+    table = {
+        "f4e": lambda: (s + k) & 7, "b4e": lambda: (s - k) & 7, "rc8": lambda: s + 0 * k,
+        "ecl": lambda: np.maximum(s, k), "ecr": lambda: np.minimum(s, k),
+        "rc16": lambda: (c & np.uint64(1)) * 2 + (k & 1),
+    }  # fmt: skip
+    return np.asarray(table[mode]()).astype(np.uint64)
+
+
+@builds("lop3")
+def _lop3(instr: Instr, ctx: Any) -> Op:
+    def f(a: Any, b: Any, c: Any, lut: Any) -> Any:
+        lut = int(lut)
+        out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
+        for i in range(8):
+            if lut >> i & 1:
+                ta = a if i & 4 else ~_arr(a)
+                tb = b if i & 2 else ~_arr(b)
+                tc = c if i & 1 else ~_arr(c)
+                out |= ta & tb & tc
+        return out
+
+    return simple(instr, ctx, f, [np.dtype(np.uint32)] * 4)
+
+
+@builds("shf")
+def _shf(instr: Instr, ctx: Any) -> Op:
+    left = "l" in instr.parts
+    clamp = "clamp" in instr.parts
+
+    def f(a: Any, b: Any, c: Any) -> Any:
+        n = np.minimum(_arr(c), 32) if clamp else _arr(c) & 31
+        wide = _arr(a).astype(np.uint64) | (_arr(b).astype(np.uint64) << np.uint64(32))
+        n = _arr(n).astype(np.uint64)
+        if left:
+            return ((wide << n) >> np.uint64(32)).astype(np.uint32)
+        return (wide >> n).astype(np.uint32)
+
+    return simple(instr, ctx, f, [np.dtype(np.uint32)] * 3)
+
+
+@builds("copysign")
+def _copysign(instr: Instr, ctx: Any) -> Op:
+    return simple(instr, ctx, lambda a, b: np.copysign(b, a))
+
+
+@builds("testp")
+def _testp(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    tiny = np.finfo(dt).tiny
+    fns = {
+        "finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
+        "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+        "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0),
+    }  # fmt: skip
+    f = fns[instr.parts[1]]
+    dst, src = instr.operands
+    w, r = writer(ctx, dst), reader(ctx, src, dt)
+    return Op(instr, lambda m, idx: w(m, idx, f(_arr(r(m, idx)))))
+
+
+# -- comparisons and selection
+
+_CMP = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal,
+}  # fmt: skip
+
+
+def comparison(cmp: str) -> Callable[[Any, Any], Any]:
+    if cmp in _CMP:
+        f = _CMP[cmp]
+        if cmp == "ne":  # ordered: false when either is NaN
+            return lambda a, b: np.not_equal(a, b) & ~(np.isnan(a) | np.isnan(b)) if _arr(a).dtype.kind == "f" else f(a, b)
+        return f
+    if cmp.endswith("u") and cmp[:-1] in _CMP:  # unordered: true when either is NaN
+        g = _CMP[cmp[:-1]]
+        return lambda a, b: g(a, b) | np.isnan(a) | np.isnan(b)
+    if cmp == "num":
+        return lambda a, b: ~(np.isnan(a) | np.isnan(b))
+    if cmp == "nan":
+        return lambda a, b: np.isnan(a) | np.isnan(b)
+    raise UnsupportedInstruction(f"comparison {cmp!r}")
+
+
+_BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+
+
+@builds("setp", "set")
+def _setp(instr: Instr, ctx: Any) -> Op:
+    cmp = comparison(instr.parts[1])
+    boolop = next((_BOOL[p] for p in instr.parts[2:] if p in _BOOL), None)
+    src_t = dtype(instr.parts[-1])
+    ftz = "ftz" in instr.parts
+    dst, a, b, *rest = instr.operands
+    ra, rb = reader(ctx, a, src_t), reader(ctx, b, src_t)
+    rc = reader(ctx, rest[0], np.dtype(np.bool_)) if rest else None
+    if instr.parts[0] == "set":
+        out_t = dtype(instr.parts[-2])
+        ones = np.float32(1.0) if out_t.kind == "f" else out_t.type(np.iinfo(out_t).max if out_t.kind == "u" else -1)
+        w = writer(ctx, dst)
+
+        def run_set(m: Any, idx: Any) -> None:
+            x, y = ra(m, idx), rb(m, idx)
+            p = cmp(_ftz(x) if ftz else x, _ftz(y) if ftz else y)
+            if rc is not None and boolop is not None:
+                p = boolop(p, rc(m, idx))
+            w(m, idx, np.where(p, ones, out_t.type(0)).astype(out_t))
+
+        return Op(instr, run_set)
+    outs = dst[1] if dst[0] == "pair" else [dst]
+    wp = writer(ctx, outs[0])
+    wq = writer(ctx, outs[1]) if len(outs) > 1 else None
+
+    def run(m: Any, idx: Any) -> None:
+        x, y = ra(m, idx), rb(m, idx)
+        if ftz:
+            x, y = _ftz(x), _ftz(y)
+        p = _arr(cmp(x, y))
+        if wq is not None:
+            q = ~p
+        if rc is not None and boolop is not None:
+            c = rc(m, idx)
+            p = boolop(p, c)
+            if wq is not None:
+                q = boolop(q, c)
+        wp(m, idx, p)
+        if wq is not None:
+            wq(m, idx, q)
+
+    return Op(instr, run)
+
+
+@builds("selp")
+def _selp(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    return simple(instr, ctx, lambda a, b, c: np.where(c, a, b).astype(dt), [dt, dt, np.dtype(np.bool_)])
+
+
+@builds("slct")
+def _slct(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(instr.parts[-2])
+    ct = dtype(instr.parts[-1])
+    return simple(instr, ctx, lambda a, b, c: np.where(_arr(c) >= 0, a, b).astype(dt), [dt, dt, ct])
+
+
+# -- moves and conversions
+
+
+@builds("mov")
+def _mov(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    dst, src = instr.operands
+    if dst[0] == "vec" and len(dst[1]) > 1:  # unpack: mov.b64 {lo, hi}, %rd
+        parts = [writer(ctx, d) for d in dst[1]]
+        piece = UINT[dt.itemsize // len(parts)]
+        r = reader(ctx, src, dt)
+
+        def unpack(m: Any, idx: Any) -> None:
+            v = np.ascontiguousarray(_arr(r(m, idx)).reshape(-1))
+            halves = v.view(piece).reshape(v.size, len(parts))
+            for k, w in enumerate(parts):
+                w(m, idx, halves[:, k] if idx is not None or v.size > 1 else halves[0, k])
+
+        return Op(instr, unpack)
+    if src[0] == "vec" and len(src[1]) > 1:  # pack: mov.b64 %rd, {lo, hi}
+        piece_t = np.dtype(UINT[dt.itemsize // len(src[1])])
+        rs = [reader(ctx, s, piece_t) for s in src[1]]
+        w = writer(ctx, dst)
+
+        def pack(m: Any, idx: Any) -> None:
+            vals = np.broadcast_arrays(*[_arr(r(m, idx)) for r in rs])
+            w(m, idx, np.ascontiguousarray(np.stack(vals, axis=-1)).view(dt).reshape(vals[0].shape))
+
+        return Op(instr, pack)
+    w = writer(ctx, dst)
+    r = reader(ctx, src, dt)
+    return Op(instr, lambda m, idx: w(m, idx, r(m, idx)))
+
+
+@builds("cvt")
+def _cvt(instr: Instr, ctx: Any) -> Op:
+    types = [p for p in instr.parts if p in DT]
+    dt, st = dtype(types[0]), dtype(types[1])
+    mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), "")
+    sat, ftz = "sat" in instr.parts, "ftz" in instr.parts
+    bf16_out = types[0] == "bf16"
+
+    def f(a: Any) -> Any:
+        a = _arr(a)
+        if ftz:
+            a = _ftz(a)
+        if st.kind == "f" and dt.kind == "f" or (bf16_out and st.kind == "f"):
+            if mode in ("rni", "rzi", "rmi", "rpi"):
+                a = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[mode](a)
+            if bf16_out:
+                return _to_bf16(a.astype(np.float32))
+            if mode in ("rz", "rm", "rp") and dt.itemsize < st.itemsize:
+                r = _directed(a.astype(np.float64), mode, dt)
+            else:
+                r = a.astype(dt)
+            if sat:
+                r = np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)).astype(dt)
+            return r
+        if st.kind == "f":  # float -> int: round, then saturate (PTX always saturates here)
+            rnd = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, "": np.trunc}[mode or ""]
+            v = rnd(a.astype(np.float64))
+            info = np.iinfo(dt)
+            v = np.where(np.isnan(v), 0, np.clip(v, info.min, info.max))
+            if dt.itemsize == 8:  # float64 cannot hold the limits exactly
+                hi = v >= float(info.max)
+                out = v.astype(dt)
+                return np.where(hi, dt.type(info.max), out)
+            return v.astype(dt)
+        if dt.kind == "f":  # int -> float
+            if mode in ("rz", "rm", "rp") and dt == np.float32:
+                return _directed(a.astype(np.float64), mode, dt)
+            return a.astype(dt)
+        if sat:
+            info = np.iinfo(dt)
+            wide = a.astype(np.float64) if a.dtype.itemsize == 8 else a.astype(np.int64)
+            return np.clip(wide, info.min, info.max).astype(dt)
+        return a.astype(dt)
+
+    return simple(instr, ctx, f, [st])
+
+
+def _to_bf16(a: np.ndarray) -> np.ndarray:
+    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return np.where(np.isnan(a), 0x7FC0, rounded).astype(np.uint16)
+
+
+@builds("cvta")
+def _cvta(instr: Instr, ctx: Any) -> Op:
+    from .memory import LOCAL_WINDOW, SHARED_WINDOW
+
+    to = "to" in instr.parts
+    space = next(p for p in instr.parts if p in SPACES)
+    base = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+    dt = dtype(itype(instr))
+    dst, src = instr.operands
+    w, r = writer(ctx, dst), reader(ctx, src, np.dtype(np.uint64) if not to or dt.itemsize == 8 else dt)
+    if base == 0:
+        return Op(instr, lambda m, idx: w(m, idx, r(m, idx)))
+    if to:
+        return Op(instr, lambda m, idx: w(m, idx, (_arr(r(m, idx)).astype(np.uint64) - np.uint64(base)).astype(dt)))
+    return Op(instr, lambda m, idx: w(m, idx, _arr(r(m, idx)).astype(np.uint64) + np.uint64(base)))
+
+
+@builds("isspacep")
+def _isspacep(instr: Instr, ctx: Any) -> Op:
+    from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+
+    space = instr.parts[1]
+    dst, src = instr.operands
+    w, r = writer(ctx, dst), reader(ctx, src, np.dtype(np.uint64))
+
+    def f(m: Any, idx: Any) -> None:
+        a = _arr(r(m, idx)).astype(np.uint64)
+        sh = (a >= SHARED_WINDOW) & (a < SHARED_WINDOW + WINDOW_SIZE)
+        lo = (a >= LOCAL_WINDOW) & (a < LOCAL_WINDOW + WINDOW_SIZE)
+        w(m, idx, {"shared": sh, "local": lo}.get(space, ~sh & ~lo))
+
+    return Op(instr, f)
+
+
+# -- memory
+
+
+def _space(instr: Instr) -> str:
+    for p in instr.parts[1:]:
+        s = p.split("::")[0]
+        if s in SPACES:
+            return s
+    return "generic"
+
+
+def _vec(instr: Instr) -> int:
+    for p in instr.parts:
+        if p in ("v2", "v4", "v8"):
+            return int(p[1])
+    return 1
+
+
+def address(ctx: Any, op: tuple) -> Callable[[Any, Any], np.ndarray]:
+    if op[0] != "addr":
+        raise UnsupportedInstruction(f"expected an address, got {op!r}")
+    base, off = op[1], op[2]
+    if base is None:
+        return lambda m, idx: np.full(m.count(idx), off, np.int64)
+    if base.startswith("%"):
+        name = ctx.reg(base)
+        signed = ctx.storage(name).itemsize == 8
+
+        def addr(m: Any, idx: Any) -> np.ndarray:
+            v = m.R[name] if idx is None else m.R[name][idx]
+            return (v.view(np.int64) if signed else v.astype(np.int64)) + off
+
+        return addr
+    value = ctx.symbol_address(base) + off
+    return lambda m, idx: np.full(m.count(idx), value, np.int64)
+
+
+@builds("ld", "ldu")
+def _ld(instr: Instr, ctx: Any) -> Op:
+    space = _space(instr)
+    dt = dtype(itype(instr))
+    n = _vec(instr)
+    dst, src = instr.operands
+    dsts = dst[1] if dst[0] == "vec" else [dst]
+    ws = [writer(ctx, d) for d in dsts]
+    if space == "param":
+        return _ld_param(instr, ctx, src, dt, ws)
+    addr = address(ctx, src)
+
+    def run(m: Any, idx: Any) -> None:
+        vals = m.load(instr, space, addr(m, idx), idx, dt, n)
+        for k, w in enumerate(ws):
+            w(m, idx, vals[:, k] if n > 1 else vals)
+
+    return Op(instr, run)
+
+
+def _ld_param(instr: Instr, ctx: Any, src: tuple, dt: np.dtype, ws: list) -> Op:
+    name, off = src[1], src[2]
+    if ctx.is_kernel_param(name):
+
+        def run_kernel_param(m: Any, idx: Any) -> None:
+            for k, w in enumerate(ws):
+                w(m, idx, m.param_scalar(name, off + k * dt.itemsize, dt))
+
+        return Op(instr, run_kernel_param)
+    key = ctx.param_var(name)
+
+    def run(m: Any, idx: Any) -> None:
+        for k, w in enumerate(ws):
+            w(m, idx, m.param_read(key, off + k * dt.itemsize, dt, idx))
+
+    return Op(instr, run)
+
+
+@builds("st")
+def _st(instr: Instr, ctx: Any) -> Op:
+    space = _space(instr)
+    dt = dtype(itype(instr))
+    n = _vec(instr)
+    dst, src = instr.operands
+    srcs = src[1] if src[0] == "vec" else [src]
+    rs = [reader(ctx, s, dt) for s in srcs]
+    if space == "param":
+        key, off = ctx.param_var(dst[1]), dst[2]
+
+        def run_param(m: Any, idx: Any) -> None:
+            for k, r in enumerate(rs):
+                m.param_write(key, off + k * dt.itemsize, dt, idx, r(m, idx))
+
+        return Op(instr, run_param)
+    addr = address(ctx, dst)
+
+    def run(m: Any, idx: Any) -> None:
+        cnt = m.count(idx)
+        vals = np.stack([np.broadcast_to(np.asarray(r(m, idx), dt), (cnt,)) for r in rs], axis=1)
+        m.store(instr, space, addr(m, idx), idx, vals if n > 1 else vals[:, 0], dt, n)
+
+    return Op(instr, run)
+
+
+@builds("atom", "red")
+def _atom(instr: Instr, ctx: Any) -> Op:
+    space = _space(instr)
+    t = itype(instr)
+    dt = dtype(t)
+    kind = next((p for p in instr.parts[1:] if p in ATOMIC_OPS), None)
+    if kind is None or _vec(instr) > 1 or t in ("f16", "bf16", "f16x2", "bf16x2"):
+        raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
+    if instr.parts[0] == "red":
+        dst, ad, *srcs = None, *instr.operands
+    else:
+        dst, ad, *srcs = instr.operands
+    w = writer(ctx, dst) if dst is not None else None
+    addr = address(ctx, ad)
+    rs = [reader(ctx, s, dt) for s in srcs]
+
+    def run(m: Any, idx: Any) -> None:
+        cnt = m.count(idx)
+        operands = [np.broadcast_to(np.asarray(r(m, idx), dt), (cnt,)) for r in rs]
+        old = m.atomic(instr, space, addr(m, idx), idx, dt, kind, operands)
+        if w is not None:
+            w(m, idx, old)
+
+    return Op(instr, run)
+
+
+def _inc(old: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where(old >= b, old.dtype.type(0), old + old.dtype.type(1))
+
+
+def _dec(old: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where((old == 0) | (old > b), b, old - old.dtype.type(1))
+
+
+ATOMIC_OPS: dict[str, Callable[..., np.ndarray]] = {
+    "add": lambda old, b: old + b,
+    "min": lambda old, b: np.fmin(old, b) if old.dtype.kind == "f" else np.minimum(old, b),
+    "max": lambda old, b: np.fmax(old, b) if old.dtype.kind == "f" else np.maximum(old, b),
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "exch": lambda old, b: b,
+    "cas": lambda old, b, c: np.where(old == b, c, old),
+    "inc": _inc, "dec": _dec,
+}  # fmt: skip
+
+
+@builds("membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "griddepcontrol")
+def _nop(instr: Instr, ctx: Any) -> Op:
+    return Op(instr, lambda m, idx: None)
+
+
+# -- control flow
+
+
+@builds("bra", "brx")
+def _bra(instr: Instr, ctx: Any) -> Op:
+    if instr.parts[0] == "brx":
+        raise UnsupportedInstruction("indirect branches (brx.idx) are not supported")
+    return Op(instr, lambda m, idx: None, "branch", ctx.label(instr.operands[0][1]))
+
+
+@builds("ret")
+def _ret(instr: Instr, ctx: Any) -> Op:
+    return Op(instr, lambda m, idx: None, "exit" if ctx.is_entry else "ret")
+
+
+@builds("exit")
+def _exit(instr: Instr, ctx: Any) -> Op:
+    return Op(instr, lambda m, idx: None, "exit")
+
+
+@builds("trap", "brkpt")
+def _trap(instr: Instr, ctx: Any) -> Op:
+    def run(m: Any, idx: Any) -> None:
+        raise KernelFault(f"{m.who_first(idx)} executed '{instr.opcode}' {m.where(instr)}")
+
+    return Op(instr, run)
+
+
+@builds("call")
+def _call(instr: Instr, ctx: Any) -> Op:
+    return ctx.build_call(instr)
+
+
+# -- barriers and warp collectives
+
+
+@builds("bar", "barrier")
+def _bar(instr: Instr, ctx: Any) -> Op:
+    if "warp" in instr.parts:
+        mask = reader(ctx, instr.operands[0], np.dtype(np.uint32))
+
+        def warp_sync(m: Any, idx: Any) -> None:
+            m.check_converged(instr, idx, mask(m, idx))
+            m.record_sync(instr, idx, "bar")
+
+        return Op(instr, warp_sync)
+    if "arrive" in instr.parts:
+        raise UnsupportedInstruction("bar.arrive (split barriers) is not supported")
+    if len(instr.operands) > 1 and "red" not in instr.parts:
+        raise UnsupportedInstruction("barriers with a thread count (named partial barriers) are not supported")
+    red = None
+    if "red" in instr.parts:  # __syncthreads_count / _and / _or
+        how = next(p for p in instr.parts if p in ("popc", "and", "or"))
+        dst, _bid, *rest = instr.operands
+        pred = reader(ctx, rest[-1], np.dtype(np.bool_))
+        red = (how, writer(ctx, dst), pred)
+    op = Op(instr, lambda m, idx: m.arrive(instr, idx, red), "bar")
+    return op
+
+
+def _lanes(m: Any, idx: Any) -> tuple[np.ndarray, np.ndarray]:
+    t = m.all_threads if idx is None else idx
+    return t, t & 31
+
+
+@builds("shfl")
+def _shfl(instr: Instr, ctx: Any) -> Op:
+    mode = next(p for p in instr.parts if p in ("up", "down", "bfly", "idx"))
+    dst, a, b, c, *maskop = instr.operands
+    outs = dst[1] if dst[0] == "pair" else [dst]
+    wd = writer(ctx, outs[0])
+    wp = writer(ctx, outs[1]) if len(outs) > 1 else None
+    name_a = ctx.reg(a[1]) if a[0] == "reg" else None
+    ra = reader(ctx, a, np.dtype(np.uint32))
+    rb, rc = reader(ctx, b, np.dtype(np.uint32)), reader(ctx, c, np.dtype(np.uint32))
+    rmask = reader(ctx, maskop[0], np.dtype(np.uint32)) if maskop else (lambda m, idx: np.uint32(0xFFFFFFFF))
+
+    def run(m: Any, idx: Any) -> None:
+        t, lane = _lanes(m, idx)
+        m.check_converged(instr, idx, rmask(m, idx))
+        bval = _arr(rb(m, idx)).astype(np.int64) & 31
+        cval = _arr(rc(m, idx)).astype(np.int64)
+        seg = (cval >> 8) & 31
+        clamp = cval & 31
+        max_lane = (lane & seg) | (clamp & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~seg)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        src = t - lane + j
+        if name_a is not None:
+            full = m.R[name_a]
+            val = full[src]
+        else:
+            val = np.broadcast_to(np.asarray(ra(m, idx)), t.shape)
+        wd(m, idx, val)
+        if wp is not None:
+            wp(m, idx, ok)
+        m.record_lanes(instr, idx, "reg", "shfl", src - (t - lane), 4)
+
+    return Op(instr, run)
+
+
+def warp_reduce(m: Any, idx: Any, values: np.ndarray, how: str) -> np.ndarray:
+    """Combine `values` over the active lanes of each warp; every lane gets its warp's result."""
+    t, _ = _lanes(m, idx)
+    warp = t >> 5
+    starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
+    counts = np.diff(np.r_[starts, len(t)])
+    ufunc = {"or": np.bitwise_or, "and": np.bitwise_and, "add": np.add, "min": np.minimum,
+             "max": np.maximum, "xor": np.bitwise_xor, "any": np.logical_or, "all": np.logical_and}[how]
+    red = ufunc.reduceat(values, starts)
+    return np.repeat(red, counts)
+
+
+@builds("vote")
+def _vote(instr: Instr, ctx: Any) -> Op:
+    mode = next(p for p in instr.parts if p in ("all", "any", "uni", "ballot"))
+    dst, p, *maskop = instr.operands
+    w = writer(ctx, dst)
+    rp = reader(ctx, p, np.dtype(np.bool_))
+    rmask = reader(ctx, maskop[0], np.dtype(np.uint32)) if maskop else (lambda m, idx: np.uint32(0xFFFFFFFF))
+
+    def run(m: Any, idx: Any) -> None:
+        t, lane = _lanes(m, idx)
+        m.check_converged(instr, idx, rmask(m, idx))
+        pred = np.broadcast_to(_arr(rp(m, idx)), t.shape)
+        if mode == "ballot":
+            bits = np.where(pred, np.left_shift(np.uint32(1), lane.astype(np.uint32)), np.uint32(0))
+            w(m, idx, warp_reduce(m, idx, bits.astype(np.uint32), "or"))
+        elif mode == "all":
+            w(m, idx, warp_reduce(m, idx, pred, "all"))
+        elif mode == "any":
+            w(m, idx, warp_reduce(m, idx, pred, "any"))
+        else:
+            w(m, idx, warp_reduce(m, idx, pred, "all") | ~warp_reduce(m, idx, pred, "any"))
+        m.record_sync(instr, idx, "vote")
+
+    return Op(instr, run)
+
+
+@builds("activemask")
+def _activemask(instr: Instr, ctx: Any) -> Op:
+    w = writer(ctx, instr.operands[0])
+
+    def run(m: Any, idx: Any) -> None:
+        _, lane = _lanes(m, idx)
+        bits = np.left_shift(np.uint32(1), lane.astype(np.uint32)).astype(np.uint32)
+        w(m, idx, warp_reduce(m, idx, bits, "or"))
+
+    return Op(instr, run)
+
+
+@builds("match")
+def _match(instr: Instr, ctx: Any) -> Op:
+    mode = "all" if "all" in instr.parts else "any"
+    dt = dtype(itype(instr))
+    dst, a, maskop = instr.operands[:3]
+    outs = dst[1] if dst[0] == "pair" else [dst]
+    wd = writer(ctx, outs[0])
+    wp = writer(ctx, outs[1]) if len(outs) > 1 else None
+    ra, rmask = reader(ctx, a, dt), reader(ctx, maskop, np.dtype(np.uint32))
+
+    def run(m: Any, idx: Any) -> None:
+        t, lane = _lanes(m, idx)
+        m.check_converged(instr, idx, rmask(m, idx))
+        v = np.broadcast_to(_arr(ra(m, idx)), t.shape)
+        warp = t >> 5
+        out = np.zeros(t.shape, np.uint32)
+        bits = np.left_shift(np.uint32(1), lane.astype(np.uint32)).astype(np.uint32)
+        for k in range(32):  # lanes of the same warp with the same value
+            other = np.searchsorted(t, t - lane + k)
+            other = np.minimum(other, len(t) - 1)
+            same = (t[other] == t - lane + k) & (v[other] == v) & (warp[other] == warp)
+            out |= np.where(same, bits[other], 0).astype(np.uint32)
+        if mode == "all":
+            active = warp_reduce(m, idx, bits, "or")
+            allsame = out == active
+            wd(m, idx, np.where(allsame, active, 0).astype(np.uint32))
+            if wp is not None:
+                wp(m, idx, allsame)
+        else:
+            wd(m, idx, out)
+        m.record_sync(instr, idx, "match")
+
+    return Op(instr, run)
+
+
+@builds("redux")
+def _redux(instr: Instr, ctx: Any) -> Op:
+    how = next(p for p in instr.parts if p in ("add", "min", "max", "and", "or", "xor"))
+    dt = dtype(itype(instr))
+    dst, a, maskop = instr.operands
+    w, ra, rmask = writer(ctx, dst), reader(ctx, a, dt), reader(ctx, maskop, np.dtype(np.uint32))
+
+    def run(m: Any, idx: Any) -> None:
+        t, _ = _lanes(m, idx)
+        m.check_converged(instr, idx, rmask(m, idx))
+        v = np.broadcast_to(_arr(ra(m, idx)), t.shape).astype(dt)
+        w(m, idx, warp_reduce(m, idx, v, how).astype(dt))
+        m.record_sync(instr, idx, "vote")
+
+    return Op(instr, run)
+
+
+def check_mask_converged(active_bits: np.ndarray, masks: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """Lanes whose member mask names lanes that are not here (diverged or exited)."""
+    own = np.left_shift(np.uint32(1), lanes.astype(np.uint32))
+    return ((masks & ~active_bits) != 0) | ((masks & own) == 0)
+
+
+__all__ = ["BUILDERS", "Op", "build", "BarrierError"]

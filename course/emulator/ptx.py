@@ -1,0 +1,339 @@
+"""Parse the PTX that NVRTC emits into entries, variables and instructions.
+
+Only the structure is decoded here; what an instruction means lives in `ops.py`.
+Every instruction keeps its PTX line and the `.cu` line of the `.loc` before it.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+
+from ..errors import UnsupportedInstruction
+
+# Operands, as small tuples the op builders pattern-match on.
+#   ("reg", name, negated)   ("imm", value)   ("addr", base or None, offset)
+#   ("vec", [operands])      ("sym", name)    ("pair", [reg, reg])
+Operand = tuple
+
+
+@dataclass
+class Instr:
+    opcode: str  # e.g. "ld.global.nc.v4.f32"
+    parts: list[str]  # opcode split on dots: ["ld", "global", "nc", "v4", "f32"]
+    operands: list[Operand]
+    guard: tuple[str, bool] | None  # (predicate register, negated)
+    ptx_line: int
+    cu_line: int
+    text: str
+    function: str = ""
+    cu_file: int = 1
+
+
+@dataclass
+class Variable:
+    name: str
+    space: str  # "global", "const", "shared", "local", "param"
+    type: str  # "b8", "u32", "f32", ...
+    size: int  # bytes (0 for an extern shared array of unknown length)
+    align: int
+    init: bytes | None = None
+    extern: bool = False
+
+
+@dataclass
+class Param:
+    name: str
+    type: str  # "u64", "u32", "f32", "b8" (for byte arrays: structs by value)
+    size: int
+    align: int
+    ptr_space: str | None = None  # ".ptr .global" annotations, when present
+
+
+@dataclass
+class Function:
+    name: str
+    is_entry: bool
+    params: list[Param]
+    returns: list[Param]
+    regs: dict[str, str]  # register name -> declared type
+    variables: list[Variable]  # function-scope .shared/.local/.param declarations
+    instrs: list[Instr]
+    labels: dict[str, int]  # label -> index into instrs
+    directives: dict[str, list[int]] = field(default_factory=dict)  # .reqntid, .maxntid
+
+
+@dataclass
+class PtxModule:
+    version: str
+    target: str
+    functions: dict[str, Function]
+    variables: list[Variable]  # module-scope .global/.const/.shared
+    files: dict[int, str]
+
+    @property
+    def entries(self) -> dict[str, Function]:
+        return {n: f for n, f in self.functions.items() if f.is_entry}
+
+
+TYPE_SIZES = {
+    "pred": 1, "b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
+    "f16x2": 4, "bf16x2": 4, "b32": 4, "u32": 4, "s32": 4, "f32": 4,
+    "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16,
+}  # fmt: skip
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_FUNC_HEAD = re.compile(
+    r"(?P<link>(?:\.(?:visible|weak|extern)\s+)*)\.(?P<kind>entry|func)\s*"
+    r"(?:\((?P<ret>[^)]*)\)\s*)?(?P<name>[\w$.]+)\s*(?:\((?P<params>[^)]*)\))?(?P<dirs>[^{;]*)(?P<end>[{;])",
+    re.S,
+)
+_VAR = re.compile(
+    r"^(?P<extern>\.extern\s+)?(?:\.(?:visible|weak)\s+)*\.(?P<space>global|const|shared|local|param)\s+"
+    r"(?:\.align\s+(?P<align>\d+)\s+)?(?:\.(?P<vec>v[248])\s+)?\.(?P<type>\w+)\s+(?P<name>[\w$.%]+)"
+    r"(?P<dims>(?:\[\d*\])*)\s*(?:=\s*(?P<init>.*))?$",
+    re.S,
+)
+_TOP_VAR = re.compile(
+    r"^\s*((?:\.(?:extern|visible|weak)\s+)*\.(?:global|const|shared)\b[^;]*);", re.M
+)
+_REG = re.compile(r"^\.reg\s+(?:\.v[248]\s+)?\.(?P<type>\w+)\s+(?P<names>.+)$", re.S)
+_PARAM = re.compile(
+    r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>\w+)\s+"
+    r"(?P<ptr>\.ptr(?:\s+\.(?P<space>\w+))?(?:\s+\.align\s+\d+)?\s+)?(?P<name>[\w$]+)(?P<dims>(?:\[\d*\])*)"
+)
+
+
+def parse(text: str) -> PtxModule:
+    """Parse a whole PTX module."""
+    lines = _strip_comments_keep_lines(text)
+    version = _first(r"^\s*\.version\s+(\S+)", lines) or "?"
+    target = _first(r"^\s*\.target\s+([^\n]+)", lines) or "?"
+    files = {
+        int(m[1]): m[2] for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', lines, re.M)
+    }
+    functions: dict[str, Function] = {}
+    variables: list[Variable] = []
+    pos = 0
+    while True:
+        m = _FUNC_HEAD.search(lines, pos)
+        top = lines[pos : m.start() if m else len(lines)]
+        for v in _TOP_VAR.finditer(top):
+            variables.append(_variable(" ".join(v[1].split())))
+        if not m:
+            break
+        if m["end"] == ";":  # a prototype
+            pos = m.end()
+            continue
+        body_start = m.end()
+        depth, i = 1, body_start
+        while depth:
+            c = lines[i]
+            depth += c == "{"
+            depth -= c == "}"
+            i += 1
+        first_line = lines.count("\n", 0, body_start) + 1
+        fn = _function(m, lines[body_start : i - 1], first_line)
+        functions[fn.name] = fn
+        pos = i
+    return PtxModule(version, target, functions, variables, files)
+
+
+def _strip_comments_keep_lines(text: str) -> str:
+    return _COMMENTS.sub(lambda m: "\n" * m[0].count("\n"), text)
+
+
+def _first(pattern: str, text: str) -> str | None:
+    m = re.search(pattern, text, re.M)
+    return m[1].strip() if m else None
+
+
+def _params(text: str | None) -> list[Param]:
+    out = []
+    for m in _PARAM.finditer(text or ""):
+        size = TYPE_SIZES.get(m["type"], 0)
+        for d in re.findall(r"\[(\d*)\]", m["dims"]):
+            size *= int(d or 0)
+        out.append(Param(m["name"], m["type"], size, int(m["align"] or TYPE_SIZES.get(m["type"], 1)), m["space"]))
+    return out
+
+
+def _variable(stmt: str) -> Variable:
+    m = _VAR.match(stmt)
+    if not m:
+        raise UnsupportedInstruction(f"cannot parse the PTX variable declaration {stmt!r}")
+    esize = TYPE_SIZES[m["type"]] * (int(m["vec"][1]) if m["vec"] else 1)
+    count = 1
+    for d in re.findall(r"\[(\d*)\]", m["dims"]):
+        count *= int(d) if d else 0
+    init = _initializer(m["init"], m["type"], count) if m["init"] else None
+    if init is not None and m["dims"] and count == 0:
+        count = len(init) // esize
+    align = int(m["align"] or esize)
+    return Variable(m["name"], m["space"], m["type"], esize * count, align, init, bool(m["extern"]))
+
+
+def _initializer(text: str, typ: str, count: int) -> bytes:
+    values = re.findall(r"[-\w.]+", text)
+    fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}[TYPE_SIZES[typ]]
+    out = b""
+    for v in values:
+        val = parse_immediate(v)
+        if isinstance(val, float):
+            out += struct.pack("<d" if TYPE_SIZES[typ] == 8 else "<f", val)
+        else:
+            out += struct.pack("<" + fmt, val & ((1 << (8 * TYPE_SIZES[typ])) - 1))
+    return out.ljust(count * TYPE_SIZES[typ], b"\0")
+
+
+def _function(head: re.Match, body: str, first_line: int) -> Function:
+    name = head["name"]
+    fn = Function(
+        name=name,
+        is_entry=head["kind"] == "entry",
+        params=_params(head["params"]),
+        returns=_params(head["ret"]),
+        regs={},
+        variables=[],
+        instrs=[],
+        labels={},
+    )
+    for d in re.finditer(r"\.(reqntid|maxntid)\s+([\d,\s]+)", head["dirs"] or ""):
+        fn.directives[d[1]] = [int(x) for x in d[2].replace(",", " ").split()]
+    cu_line, cu_file = 0, 1
+    pending = ""  # a statement that spans lines (calls do)
+    for offset, raw in enumerate(body.split("\n")):
+        line_no = first_line + offset
+        if pending:
+            raw, pending = pending + " " + raw, ""
+        stmts = _statements(raw)
+        if stmts and not raw.rstrip().endswith((";", ":", "{", "}")) and not stmts[-1].startswith("."):
+            pending = stmts.pop()
+        for stmt in stmts:
+            if stmt.startswith(".loc"):
+                cu_file, cu_line = int(stmt.split()[1]), int(stmt.split()[2])
+            elif stmt.endswith(":") and " " not in stmt:
+                fn.labels[stmt[:-1]] = len(fn.instrs)
+            elif stmt.startswith(".reg"):
+                _registers(stmt, fn.regs)
+            elif re.match(r"^\.(shared|local|param|const|global)\b", stmt):
+                fn.variables.append(_variable(stmt))
+            elif stmt.startswith(".") or stmt in ("{", "}"):
+                continue  # .pragma, scope braces, other directives
+            else:
+                instr = _instruction(stmt, line_no, cu_line, name)
+                instr.cu_file = cu_file
+                fn.instrs.append(instr)
+    return fn
+
+
+def _statements(raw: str) -> list[str]:
+    """A body line may hold a label, `{`/`}`, `.loc` (no semicolon) and instructions."""
+    out = []
+    s = raw.strip()
+    while s:
+        if s[0] in "{}":
+            out.append(s[0])
+            s = s[1:].strip()
+            continue
+        m = re.match(r"^([\w$]+):", s)
+        if m:
+            out.append(m[0])
+            s = s[m.end() :].strip()
+            continue
+        if s.startswith(".loc") or s.startswith(".file"):
+            out.append(s)
+            break
+        if ";" in s:
+            stmt, s = s.split(";", 1)
+            out.append(" ".join(stmt.split()))
+            s = s.strip()
+        else:
+            out.append(" ".join(s.split()))
+            break
+    return [o for o in out if o]
+
+
+def _registers(stmt: str, regs: dict[str, str]) -> None:
+    m = _REG.match(stmt)
+    if not m:
+        raise UnsupportedInstruction(f"cannot parse the register declaration {stmt!r}")
+    for item in m["names"].split(","):
+        item = item.strip()
+        r = re.match(r"^(%?[\w$]+)<(\d+)>$", item)
+        if r:
+            for i in range(int(r[2])):
+                regs[f"{r[1]}{i}"] = m["type"]
+        else:
+            regs[item] = m["type"]
+
+
+def _instruction(stmt: str, ptx_line: int, cu_line: int, function: str) -> Instr:
+    guard = None
+    m = re.match(r"^@(!?)(%[\w$]+)\s+", stmt)
+    if m:
+        guard = (m[2], m[1] == "!")
+        stmt_body = stmt[m.end() :]
+    else:
+        stmt_body = stmt
+    opcode, _, rest = stmt_body.partition(" ")
+    operands = [_operand(t) for t in split_operands(rest)] if rest.strip() else []
+    return Instr(opcode, opcode.split("."), operands, guard, ptx_line, cu_line, stmt, function)
+
+
+def split_operands(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for c in text:
+        if c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _operand(tok: str) -> Operand:
+    tok = tok.strip()
+    if tok.startswith("{"):
+        return ("vec", [_operand(t) for t in split_operands(tok[1:-1])])
+    if tok.startswith("("):  # call argument lists
+        return ("vec", [_operand(t) for t in split_operands(tok[1:-1])])
+    if tok.startswith("["):
+        inner = tok[1:-1].replace(" ", "")
+        m = re.match(r"^([%\w$.]+)?(?:\+?(-?(?:0x[0-9a-fA-F]+|\d+)))?$", inner)
+        if not m:
+            raise UnsupportedInstruction(f"cannot parse the address operand {tok!r}")
+        base = m[1]
+        if base is not None and re.fullmatch(r"-?\d+|0x[0-9a-fA-F]+", base):
+            return ("addr", None, int(base, 0))
+        return ("addr", base, int(m[2], 0) if m[2] else 0)
+    if "|" in tok:
+        return ("pair", [_operand(t) for t in tok.split("|")])
+    if tok.startswith("!%"):
+        return ("reg", tok[1:], True)
+    if tok.startswith("%"):
+        return ("reg", tok, False)
+    if re.match(r"^-?(0[fFdD][0-9a-fA-F]+|0[xX][0-9a-fA-F]+U?|\d+U?|\d*\.\d+(e[-+]?\d+)?)$", tok):
+        return ("imm", parse_immediate(tok))
+    return ("sym", tok)
+
+
+def parse_immediate(tok: str) -> int | float:
+    neg = tok.startswith("-")
+    t = tok[1:] if neg else tok
+    if t[:2] in ("0f", "0F"):
+        val: int | float = struct.unpack("<f", int(t[2:], 16).to_bytes(4, "little"))[0]
+    elif t[:2] in ("0d", "0D"):
+        val = struct.unpack("<d", int(t[2:], 16).to_bytes(8, "little"))[0]
+    elif "." in t or "e" in t:
+        val = float(t)
+    else:
+        val = int(t.rstrip("U"), 0)
+    return -val if neg else val

@@ -1,0 +1,151 @@
+"""The record of a launch: one row per warp-level memory access, atomic, shuffle or barrier.
+
+Columns are NumPy arrays, so a trace of a million events stays compact and every
+analysis is a vectorised query. Per-lane columns have shape (events, 32); lanes
+that did not take part hold -1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+LANES = 32
+
+# the per-event columns and their dtypes; per-lane ones are (events, 32)
+EVENT_COLUMNS: dict[str, Any] = {
+    "block": np.int32,  # linear block id: x + y*gx + z*gx*gy
+    "warp": np.int32,  # warp within the block (linear thread id // 32)
+    "epoch": np.int32,  # barriers the block had completed before this event
+    "step": np.int64,  # scheduler step: events with a smaller step happened earlier
+    "pc": np.int32,  # index of the PTX instruction within its function
+    "ptx_line": np.int32,  # line in the PTX text
+    "line": np.int32,  # line in the .cu source (0 where unknown)
+    "space": "U6",  # global, shared, local, const, param, reg (shuffles), sync (barriers)
+    "op": "U5",  # ld, st, atom, red, shfl, vote, match, bar
+    "opcode": "U32",  # the full PTX opcode, e.g. "atom.global.add.u32"
+    "mask": np.uint32,  # active lanes, bit i = lane i
+    "size": np.int16,  # bytes per lane (16 for a .v4.f32 access)
+}
+LANE_COLUMNS: dict[str, Any] = {
+    "addr": np.int64,  # byte address (shared/local: offset in the block's/thread's window); shfl: source lane
+    "buffer": np.int16,  # index into Trace.buffers
+    "index": np.int64,  # element index within that buffer, in units of its itemsize
+}
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    name: str  # the kernel parameter name, or the variable name
+    space: str  # global, shared, const, local
+    itemsize: int  # element size the index column counts in
+    nbytes: int
+    dtype: str  # NumPy dtype string of the array ("" for untyped memory)
+
+
+@dataclass
+class Trace:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    buffers: list[BufferInfo]
+    source: list[str]  # the .cu lines (source[line - 1])
+    columns: dict[str, np.ndarray] = field(repr=False)
+    dropped: int = 0  # events not recorded because of the filter
+
+    def __len__(self) -> int:
+        return len(self.columns["block"])
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        cols = self.__dict__.get("columns", {})
+        if name in cols:
+            return cols[name]
+        raise AttributeError(name)
+
+    def __repr__(self) -> str:
+        spaces = dict(zip(*np.unique(self.columns["space"], return_counts=True)))
+        return (
+            f"<Trace of {self.kernel} grid={self.grid} block={self.block}: {len(self)} events "
+            f"{ {str(k): int(v) for k, v in spaces.items()} }>"
+        )
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def buffer_id(self, name: str) -> int:
+        for i, b in enumerate(self.buffers):
+            if b.name == name:
+                return i
+        raise KeyError(f"no buffer {name!r} in this trace; it has {[b.name for b in self.buffers]}")
+
+    def select(self, keep: np.ndarray) -> Trace:
+        """The events where `keep` (a boolean array over events) is true."""
+        return replace(self, columns={k: v[keep] for k, v in self.columns.items()})
+
+    def where(self, **conditions: Any) -> Trace:
+        """Events matching every condition: a value, or a list/set/range of allowed values.
+
+        `trace.where(space="shared", op=["ld", "st"], block=0)`
+        """
+        keep = np.ones(len(self), bool)
+        for name, want in conditions.items():
+            if name not in self.columns:
+                raise KeyError(f"no column {name!r}; columns are {sorted(self.columns)}")
+            col = self.columns[name]
+            if isinstance(want, (list, tuple, set, frozenset, range, np.ndarray)):
+                keep &= np.isin(col, list(want))
+            else:
+                keep &= col == want
+        return self.select(keep)
+
+    def lanes(self) -> np.ndarray:
+        """(events, 32) boolean: which lanes took part."""
+        return (self.columns["mask"][:, None] >> np.arange(LANES, dtype=np.uint32)) & 1 == 1
+
+    def thread_ids(self) -> np.ndarray:
+        """(events, 32) linear thread id within the block of each lane (-1 if inactive)."""
+        tid = self.columns["warp"][:, None].astype(np.int64) * LANES + np.arange(LANES)
+        return np.where(self.lanes(), tid, -1)
+
+
+class TraceRecorder:
+    """Collects events in chunks during a launch and builds the Trace at the end."""
+
+    def __init__(self, blocks: Any = None, spaces: Any = None, max_events: int = 20_000_000):
+        self.block_filter = blocks
+        self.spaces = set(spaces) if spaces is not None else None
+        self.max_events = max_events
+        self.chunks: list[dict[str, np.ndarray]] = []
+        self.count = 0
+        self.dropped = 0
+
+    def wants_space(self, space: str) -> bool:
+        return self.spaces is None or space in self.spaces
+
+    def add(self, chunk: dict[str, np.ndarray]) -> None:
+        n = len(chunk["block"])
+        if n == 0:
+            return
+        if self.count + n > self.max_events:
+            from ..errors import KernelFault
+
+            raise KernelFault(
+                f"the trace grew past {self.max_events} events; trace fewer blocks "
+                "(blocks=[0, 1]) or fewer spaces (spaces={'shared'}) or a smaller launch"
+            )
+        self.chunks.append(chunk)
+        self.count += n
+
+    def build(self, **meta: Any) -> Trace:
+        cols: dict[str, np.ndarray] = {}
+        for name, dt in {**EVENT_COLUMNS, **LANE_COLUMNS}.items():
+            shape = (0, LANES) if name in LANE_COLUMNS else (0,)
+            parts = [c[name] for c in self.chunks]
+            cols[name] = np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(shape, dt)
+        order = np.argsort(cols["step"], kind="stable")
+        if len(order) and np.any(order != np.arange(len(order))):
+            cols = {k: v[order] for k, v in cols.items()}
+        return Trace(columns=cols, dropped=self.dropped, **meta)

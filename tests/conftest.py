@@ -1,0 +1,57 @@
+"""Shared fixtures: which backend a test runs on, and a seeded random generator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course
+
+
+def _has_gpu() -> bool:
+    try:
+        return course.gpu._cupy_device() is not None
+    except Exception:
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip = pytest.mark.skip(reason="needs a GPU (CuPy found none)")
+    for item in items:
+        if "gpu" in item.keywords and not HAS_GPU:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def emulator_backend():
+    """Run the test on the emulator, whatever the machine has."""
+    previous = course.device().backend
+    course.set_backend("emulator")
+    yield course.device()
+    course.set_backend(previous)
+
+
+@pytest.fixture
+def cupy_backend():
+    """Run the test on the GPU through CuPy (mark the test `gpu`)."""
+    previous = course.device().backend
+    course.set_backend("cupy")
+    yield course.device()
+    course.set_backend(previous)
+
+
+@pytest.fixture(params=["emulator", pytest.param("cupy", marks=pytest.mark.gpu)])
+def backend(request):
+    """Run the test once on the emulator and, where there is a GPU, once through CuPy."""
+    previous = course.device().backend
+    course.set_backend(request.param)
+    yield course.device()
+    course.set_backend(previous)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261122)
