@@ -11,6 +11,7 @@ trace passed in, so `trace.select(...)`/`trace.where(...)` results stay comparab
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -63,6 +64,19 @@ def _group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
     return uniq, np.bincount(inv, weights=values, minlength=len(uniq))
 
 
+def buffer_index(trace: Trace, name: str) -> int:
+    """The buffer called `name`: a kernel parameter, an `extern __shared__` array, or a static
+    `__shared__` array by its source name (PTX calls it e.g. `_ZZ9transposePfS_E4tile`)."""
+    try:
+        return trace.buffer_id(name)
+    except KeyError:
+        for i, b in enumerate(trace.buffers):
+            m = re.match(r"_ZZ.*E(\d+)([A-Za-z_]\w*)$", b.name)
+            if m and m[2][: int(m[1])] == name:
+                return i
+        raise
+
+
 def element_size(trace: Trace, buffer: int) -> int:
     """Bytes per element of a buffer: its itemsize, or for untyped memory (dtype "", e.g. a
     `.b8` shared array) the most common access size, so indices count the kernel's elements."""
@@ -92,7 +106,7 @@ def steps(trace: Trace, buffer: str) -> np.recarray:
     read-only intervals fold into the write that follows them), and also without a barrier
     when a load reads an element written earlier in the same stage (warp-synchronous code).
     """
-    bid = trace.buffer_id(buffer)
+    bid = buffer_index(trace, buffer)
     unit = element_size(trace, bid)
     itemsize = trace.buffers[bid].itemsize
     is_mem = np.isin(trace.op, MEMORY_OPS)

@@ -328,7 +328,9 @@ def host_inputs(topic: str, size: Size, dtype: Any, dist: str | None = None, see
     return spec.generate(size, np.dtype(dtype), dist, np.random.default_rng(seed))
 
 
-def input_sets(topic: str, size: Size, dtype: Any, dist: str | None, count: int, seed: int = 0) -> list[Inputs]:
+def input_sets(
+    topic: str, size: Size, dtype: Any, dist: str | None, count: int, seed: int = 0
+) -> list[Inputs]:
     """`count` copies of the inputs on the active backend (generated once, copied on the device)."""
     first = tuple(course.asarray(a) for a in host_inputs(topic, size, dtype, dist, seed))
     sets = [first] + [tuple(a.copy() for a in first) for _ in range(count - 1)]
@@ -629,9 +631,13 @@ def _time_inputs(
     common = {"copy_ms": copy_ms, "env": env, "rotating_sets": count}
     timed = {name: _time_setup(setup, sets, runs, warmup) for name, setup in spec.baselines.items()}
     cupy_ms = statistics.median(timed[spec.baseline])
-    records = [make_record(spec.name, "copy", "copy", size, dtype, dist, copy_times, cupy_ms=cupy_ms, **common)]
+    records = [
+        make_record(spec.name, "copy", "copy", size, dtype, dist, copy_times, cupy_ms=cupy_ms, **common)
+    ]
     for name, times in timed.items():
-        records.append(make_record(spec.name, name, "cupy", size, dtype, dist, times, cupy_ms=cupy_ms, **common))
+        records.append(
+            make_record(spec.name, name, "cupy", size, dtype, dist, times, cupy_ms=cupy_ms, **common)
+        )
     for case in _cases(spec.name, dtype, kernels):
         times = _time_setup(case.setup, sets, runs, warmup)
         records.append(make_record(spec.name, case.kernel, "kernel", size, dtype, dist, times, cupy_ms=cupy_ms,
@@ -672,7 +678,9 @@ def run(
     spec = topic_spec(topic)
     _check_size(spec, size)
     if runs < MIN_RUNS:
-        raise ValueError(f"runs must be at least {MIN_RUNS}: the harness reports a median of {MIN_RUNS} or more")
+        raise ValueError(
+            f"runs must be at least {MIN_RUNS}: the harness reports a median of {MIN_RUNS} or more"
+        )
     env = environment()
     combos = [(d, s) for d in (dtypes or spec.dtypes) for s in (dists or spec.dists)]
     if env["backend"] != "cupy":
@@ -807,7 +815,11 @@ def table(records: Sequence[Record]) -> str:
 
 
 def _series_label(rec: Record, several_dtypes: bool) -> str:
-    parts = [rec["kernel"]] + ([rec["dtype"]] if several_dtypes else []) + ([rec["dist"]] if rec.get("dist") else [])
+    parts = (
+        [rec["kernel"]]
+        + ([rec["dtype"]] if several_dtypes else [])
+        + ([rec["dist"]] if rec.get("dist") else [])
+    )
     return " ".join(parts)
 
 
@@ -840,10 +852,12 @@ def plot(records: Sequence[Record], ax: Axes, *, title: str | None = None) -> Ax
         return ax
     for label, points in _series(timed).items():
         style = ":" if label.startswith("cupy") else "-"
-        ax.plot(*zip(*points), style, marker="o", markersize=3, label=label)
+        ax.plot(*zip(*points, strict=True), style, marker="o", markersize=3, label=label)
     ceiling = copy_ceiling(timed)
     if ceiling:
-        ax.plot(*zip(*ceiling), "--", color="black", linewidth=1.5, label="device copy (ceiling)")
+        ax.plot(
+            *zip(*ceiling, strict=True), "--", color="black", linewidth=1.5, label="device copy (ceiling)"
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N (elements)")
     ax.set_ylabel("effective bandwidth (GB/s)")
@@ -863,8 +877,8 @@ def plot_sweep(records: Sequence[Record]) -> Figure:
     rows = math.ceil(len(topics) / cols)
     fig = Figure(figsize=(6.5 * cols, 4.5 * rows), layout="constrained")
     axes = list(fig.subplots(rows, cols, squeeze=False).flat)
-    for ax, topic in zip(axes, topics):
-        plot([r for r in records if r["topic"] == topic], ax, title=topic)
+    for i, topic in enumerate(topics):
+        plot([r for r in records if r["topic"] == topic], axes[i], title=topic)
     for ax in axes[len(topics) :]:
         ax.set_axis_off()
     return fig
@@ -1044,7 +1058,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m course.bench",
         description="Sweep the course's kernels over N, against a device copy and CuPy's built-ins.",
     )
-    p.add_argument("topics", nargs="*", metavar="topic", help=f"topics to sweep (default: all of {list(TOPICS)})")
+    p.add_argument(
+        "topics", nargs="*", metavar="topic", help=f"topics to sweep (default: all of {list(TOPICS)})"
+    )
     p.add_argument("--quick", action="store_true", help="only the goals' sizes and the smallest")
     p.add_argument("--out", type=Path, default=Path("docs/benchmarks"), help="where the files go")
     p.add_argument("--runs", type=int, default=MIN_RUNS, help=f"timed runs per case (at least {MIN_RUNS})")

@@ -175,8 +175,8 @@ def asarray(a: Any, dtype: Any = None) -> Any:
         import cupy
 
         return cupy.asarray(a, dtype=dtype)
-    if isinstance(a, EmulatorArray) and (dtype is None or np.dtype(dtype) == a.dtype):
-        return a
+    if isinstance(a, EmulatorArray):
+        return a if dtype is None or np.dtype(dtype) == a.dtype else EmulatorArray(a._data.astype(dtype))
     return EmulatorArray(np.array(a, dtype=dtype, order="C", copy=True))
 
 

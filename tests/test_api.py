@@ -1,0 +1,229 @@
+"""The kernel API: backend choice, compilation, launch and argument validation, arrays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import course
+from course import compiler
+
+SAXPY = r"""
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+template <int SCALE>
+__global__ void scale(int* v, unsigned long long n) {
+    for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        v[i] *= SCALE;
+}
+"""
+
+
+def _run(code: str, env: dict[str, str]) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return out.stdout.strip()
+
+
+def test_without_a_usable_gpu_the_emulator_is_chosen(monkeypatch):
+    """CuPy may be installed with no driver: that must mean 'emulator', not a crash."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_BACKEND"}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # hides any GPU, as on a machine without one
+    assert _run("import course; print(course.device().backend)", env) == "emulator"
+    env["COURSE_BACKEND"] = "emulator"
+    assert _run("import course; print(course.device().backend)", env) == "emulator"
+
+
+def test_forcing_cupy_without_a_gpu_says_why(monkeypatch):
+    import os
+
+    env = dict(os.environ, COURSE_BACKEND="cupy", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import course; course.device()"], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode != 0
+    assert "COURSE_BACKEND=cupy" in proc.stderr
+
+
+def test_bad_backend_name_is_rejected():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        course.set_backend("opencl")
+
+
+def test_emulated_device_reports_h100_like_limits(emulator_backend):
+    d = course.device()
+    assert d.backend == "emulator"
+    assert (d.warp_size, d.sm_count, d.max_threads_per_block) == (32, 132, 1024)
+    assert d.shared_memory_per_block == 48 * 1024
+    assert d.max_block_dims == (1024, 1024, 64)
+    assert "emulator" in str(d)
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 255, 256, 257, 1000, 4097])
+def test_saxpy_matches_numpy(backend, rng, n):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    k = course.Module(code=SAXPY).get_function("saxpy")
+    dy = course.asarray(y)
+    k(((n + 127) // 128,), (128,), (np.float32(2.5), course.asarray(x), dy, np.int32(n)))
+    fused = (2.5 * x.astype(np.float64) + y).astype(np.float32)  # the compiler emits one fma
+    np.testing.assert_array_equal(course.asnumpy(dy), fused)
+
+
+def test_template_kernels_by_name_expression(backend, rng):
+    v = rng.integers(-1000, 1000, 777).astype(np.int32)
+    mod = course.Module(code=SAXPY, name_expressions=("scale<3>", "scale<-2>"))
+    for name, factor in (("scale<3>", 3), ("scale<-2>", -2)):
+        dv = course.asarray(v)
+        mod.get_function(name)((2,), (64,), (dv, np.uint64(v.size)))
+        np.testing.assert_array_equal(course.asnumpy(dv), v * factor)
+
+
+def test_kernel_files_load_from_the_package():
+    with pytest.raises(FileNotFoundError, match="no kernel file 'nope.cu'"):
+        course.Module.from_file("nope.cu")
+
+
+def test_missing_kernel_names_the_ones_there():
+    mod = course.Module(code=SAXPY, name_expressions=("scale<3>",))
+    with pytest.raises(KeyError, match="saxpy"):
+        mod.get_function("saxpi")
+
+
+def test_compile_error_shows_log_and_offending_line():
+    bad = 'extern "C" __global__ void k(float* x) {\n    x[0] = undefined_thing + 1;\n}\n'
+    with pytest.raises(course.CompileError) as e:
+        course.Module(code=bad)
+    msg = str(e.value)
+    assert "undefined_thing" in msg and "identifier" in msg
+    assert "line 2: x[0] = undefined_thing + 1;" in msg
+
+
+def test_ptx_is_cached_by_source_and_options(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("COURSE_CACHE_DIR", raising=False)
+    assert compiler.cache_dir() == tmp_path / "gpu-patterns-course"
+    first = compiler.compile_ptx(SAXPY, options=("-DX=1",))
+    files = list((tmp_path / "gpu-patterns-course" / "ptx").glob("*.json"))
+    assert len(files) == 1
+    again = compiler.compile_ptx(SAXPY, options=("-DX=1",))
+    assert again.ptx == first.ptx
+    compiler.compile_ptx(SAXPY, options=("-DX=2",))
+    assert len(list((tmp_path / "gpu-patterns-course" / "ptx").glob("*.json"))) == 2
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "mine"))
+    assert compiler.cache_dir() == tmp_path / "mine"
+
+
+def test_ptx_has_line_info_for_compute_90():
+    ptx = compiler.compile_ptx(SAXPY).ptx
+    assert ".target sm_90" in ptx
+    assert ".loc" in ptx
+
+
+class TestLaunchValidation:
+    @pytest.fixture
+    def saxpy(self, backend):
+        return course.Module(code=SAXPY).get_function("saxpy")
+
+    @pytest.fixture
+    def args(self, backend):
+        return (np.float32(1), course.zeros(10, np.float32), course.zeros(10, np.float32), np.int32(10))
+
+    def test_too_many_threads(self, saxpy, args):
+        with pytest.raises(course.LaunchError, match="2048 threads; at most 1024"):
+            saxpy((1,), (64, 32), args)
+
+    def test_block_dimension_limit(self, saxpy, args):
+        with pytest.raises(course.LaunchError, match=r"block.z = 128 is outside 1..64"):
+            saxpy((1,), (1, 1, 128), args)
+
+    def test_zero_sized_grid(self, saxpy, args):
+        with pytest.raises(course.LaunchError, match=r"grid.x = 0"):
+            saxpy(0, 32, args)
+
+    def test_dims_must_be_ints(self, saxpy, args):
+        with pytest.raises(TypeError, match="grid must"):
+            saxpy((1.5,), (32,), args)
+        with pytest.raises(TypeError, match="1 to 3 ints"):
+            saxpy((1, 1, 1, 1), (32,), args)
+
+    def test_shared_memory_limit(self, saxpy, args):
+        with pytest.raises(course.LaunchError, match="shared memory"):
+            saxpy((1,), (32,), args, shared_mem=10**6)
+        with pytest.raises(course.LaunchError, match=">= 0"):
+            saxpy((1,), (32,), args, shared_mem=-4)
+
+    def test_wrong_argument_count(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"takes 4 arguments, 3 given"):
+            saxpy((1,), (32,), args[:3])
+
+    def test_python_int_for_an_int_parameter(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"argument 3 \(int n\).*np.int32"):
+            saxpy((1,), (32,), (*args[:3], 10))
+
+    def test_wrong_scalar_width(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"int n\) is 4 bytes wide; got int64"):
+            saxpy((1,), (32,), (*args[:3], np.int64(10)))
+
+    def test_int_where_a_float_is_declared(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"float a\) needs a floating-point scalar"):
+            saxpy((1,), (32,), (np.int32(1), *args[1:]))
+
+    def test_numpy_array_for_a_pointer(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"const float\* x\) is a pointer.*course.asarray"):
+            saxpy((1,), (32,), (args[0], np.zeros(10, np.float32), *args[2:]))
+
+    def test_scalar_for_a_pointer(self, saxpy, args):
+        with pytest.raises(TypeError, match=r"float\* y\) is a pointer"):
+            saxpy((1,), (32,), (args[0], args[1], np.float32(0), args[3]))
+
+    def test_args_must_be_a_tuple(self, saxpy, args):
+        with pytest.raises(TypeError, match="args must be a tuple"):
+            saxpy((1,), (32,), args[1])
+
+
+@pytest.mark.gpu
+def test_non_contiguous_cupy_array_is_rejected(cupy_backend):
+    import cupy
+
+    k = course.Module(code=SAXPY).get_function("saxpy")
+    y = cupy.zeros((10, 2), cupy.float32)[:, 0]
+    with pytest.raises(TypeError, match="not C-contiguous"):
+        k((1,), (32,), (np.float32(1), y, y, np.int32(10)))
+
+
+def test_emulator_arrays_behave_like_device_arrays(emulator_backend, rng):
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    d = course.asarray(a)
+    assert d.shape == (3, 5) and d.dtype == np.float32 and d.nbytes == 60 and d.size == 15
+    np.testing.assert_array_equal(course.asnumpy(d), a)
+    with pytest.raises(TypeError, match="course.asnumpy"):
+        np.asarray(d)
+    e = course.empty(4, np.int32)
+    assert not e.initialized and (course.asnumpy(e) == -1).all()  # garbage, not zeros
+    z = course.zeros(4, np.int32)
+    assert z.initialized and (course.asnumpy(z) == 0).all()
+    assert course.asarray(d) is d
+    assert course.asarray(d, np.float64).dtype == np.float64
+
+
+def test_trace_writes_outputs_like_a_launch(backend, rng):
+    n = 100
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    k = course.Module(code=SAXPY).get_function("saxpy")
+    dy = course.asarray(y)
+    t = k.trace((1,), (128,), (np.float32(-1), course.asarray(x), dy, np.int32(n)))
+    np.testing.assert_allclose(course.asnumpy(dy), y - x, rtol=1e-6)
+    loads = t.where(space="global", op="ld")
+    assert len(loads) == 2 * 4  # x and y, by each of the 4 warps
+    assert set(t.buffers[b].name for b in np.unique(loads.buffer[loads.buffer >= 0])) == {"x", "y"}
+    last = loads.select(loads.warp == 3)
+    assert bin(int(last.mask[0])).count("1") == n - 96  # only the lanes with i < n load
