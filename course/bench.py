@@ -628,20 +628,16 @@ def _time_inputs(
     count = rotation_sets(spec.moved(size, np.dtype(dtype)), course.device().l2_cache_bytes)
     sets = input_sets(spec.name, size, dtype, dist, count, seed)
     copy_ms = statistics.median(copy_times)
-    common = {"copy_ms": copy_ms, "env": env, "rotating_sets": count}
     timed = {name: _time_setup(setup, sets, runs, warmup) for name, setup in spec.baselines.items()}
     cupy_ms = statistics.median(timed[spec.baseline])
-    records = [
-        make_record(spec.name, "copy", "copy", size, dtype, dist, copy_times, cupy_ms=cupy_ms, **common)
-    ]
-    for name, times in timed.items():
-        records.append(
-            make_record(spec.name, name, "cupy", size, dtype, dist, times, cupy_ms=cupy_ms, **common)
-        )
+
+    def row(kernel: str, kind: str, times: Sequence[float]) -> Record:
+        return make_record(spec.name, kernel, kind, size, dtype, dist, times, copy_ms=copy_ms, cupy_ms=cupy_ms,
+                           env=env, rotating_sets=count)  # fmt: skip
+
+    records = [row("copy", "copy", copy_times)] + [row(name, "cupy", times) for name, times in timed.items()]
     for case in _cases(spec.name, dtype, kernels):
-        times = _time_setup(case.setup, sets, runs, warmup)
-        records.append(make_record(spec.name, case.kernel, "kernel", size, dtype, dist, times, cupy_ms=cupy_ms,
-                                   **common))  # fmt: skip
+        records.append(row(case.kernel, "kernel", _time_setup(case.setup, sets, runs, warmup)))
     return records
 
 
@@ -749,7 +745,7 @@ def load_topic_modules(topics: Iterable[str]) -> list[str]:
 
 def format_size(size: Size | Sequence[int]) -> str:
     """2^20 for a power of two, 1111×113 for a shape, else the number."""
-    if isinstance(size, (tuple, list)):
+    if not isinstance(size, (int, np.integer)):
         return "×".join(str(s) for s in size)
     n = int(size)
     return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)

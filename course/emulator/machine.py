@@ -10,6 +10,7 @@ block may wait on a flag set by an earlier block (chained scans) and still finis
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -638,29 +639,36 @@ class Machine:
             self.pc[sel] = site + 1
 
     def external_call(self, name: str, keys: list[str], idx: Any, instr: Instr) -> None:
+        """The two functions CUDA C calls into the runtime: printf and assert."""
         t = self.all_threads if idx is None else idx
         ptrs = [self.P[k][t, :8].copy().view(np.uint64)[:, 0] for k in keys]
         if name == "__assertfail":
-            msg = self.read_cstring(int(ptrs[0][0]))
-            raise KernelFault(f"{self.name}: assertion `{msg}` failed in {self.who(int(t[0]))} {self.program.where(instr)}")
+            msg = self.read_cstring(int(t[0]), int(ptrs[0][0]))
+            raise KernelFault(
+                f"{self.name}: assertion `{msg}` failed in {self.who(int(t[0]))} {self.program.where(instr)}"
+            )
         for k, thread in enumerate(t):
-            fmt = self.read_cstring(int(ptrs[0][k]))
-            print(_printf(fmt, self, int(ptrs[1][k])) if len(ptrs) > 1 else fmt, end="")
+            fmt = self.read_cstring(int(thread), int(ptrs[0][k]))
+            args = int(ptrs[1][k]) if len(ptrs) > 1 else 0
+            print(_printf(fmt, lambda a, n, th=int(thread): self.read_bytes(th, a, n), args), end="")
 
-    def read_cstring(self, addr: int) -> str:
-        j, inside = self.mem.locate(np.array([addr], np.int64), 1)
-        if not inside[0]:
-            return "<bad string pointer>"
-        buf = self.mem.buffers[int(j[0])]
-        raw = buf.data[addr - buf.base :].tobytes()
-        return raw.split(b"\0", 1)[0].decode(errors="replace")
-
-    def read_bytes(self, addr: int, n: int) -> bytes:
-        if LOCAL_WINDOW <= addr < LOCAL_WINDOW + WINDOW_SIZE:
-            raise KernelFault("printf arguments must be read per thread")
+    def read_bytes(self, t: int, addr: int, n: int) -> bytes:
+        """Bytes at a generic address, as thread t sees them."""
+        for region, window, row in ((self.local, LOCAL_WINDOW, t), (self.shared, SHARED_WINDOW, self.slot[t])):
+            if window <= addr < window + WINDOW_SIZE:
+                off = addr - window
+                return region.data[row, off : off + n].tobytes()
         j, inside = self.mem.locate(np.array([addr], np.int64), n)
+        if not inside[0]:
+            raise KernelFault(f"{self.name}: printf was given a bad pointer {addr:#x}")
         buf = self.mem.buffers[int(j[0])]
         return buf.data[addr - buf.base : addr - buf.base + n].tobytes()
+
+    def read_cstring(self, t: int, addr: int) -> str:
+        out = b""
+        while b"\0" not in out and len(out) < 4096:
+            out += self.read_bytes(t, addr + len(out), 1)
+        return out.split(b"\0", 1)[0].decode(errors="replace")
 
     # -- params of device-function calls (per thread)
 
@@ -977,8 +985,43 @@ def _apply_atomic(arr: np.ndarray, flat: np.ndarray, kind: str, operands: list[n
     return old
 
 
-_FMT = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcsfFeEgGpa%])")
+_FMT = re.compile(r"%([-+ #0]*)(\d+)?(?:\.(\d+))?(hh|h|ll|l|z)?([diouxXcsfFeEgGpa%])")
 
 
-def _printf(fmt: str, m: Machine, argbuf: int) -> str:
-    raise KernelFault("printf is not supported by the emulator yet")
+def _printf(fmt: str, read: Any, argbuf: int) -> str:
+    """C printf over vprintf's packed argument buffer (each argument aligned to its size)."""
+    out, pos, off = [], 0, 0
+    for m in _FMT.finditer(fmt):
+        out.append(fmt[pos : m.start()])
+        pos = m.end()
+        flags, width, prec, length, conv = m.groups()
+        if conv == "%":
+            out.append("%")
+            continue
+        size = 8 if conv in "fFeEgGaps" or length in ("l", "ll", "z") else 4
+        off = -(-off // size) * size
+        raw = read(argbuf + off, size)
+        off += size
+        spec = "%" + (flags or "") + (width or "") + (f".{prec}" if prec else "")
+        if conv in "fFeEgGa":
+            value: Any = struct.unpack("<d", raw)[0]
+            out.append((spec + ("e" if conv == "a" else conv)) % value)
+        elif conv == "s":
+            out.append((spec + "s") % _cstring(read, struct.unpack("<Q", raw)[0]))
+        elif conv == "p":
+            out.append(hex(struct.unpack("<Q", raw)[0]))
+        elif conv == "c":
+            out.append(chr(raw[0]))
+        else:
+            signed = conv in "di"
+            value = int.from_bytes(raw, "little", signed=signed)
+            out.append((spec + {"u": "d", "i": "d"}.get(conv, conv)) % value)
+    out.append(fmt[pos:])
+    return "".join(out)
+
+
+def _cstring(read: Any, addr: int) -> str:
+    out = b""
+    while b"\0" not in out and len(out) < 4096:
+        out += read(addr + len(out), 1)
+    return out.split(b"\0", 1)[0].decode(errors="replace")

@@ -208,10 +208,10 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
         if pending:
             raw, pending = pending + " " + raw, ""
         stmts = _statements(raw)
-        if stmts and not raw.rstrip().endswith((";", ":", "{", "}")) and not stmts[-1].startswith("."):
+        if stmts and not raw.rstrip().endswith((";", ":", "{", "}")) and stmts[-1].split()[0] not in (".loc", ".file"):
             pending = stmts.pop()
         for stmt in stmts:
-            if stmt.startswith(".loc"):
+            if stmt.split()[0] == ".loc":
                 cu_file, cu_line = int(stmt.split()[1]), int(stmt.split()[2])
             elif stmt.endswith(":") and " " not in stmt:
                 fn.labels[stmt[:-1]] = len(fn.instrs)
@@ -242,7 +242,7 @@ def _statements(raw: str) -> list[str]:
             out.append(m[0])
             s = s[m.end() :].strip()
             continue
-        if s.startswith(".loc") or s.startswith(".file"):
+        if s.split()[0] in (".loc", ".file"):
             out.append(s)
             break
         if ";" in s:
