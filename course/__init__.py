@@ -1,10 +1,10 @@
 """GPU parallel patterns, taught with CUDA C that runs on a GPU (CuPy) or on a SIMT emulator.
 
-    import course, numpy as np
-    mod = course.Module.from_file("reduction.cu")
-    k = mod.get_function("reduce3")
-    k((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
-    t = k.trace((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
+import course, numpy as np
+mod = course.Module.from_file("reduction.cu")
+k = mod.get_function("reduce3")
+k((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
+t = k.trace((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4)
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from . import compiler
-from .errors import BackendUnavailable, LaunchError
 from .emulator import Program, TraceRecorder, run_kernel
 from .emulator.trace import Trace
+from .errors import BackendUnavailable, LaunchError
 
 BACKENDS = ("cupy", "emulator")
 
@@ -330,9 +330,7 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<Kernel {self.name}({', '.join(p.describe() for p in self.params)})>"
 
-    def __call__(
-        self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0
-    ) -> None:
+    def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0) -> None:
         dev = device()
         grid3, block3, shared_mem = self.validate(grid, block, args, shared_mem, dev)
         if dev.backend == "cupy":
@@ -341,8 +339,15 @@ class Kernel:
                 kern.max_dynamic_shared_size_bytes = shared_mem
             kern(grid3, block3, tuple(args), shared_mem=shared_mem)
         else:
-            run_kernel(self.module.program, self.ptx_name, grid3, block3,
-                       self._emulator_args(args), shared_mem, kernel_name=self.name)
+            run_kernel(
+                self.module.program,
+                self.ptx_name,
+                grid3,
+                block3,
+                self._emulator_args(args),
+                shared_mem,
+                kernel_name=self.name,
+            )
 
     def trace(
         self,
@@ -364,12 +369,21 @@ class Kernel:
         grid3, block3, shared_mem = self.validate(grid, block, args, shared_mem, EMULATED)
         host = [asnumpy(a) if (_is_cupy_array(a)) else a for a in args]
         recorder = TraceRecorder(blocks=blocks, spaces=spaces)
-        trace = run_kernel(self.module.program, self.ptx_name, grid3, block3,
-                           self._emulator_args(host), shared_mem, kernel_name=self.name,
-                           recorder=recorder, budget=budget)
+        trace = run_kernel(
+            self.module.program,
+            self.ptx_name,
+            grid3,
+            block3,
+            self._emulator_args(host),
+            shared_mem,
+            kernel_name=self.name,
+            recorder=recorder,
+            budget=budget,
+        )
         for orig, h in zip(args, host):
             if _is_cupy_array(orig):
                 orig.set(h)
+        assert trace is not None
         return trace
 
     # -- validation
@@ -404,7 +418,9 @@ class Kernel:
 
     def _check_args(self, args: Any, dev: Device) -> None:
         if not isinstance(args, (tuple, list)):
-            raise TypeError(f"args must be a tuple of the kernel's arguments, e.g. (x, out, np.int32(n)); got {type(args).__name__}")
+            raise TypeError(
+                f"args must be a tuple of the kernel's arguments, e.g. (x, out, np.int32(n)); got {type(args).__name__}"
+            )
         if len(args) != len(self.params):
             sig = ", ".join(p.describe() for p in self.params)
             raise TypeError(f"{self.name}({sig}) takes {len(self.params)} arguments, {len(args)} given")
@@ -416,7 +432,9 @@ class Kernel:
     def _cupy(self) -> Any:
         if self._cupy_kernel is None:
             mod = self.module.cupy_module()
-            self._cupy_kernel = mod.get_function(self.name if self.name in self.module.name_expressions else self.ptx_name)
+            self._cupy_kernel = mod.get_function(
+                self.name if self.name in self.module.name_expressions else self.ptx_name
+            )
         return self._cupy_kernel
 
     def _emulator_args(self, args: Any) -> list[tuple[str, Any]]:
@@ -453,12 +471,18 @@ def _check_arg(kernel: str, i: int, p: ParamSpec, a: Any, dev: Device) -> None:
     wants_pointer = p.is_pointer if p.is_pointer is not None else (is_array and p.size == 8)
     if wants_pointer:
         if not is_array:
-            raise TypeError(f"{where} is a pointer: pass an array made with course.asarray(...), not {type(a).__name__}")
+            raise TypeError(
+                f"{where} is a pointer: pass an array made with course.asarray(...), not {type(a).__name__}"
+            )
         if isinstance(a, np.ndarray) or _backend_of(a) != dev.backend:
-            kind = "a NumPy array" if isinstance(a, np.ndarray) else f"an array of the {_backend_of(a)} backend"
+            kind = (
+                "a NumPy array" if isinstance(a, np.ndarray) else f"an array of the {_backend_of(a)} backend"
+            )
             raise TypeError(f"{where} is a pointer to device memory: got {kind}; use course.asarray(x)")
         if _is_cupy_array(a) and not a.flags.c_contiguous:
-            raise TypeError(f"{where}: the array is not C-contiguous (a kernel ignores strides); pass cupy.ascontiguousarray(x), a copy")
+            raise TypeError(
+                f"{where}: the array is not C-contiguous (a kernel ignores strides); pass cupy.ascontiguousarray(x), a copy"
+            )
         return
     if is_array:
         raise TypeError(f"{where} is a {p.size}-byte scalar, but an array was given")

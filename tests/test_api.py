@@ -87,7 +87,7 @@ def test_template_kernels_by_name_expression(backend, rng):
 
 
 def test_kernel_files_load_from_the_package():
-    with pytest.raises(FileNotFoundError, match="no kernel file 'nope.cu'"):
+    with pytest.raises(FileNotFoundError, match=r"no kernel file 'nope\.cu'"):
         course.Module.from_file("nope.cu")
 
 
@@ -204,7 +204,7 @@ def test_emulator_arrays_behave_like_device_arrays(emulator_backend, rng):
     d = course.asarray(a)
     assert d.shape == (3, 5) and d.dtype == np.float32 and d.nbytes == 60 and d.size == 15
     np.testing.assert_array_equal(course.asnumpy(d), a)
-    with pytest.raises(TypeError, match="course.asnumpy"):
+    with pytest.raises(TypeError, match=r"course\.asnumpy"):
         np.asarray(d)
     e = course.empty(4, np.int32)
     assert not e.initialized and (course.asnumpy(e) == -1).all()  # garbage, not zeros

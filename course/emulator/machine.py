@@ -9,6 +9,7 @@ block may wait on a flag set by an earlier block (chained scans) and still finis
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from dataclasses import dataclass, field
@@ -146,7 +147,7 @@ class _Builder:
 
     def _reachable(self, entry: Function) -> list[Function]:
         seen: list[Function] = [entry]
-        stack = [(entry, (entry.name,))]
+        stack: list[tuple[Function, tuple[str, ...]]] = [(entry, (entry.name,))]
         while stack:
             fn, path = stack.pop()
             for ins in fn.instrs:
@@ -266,7 +267,7 @@ def _callee(instr: Instr) -> str:
 
 def _build_call(ctx: _Builder, instr: Instr) -> ops.Op:
     callee = _callee(instr)
-    pos = [k for k, op in enumerate(instr.operands) if op[0] == "sym" and op[1] == callee][0]
+    pos = next(k for k, op in enumerate(instr.operands) if op[0] == "sym" and op[1] == callee)
     rets = instr.operands[pos - 1][1] if pos > 0 else []
     args = instr.operands[pos + 1][1] if pos + 1 < len(instr.operands) else []
     arg_keys = [ctx.param_var(a[1]) for a in args]
@@ -276,7 +277,9 @@ def _build_call(ctx: _Builder, instr: Instr) -> ops.Op:
     if fn is None:
         raise UnsupportedInstruction(f"call to the external function {callee!r} is not supported")
     pairs = [(a, callee + "::" + p.name) for a, p in zip(arg_keys, fn.params)]
-    ctx.ret_maps[ctx.index] = [(callee + "::" + p.name, ctx.param_var(r[1])) for r, p in zip(rets, fn.returns)]
+    ctx.ret_maps[ctx.index] = [
+        (callee + "::" + p.name, ctx.param_var(r[1])) for r, p in zip(rets, fn.returns)
+    ]
     site = ctx.index
 
     def call(m: Any, idx: Any) -> None:
@@ -465,7 +468,7 @@ class Machine:
         sp = pcs[order]
         cuts = np.flatnonzero(sp[1:] != sp[:-1]) + 1
         bounds = np.r_[0, cuts, len(sp)]
-        return [(int(sp[s]), act[np.sort(order[s:e])]) for s, e in zip(bounds[:-1], bounds[1:])]
+        return [(int(sp[s]), act[np.sort(order[s:e])]) for s, e in itertools.pairwise(bounds)]
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
         """Run op on idx; return the next pc if all of idx moved to one known place."""
@@ -597,7 +600,9 @@ class Machine:
         here = ops.warp_reduce(self, idx, np.left_shift(np.uint32(1), lane.astype(np.uint32)), "or")
         warp_first = t - lane
         alive = (self.state != EXIT).reshape(self.W, LANES)
-        alive_bits = (alive * (np.uint64(1) << np.arange(LANES, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+        alive_bits = (
+            (alive * (np.uint64(1) << np.arange(LANES, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+        )
         missing = masks & alive_bits[warp_first >> 5] & ~here
         if missing.any():
             k = int(np.flatnonzero(missing)[0])
@@ -654,7 +659,10 @@ class Machine:
 
     def read_bytes(self, t: int, addr: int, n: int) -> bytes:
         """Bytes at a generic address, as thread t sees them."""
-        for region, window, row in ((self.local, LOCAL_WINDOW, t), (self.shared, SHARED_WINDOW, self.slot[t])):
+        for region, window, row in (
+            (self.local, LOCAL_WINDOW, t),
+            (self.shared, SHARED_WINDOW, self.slot[t]),
+        ):
             if window <= addr < window + WINDOW_SIZE:
                 off = addr - window
                 return region.data[row, off : off + n].tobytes()
@@ -678,7 +686,11 @@ class Machine:
 
     def param_write(self, key: str, off: int, dt: np.dtype, idx: Any, value: Any) -> None:
         n = self.count(idx)
-        raw = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dt), (n,))).view(np.uint8).reshape(n, dt.itemsize)
+        raw = (
+            np.ascontiguousarray(np.broadcast_to(np.asarray(value, dt), (n,)))
+            .view(np.uint8)
+            .reshape(n, dt.itemsize)
+        )
         if idx is None:
             self.P[key][:, off : off + dt.itemsize] = raw
         else:
@@ -707,7 +719,9 @@ class Machine:
                 out[sel] = vals
         return out  # type: ignore[return-value]
 
-    def store(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray, dt: np.dtype, n: int) -> None:
+    def store(
+        self, instr: Instr, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray, dt: np.dtype, n: int
+    ) -> None:
         for sel, arr, flat in self._resolve(instr, space, addr, idx, dt, n, "st"):
             v = vals if sel is None else vals[sel]
             if n > 1:
@@ -715,8 +729,16 @@ class Machine:
             else:
                 arr[flat] = v
 
-    def atomic(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, kind: str,
-               operands: list[np.ndarray]) -> np.ndarray:
+    def atomic(
+        self,
+        instr: Instr,
+        space: str,
+        addr: np.ndarray,
+        idx: Any,
+        dt: np.dtype,
+        kind: str,
+        operands: list[np.ndarray],
+    ) -> np.ndarray:
         old = np.empty(self.count(idx), dt)
         op = instr.parts[0]
         for sel, arr, flat in self._resolve(instr, space, addr, idx, dt, 1, op):
@@ -728,29 +750,34 @@ class Machine:
                 old[sel] = res
         return old
 
-    def _resolve(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int,
-                 op: str) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    def _resolve(
+        self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int, op: str
+    ) -> list[tuple[Any, np.ndarray, np.ndarray]]:
         """Split an access by memory space and buffer; check bounds and alignment; record it."""
-        size = dt.itemsize * n
         t = self.all_threads if idx is None else idx
         if space == "generic":
             sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
             lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
             gl = ~(sh | lo)
             parts = []
-            for mask, sp, base in ((gl, "global", 0), (sh, "shared", SHARED_WINDOW), (lo, "local", LOCAL_WINDOW)):
+            for mask, sp, base in (
+                (gl, "global", 0),
+                (sh, "shared", SHARED_WINDOW),
+                (lo, "local", LOCAL_WINDOW),
+            ):
                 if not mask.any():
                     continue
                 if mask.all():
-                    return self._resolve_space(instr, sp, addr - base, t, dt, n, op, None)
+                    return self._resolve_space(instr, sp, addr - base, t, dt, n, op)
                 sel = np.flatnonzero(mask)
-                for s2, arr, flat in self._resolve_space(instr, sp, addr[sel] - base, t[sel], dt, n, op, None):
+                for s2, arr, flat in self._resolve_space(instr, sp, addr[sel] - base, t[sel], dt, n, op):
                     parts.append((sel if s2 is None else sel[s2], arr, flat))
             return parts
-        return self._resolve_space(instr, space, addr, t, dt, n, op, None)
+        return self._resolve_space(instr, space, addr, t, dt, n, op)
 
-    def _resolve_space(self, instr: Instr, space: str, addr: np.ndarray, t: np.ndarray, dt: np.dtype, n: int,
-                       op: str, _: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    def _resolve_space(
+        self, instr: Instr, space: str, addr: np.ndarray, t: np.ndarray, dt: np.dtype, n: int, op: str
+    ) -> list[tuple[Any, np.ndarray, np.ndarray]]:
         size = dt.itemsize * n
         bad = check_alignment(addr, size)
         if bad is not None:
@@ -797,7 +824,9 @@ class Machine:
                     self.record(instr, rec_space, op, tt, a, size, np.full(len(tt), int(b)), elem)
         return groups
 
-    def _oob_global(self, instr: Instr, addr: np.ndarray, inside: np.ndarray, t: np.ndarray, op: str, size: int) -> None:
+    def _oob_global(
+        self, instr: Instr, addr: np.ndarray, inside: np.ndarray, t: np.ndarray, op: str, size: int
+    ) -> None:
         k = int(np.flatnonzero(~inside)[0])
         others = int((~inside).sum()) - 1
         verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
@@ -807,14 +836,18 @@ class Machine:
             f"{self.program.where(instr)}"
         )
 
-    def _oob_region(self, instr: Instr, space: str, addr: np.ndarray, out: np.ndarray, t: np.ndarray, op: str,
-                    size: int) -> None:
+    def _oob_region(
+        self, instr: Instr, space: str, addr: np.ndarray, out: np.ndarray, t: np.ndarray, op: str, size: int
+    ) -> None:
         k = int(np.flatnonzero(out)[0])
         verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
         used = self.shared_used if space == "shared" else self.k.local_size
         detail = ""
         if space == "shared" and len(self.k.shared):
-            parts = [f"'{s.name}' {self.shared_sizes[i]} B at offset {s.offset}" for i, s in enumerate(self.k.shared)]
+            parts = [
+                f"'{s.name}' {self.shared_sizes[i]} B at offset {s.offset}"
+                for i, s in enumerate(self.k.shared)
+            ]
             detail = " (" + ", ".join(parts) + ")"
             if self.k.dynamic_name and self.shared_mem == 0:
                 detail += "; the launch gave 0 bytes of dynamic shared memory: pass shared_mem=..."
@@ -832,9 +865,18 @@ class Machine:
         row = np.repeat(np.arange(len(starts)), counts)
         return w[starts], starts, row
 
-    def record(self, instr: Instr, space: str, op: str, t: np.ndarray, addr: np.ndarray, size: int,
-               bufid: np.ndarray, elem: np.ndarray) -> None:
-        if self.recorder is None or len(t) == 0:
+    def record(
+        self,
+        instr: Instr,
+        space: str,
+        op: str,
+        t: np.ndarray,
+        addr: np.ndarray,
+        size: int,
+        bufid: np.ndarray,
+        elem: np.ndarray,
+    ) -> None:
+        if self.recorder is None or self.slot_keep is None or len(t) == 0:
             return
         keep = self.slot_keep[self.slot[t]]
         if not keep.all():
@@ -852,7 +894,9 @@ class Machine:
             per_lane[name] = mat
         self._add_rows(instr, space, op, wave_warp, starts, lane, size, per_lane)
 
-    def record_lanes(self, instr: Instr, idx: Any, space: str, op: str, values: np.ndarray, size: int) -> None:
+    def record_lanes(
+        self, instr: Instr, idx: Any, space: str, op: str, values: np.ndarray, size: int
+    ) -> None:
         if self.recorder is None:
             return
         t = self.all_threads if idx is None else idx
@@ -866,8 +910,17 @@ class Machine:
         none = np.full(len(t), -1)
         self.record(instr, "sync", op, t, none, 0, none, none)
 
-    def _add_rows(self, instr: Instr, space: str, op: str, wave_warp: np.ndarray, starts: np.ndarray,
-                  lane: np.ndarray, size: int, per_lane: dict[str, np.ndarray]) -> None:
+    def _add_rows(
+        self,
+        instr: Instr,
+        space: str,
+        op: str,
+        wave_warp: np.ndarray,
+        starts: np.ndarray,
+        lane: np.ndarray,
+        size: int,
+        per_lane: dict[str, np.ndarray],
+    ) -> None:
         nrow = len(starts)
         slot = wave_warp // self.warps_per_block
         bits = np.left_shift(np.uint64(1), lane.astype(np.uint64))
@@ -889,7 +942,11 @@ class Machine:
             bufs.append(BufferInfo(s.name, "shared", item, self.shared_sizes[i], ""))
         bufs.append(BufferInfo("local", "local", 1, self.k.local_size, ""))
         return self.recorder.build(
-            kernel=self.name, grid=self.grid, block=self.block, buffers=bufs, source=self.program.source.splitlines()
+            kernel=self.name,
+            grid=self.grid,
+            block=self.block,
+            buffers=bufs,
+            source=self.program.source.splitlines(),
         )
 
     # -- words for messages
@@ -943,7 +1000,9 @@ def _ranges(ids: np.ndarray) -> str:
     return ",".join(out)
 
 
-def _apply_atomic(arr: np.ndarray, flat: np.ndarray, kind: str, operands: list[np.ndarray], returns: bool) -> np.ndarray:
+def _apply_atomic(
+    arr: np.ndarray, flat: np.ndarray, kind: str, operands: list[np.ndarray], returns: bool
+) -> np.ndarray:
     """Apply an atomic for every lane in thread order; return the values each lane saw."""
     f = ops.ATOMIC_OPS[kind]
     n = len(flat)
@@ -955,9 +1014,14 @@ def _apply_atomic(arr: np.ndarray, flat: np.ndarray, kind: str, operands: list[n
         arr[flat] = f(old, *operands)
         return old
     if not returns and kind in ("add", "min", "max", "and", "or", "xor"):
-        ufunc = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-                 "min": np.fmin if arr.dtype.kind == "f" else np.minimum,
-                 "max": np.fmax if arr.dtype.kind == "f" else np.maximum}[kind]
+        ufunc = {
+            "add": np.add,
+            "and": np.bitwise_and,
+            "or": np.bitwise_or,
+            "xor": np.bitwise_xor,
+            "min": np.fmin if arr.dtype.kind == "f" else np.minimum,
+            "max": np.fmax if arr.dtype.kind == "f" else np.maximum,
+        }[kind]
         old = arr[flat].copy()
         ufunc.at(arr, flat, operands[0])
         return old

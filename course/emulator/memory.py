@@ -83,7 +83,9 @@ class Memory:
         """Buffer number of each address, and whether the whole access lies inside it."""
         j = np.searchsorted(self._bases, addr, side="right") - 1
         jj = np.maximum(j, 0)
-        inside = (j >= 0) & (addr + size <= self._ends[jj]) if len(self._bases) else np.zeros(addr.shape, bool)
+        inside = (
+            (j >= 0) & (addr + size <= self._ends[jj]) if len(self._bases) else np.zeros(addr.shape, bool)
+        )
         return jj, inside
 
     def nearest(self, addr: int) -> str:

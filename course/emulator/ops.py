@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BarrierError, KernelFault, UnsupportedInstruction
-from .ptx import TYPE_SIZES, Instr
+from .ptx import Instr
 
 DT: dict[str, Any] = {
     "u8": np.uint8, "s8": np.int8, "b8": np.uint8, "u16": np.uint16, "s16": np.int16, "b16": np.uint16,
@@ -34,7 +34,7 @@ Run = Callable[[Any, Any], None]
 class Op:
     """A built instruction: `run(m, idx)` plus how it moves the program counter."""
 
-    __slots__ = ("instr", "run", "kind", "target")
+    __slots__ = ("instr", "kind", "run", "target")
 
     def __init__(self, instr: Instr, run: Run, kind: str = "normal", target: int = -1):
         self.instr = instr
@@ -184,6 +184,10 @@ def _arr(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def _select(c: Any, a: Any, b: Any) -> np.ndarray:
+    return np.asarray(np.where(c, a, b))
+
+
 # -- floating point details
 
 
@@ -251,6 +255,7 @@ def _int_sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 def _arith(instr: Instr, ctx: Any) -> Op:
     op, t = instr.parts[0], itype(instr)
     dt = dtype(t)
+    f: Callable[..., Any]
     if dt.kind == "f":
         if op in ("add", "sub", "mul", "div"):
             f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
@@ -258,10 +263,9 @@ def _arith(instr: Instr, ctx: Any) -> Op:
         if op in ("fma", "mad"):
             return float_op(instr, ctx, lambda a, b, c: a * b + c, _fma)
         if op in ("min", "max"):
-            f2 = np.fmin if op == "min" else np.fmax
-            if "NaN" in instr.parts:
-                f2 = np.minimum if op == "min" else np.maximum
-            return float_op(instr, ctx, f2, f2)
+            nan = "NaN" in instr.parts  # .NaN propagates NaNs; the default returns the other operand
+            f = {(0, 0): np.fmax, (0, 1): np.maximum, (1, 0): np.fmin, (1, 1): np.minimum}[(op == "min", nan)]
+            return float_op(instr, ctx, f, f)
         raise UnsupportedInstruction(f"{instr.opcode} on floats")
     wide = "wide" in instr.parts
     hi = "hi" in instr.parts
@@ -275,7 +279,11 @@ def _arith(instr: Instr, ctx: Any) -> Op:
     elif op == "mul":
         f = np.multiply
     elif op == "mad":
-        f = (lambda a, b, c: _int_sat(_arr(a).astype(np.int64) * b + c, dt)) if sat else (lambda a, b, c: a * b + c)
+        f = (
+            (lambda a, b, c: _int_sat(_arr(a).astype(np.int64) * b + c, dt))
+            if sat
+            else (lambda a, b, c: a * b + c)
+        )
     elif op == "div":
         f = _idiv
     elif op == "rem":
@@ -343,31 +351,53 @@ def _mul_wide_hi(instr: Instr, ctx: Any, dt: np.dtype, wide: bool, mad: bool) ->
         return simple(instr, ctx, f)
 
     def f64(a: Any, b: Any, *c: Any) -> Any:
-        ua, ub = np.broadcast_arrays(_arr(a).view(np.uint64) if _arr(a).ndim else _arr(a).astype(np.uint64),
-                                     _arr(b).view(np.uint64) if _arr(b).ndim else _arr(b).astype(np.uint64))
+        ua, ub = np.broadcast_arrays(
+            _arr(a).view(np.uint64) if _arr(a).ndim else _arr(a).astype(np.uint64),
+            _arr(b).view(np.uint64) if _arr(b).ndim else _arr(b).astype(np.uint64),
+        )
         h = _mulhi_u64(ua, ub)
         if signed:
-            h = h - np.where(_arr(a) < 0, ub, 0).astype(np.uint64) - np.where(_arr(b) < 0, ua, 0).astype(np.uint64)
+            h = (
+                h
+                - np.where(_arr(a) < 0, ub, 0).astype(np.uint64)
+                - np.where(_arr(b) < 0, ua, 0).astype(np.uint64)
+            )
         r = h.view(dt) if h.ndim else h.astype(dt)
         return r + c[0] if c else r
 
     return simple(instr, ctx, f64)
 
 
-@builds("abs", "neg", "not", "cnot", "popc", "clz", "brev", "bfind", "sqrt", "rsqrt", "rcp", "sin", "cos",
-        "lg2", "ex2", "tanh")
+@builds(
+    "abs",
+    "neg",
+    "not",
+    "cnot",
+    "popc",
+    "clz",
+    "brev",
+    "bfind",
+    "sqrt",
+    "rsqrt",
+    "rcp",
+    "sin",
+    "cos",
+    "lg2",
+    "ex2",
+    "tanh",
+)
 def _unary(instr: Instr, ctx: Any) -> Op:
     op, t = instr.parts[0], itype(instr)
     dt = dtype(t)
     if dt.kind == "f":
-        fns = {
+        fns: dict[str, Callable[..., Any]] = {
             "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a),
             "rcp": lambda a: np.divide(1, a), "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2,
             "tanh": np.tanh,
         }  # fmt: skip
         if op not in fns:
             raise UnsupportedInstruction(instr.opcode)
-        f = fns[op]
+        f: Callable[..., Any] = fns[op]
         if op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt") or "approx" in instr.parts:
             g = f  # approximate on the GPU: computed in double here, then rounded
             f = lambda a: g(_arr(a).astype(np.float64))  # noqa: E731
@@ -433,6 +463,7 @@ def bit_reverse(v: Any) -> np.ndarray:
 @builds("and", "or", "xor")
 def _bitwise(instr: Instr, ctx: Any) -> Op:
     dt = dtype(itype(instr))
+    f: Callable[..., Any]
     if dt.kind == "b":
         f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[instr.parts[0]]
     else:
@@ -489,7 +520,9 @@ def _bfi(instr: Instr, ctx: Any) -> Op:
         ln = _arr(ln).astype(np.int64) & 0xFF
         mask = np.where(ln >= bits, ~u(0), np.left_shift(u(1), np.minimum(ln, bits - 1).astype(u)) - u(1))
         mask = np.where(pos >= bits, u(0), np.left_shift(mask, np.minimum(pos, bits - 1).astype(u)))
-        ins = np.where(pos >= bits, u(0), np.left_shift(_arr(a).astype(u), np.minimum(pos, bits - 1).astype(u)))
+        ins = np.where(
+            pos >= bits, u(0), np.left_shift(_arr(a).astype(u), np.minimum(pos, bits - 1).astype(u))
+        )
         return (ins & mask) | (_arr(b).astype(u) & ~mask)
 
     return simple(instr, ctx, f, [dt, dt, np.dtype(np.uint32), np.dtype(np.uint32)])
@@ -497,13 +530,12 @@ def _bfi(instr: Instr, ctx: Any) -> Op:
 
 @builds("prmt")
 def _prmt(instr: Instr, ctx: Any) -> Op:
-    mode = instr.parts[2] if len(instr.parts) > 3 else ""
-    if mode not in ("", "b32"):
-        if mode not in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"):
-            raise UnsupportedInstruction(instr.opcode)
+    mode = next((p for p in instr.parts if p in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")), "")
 
     def f(a: Any, b: Any, c: Any) -> Any:
-        a, b, c = np.broadcast_arrays(_arr(a).astype(np.uint64), _arr(b).astype(np.uint64), _arr(c).astype(np.uint64))
+        a, b, c = np.broadcast_arrays(
+            _arr(a).astype(np.uint64), _arr(b).astype(np.uint64), _arr(c).astype(np.uint64)
+        )
         src = a | (b << np.uint64(32))  # bytes 0-3 from a, 4-7 from b
         out = np.zeros(a.shape, np.uint64)
         for k in range(4):
@@ -572,7 +604,7 @@ def _copysign(instr: Instr, ctx: Any) -> Op:
 def _testp(instr: Instr, ctx: Any) -> Op:
     dt = dtype(itype(instr))
     tiny = np.finfo(dt).tiny
-    fns = {
+    fns: dict[str, Callable[..., Any]] = {
         "finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
         "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
         "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0),
@@ -595,7 +627,9 @@ def comparison(cmp: str) -> Callable[[Any, Any], Any]:
     if cmp in _CMP:
         f = _CMP[cmp]
         if cmp == "ne":  # ordered: false when either is NaN
-            return lambda a, b: np.not_equal(a, b) & ~(np.isnan(a) | np.isnan(b)) if _arr(a).dtype.kind == "f" else f(a, b)
+            return lambda a, b: (
+                np.not_equal(a, b) & ~(np.isnan(a) | np.isnan(b)) if _arr(a).dtype.kind == "f" else f(a, b)
+            )
         return f
     if cmp.endswith("u") and cmp[:-1] in _CMP:  # unordered: true when either is NaN
         g = _CMP[cmp[:-1]]
@@ -621,7 +655,11 @@ def _setp(instr: Instr, ctx: Any) -> Op:
     rc = reader(ctx, rest[0], np.dtype(np.bool_)) if rest else None
     if instr.parts[0] == "set":
         out_t = dtype(instr.parts[-2])
-        ones = np.float32(1.0) if out_t.kind == "f" else out_t.type(np.iinfo(out_t).max if out_t.kind == "u" else -1)
+        ones = (
+            np.float32(1.0)
+            if out_t.kind == "f"
+            else out_t.type(np.iinfo(out_t).max if out_t.kind == "u" else -1)
+        )
         w = writer(ctx, dst)
 
         def run_set(m: Any, idx: Any) -> None:
@@ -658,14 +696,14 @@ def _setp(instr: Instr, ctx: Any) -> Op:
 @builds("selp")
 def _selp(instr: Instr, ctx: Any) -> Op:
     dt = dtype(itype(instr))
-    return simple(instr, ctx, lambda a, b, c: np.where(c, a, b).astype(dt), [dt, dt, np.dtype(np.bool_)])
+    return simple(instr, ctx, lambda a, b, c: _select(c, a, b).astype(dt), [dt, dt, np.dtype(np.bool_)])
 
 
 @builds("slct")
 def _slct(instr: Instr, ctx: Any) -> Op:
     dt = dtype(instr.parts[-2])
     ct = dtype(instr.parts[-1])
-    return simple(instr, ctx, lambda a, b, c: np.where(_arr(c) >= 0, a, b).astype(dt), [dt, dt, ct])
+    return simple(instr, ctx, lambda a, b, c: _select(_arr(c) >= 0, a, b).astype(dt), [dt, dt, ct])
 
 
 # -- moves and conversions
@@ -714,7 +752,7 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
         a = _arr(a)
         if ftz:
             a = _ftz(a)
-        if st.kind == "f" and dt.kind == "f" or (bf16_out and st.kind == "f"):
+        if (st.kind == "f" and dt.kind == "f") or (bf16_out and st.kind == "f"):
             if mode in ("rni", "rzi", "rmi", "rpi"):
                 a = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[mode](a)
             if bf16_out:
@@ -768,7 +806,9 @@ def _cvta(instr: Instr, ctx: Any) -> Op:
     if base == 0:
         return Op(instr, lambda m, idx: w(m, idx, r(m, idx)))
     if to:
-        return Op(instr, lambda m, idx: w(m, idx, (_arr(r(m, idx)).astype(np.uint64) - np.uint64(base)).astype(dt)))
+        return Op(
+            instr, lambda m, idx: w(m, idx, (_arr(r(m, idx)).astype(np.uint64) - np.uint64(base)).astype(dt))
+        )
     return Op(instr, lambda m, idx: w(m, idx, _arr(r(m, idx)).astype(np.uint64) + np.uint64(base)))
 
 
@@ -930,7 +970,7 @@ ATOMIC_OPS: dict[str, Callable[..., np.ndarray]] = {
     "max": lambda old, b: np.fmax(old, b) if old.dtype.kind == "f" else np.maximum(old, b),
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "exch": lambda old, b: b,
-    "cas": lambda old, b, c: np.where(old == b, c, old),
+    "cas": lambda old, b, c: _select(old == b, c, old),
     "inc": _inc, "dec": _dec,
 }  # fmt: skip
 
@@ -989,7 +1029,9 @@ def _bar(instr: Instr, ctx: Any) -> Op:
     if "arrive" in instr.parts:
         raise UnsupportedInstruction("bar.arrive (split barriers) is not supported")
     if len(instr.operands) > 1 and "red" not in instr.parts:
-        raise UnsupportedInstruction("barriers with a thread count (named partial barriers) are not supported")
+        raise UnsupportedInstruction(
+            "barriers with a thread count (named partial barriers) are not supported"
+        )
     red = None
     if "red" in instr.parts:  # __syncthreads_count / _and / _or
         how = next(p for p in instr.parts if p in ("popc", "and", "or"))
@@ -1059,8 +1101,16 @@ def warp_reduce(m: Any, idx: Any, values: np.ndarray, how: str) -> np.ndarray:
     warp = t >> 5
     starts = np.flatnonzero(np.r_[True, warp[1:] != warp[:-1]])
     counts = np.diff(np.r_[starts, len(t)])
-    ufunc = {"or": np.bitwise_or, "and": np.bitwise_and, "add": np.add, "min": np.minimum,
-             "max": np.maximum, "xor": np.bitwise_xor, "any": np.logical_or, "all": np.logical_and}[how]
+    ufunc = {
+        "or": np.bitwise_or,
+        "and": np.bitwise_and,
+        "add": np.add,
+        "min": np.minimum,
+        "max": np.maximum,
+        "xor": np.bitwise_xor,
+        "any": np.logical_or,
+        "all": np.logical_and,
+    }[how]
     red = ufunc.reduceat(values, starts)
     return np.repeat(red, counts)
 
@@ -1161,4 +1211,4 @@ def check_mask_converged(active_bits: np.ndarray, masks: np.ndarray, lanes: np.n
     return ((masks & ~active_bits) != 0) | ((masks & own) == 0)
 
 
-__all__ = ["BUILDERS", "Op", "build", "BarrierError"]
+__all__ = ["BUILDERS", "BarrierError", "Op", "build"]

@@ -95,9 +95,7 @@ _VAR = re.compile(
     r"(?P<dims>(?:\[\d*\])*)\s*(?:=\s*(?P<init>.*))?$",
     re.S,
 )
-_TOP_VAR = re.compile(
-    r"^\s*((?:\.(?:extern|visible|weak)\s+)*\.(?:global|const|shared)\b[^;]*);", re.M
-)
+_TOP_VAR = re.compile(r"^\s*((?:\.(?:extern|visible|weak)\s+)*\.(?:global|const|shared)\b[^;]*);", re.M)
 _REG = re.compile(r"^\.reg\s+(?:\.v[248]\s+)?\.(?P<type>\w+)\s+(?P<names>.+)$", re.S)
 _PARAM = re.compile(
     r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>\w+)\s+"
@@ -110,9 +108,7 @@ def parse(text: str) -> PtxModule:
     lines = _strip_comments_keep_lines(text)
     version = _first(r"^\s*\.version\s+(\S+)", lines) or "?"
     target = _first(r"^\s*\.target\s+([^\n]+)", lines) or "?"
-    files = {
-        int(m[1]): m[2] for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', lines, re.M)
-    }
+    files = {int(m[1]): m[2] for m in re.finditer(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', lines, re.M)}
     functions: dict[str, Function] = {}
     variables: list[Variable] = []
     pos = 0
@@ -155,7 +151,9 @@ def _params(text: str | None) -> list[Param]:
         size = TYPE_SIZES.get(m["type"], 0)
         for d in re.findall(r"\[(\d*)\]", m["dims"]):
             size *= int(d or 0)
-        out.append(Param(m["name"], m["type"], size, int(m["align"] or TYPE_SIZES.get(m["type"], 1)), m["space"]))
+        out.append(
+            Param(m["name"], m["type"], size, int(m["align"] or TYPE_SIZES.get(m["type"], 1)), m["space"])
+        )
     return out
 
 
@@ -208,7 +206,11 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
         if pending:
             raw, pending = pending + " " + raw, ""
         stmts = _statements(raw)
-        if stmts and not raw.rstrip().endswith((";", ":", "{", "}")) and stmts[-1].split()[0] not in (".loc", ".file"):
+        if (
+            stmts
+            and not raw.rstrip().endswith((";", ":", "{", "}"))
+            and stmts[-1].split()[0] not in (".loc", ".file")
+        ):
             pending = stmts.pop()
         for stmt in stmts:
             if stmt.split()[0] == ".loc":
