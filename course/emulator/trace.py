@@ -48,8 +48,8 @@ class BufferInfo:
 @dataclass
 class Trace:
     kernel: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
+    grid: tuple[int, int, int]  # the launch's grid dimensions
+    block_dim: tuple[int, int, int]  # its block dimensions (`block` is the per-event column)
     buffers: list[BufferInfo]
     source: list[str]  # the .cu lines (source[line - 1])
     columns: dict[str, np.ndarray] = field(repr=False)
@@ -67,13 +67,13 @@ class Trace:
     def __repr__(self) -> str:
         spaces = dict(zip(*np.unique(self.columns["space"], return_counts=True)))
         return (
-            f"<Trace of {self.kernel} grid={self.grid} block={self.block}: {len(self)} events "
+            f"<Trace of {self.kernel} grid={self.grid} block={self.block_dim}: {len(self)} events "
             f"{ {str(k): int(v) for k, v in spaces.items()} }>"
         )
 
     @property
     def threads_per_block(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
+        return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
 
     def buffer_id(self, name: str) -> int:
         for i, b in enumerate(self.buffers):
@@ -139,7 +139,8 @@ class TraceRecorder:
         self.chunks.append(chunk)
         self.count += n
 
-    def build(self, **meta: Any) -> Trace:
+    def build(self, *, block: tuple[int, int, int], **meta: Any) -> Trace:
+        """The Trace; `block` is the launch's block dimensions."""
         cols: dict[str, np.ndarray] = {}
         for name, dt in {**EVENT_COLUMNS, **LANE_COLUMNS}.items():
             shape = (0, LANES) if name in LANE_COLUMNS else (0,)
@@ -148,4 +149,4 @@ class TraceRecorder:
         order = np.argsort(cols["step"], kind="stable")
         if len(order) and np.any(order != np.arange(len(order))):
             cols = {k: v[order] for k, v in cols.items()}
-        return Trace(columns=cols, dropped=self.dropped, **meta)
+        return Trace(columns=cols, dropped=self.dropped, block_dim=block, **meta)

@@ -1,0 +1,117 @@
+"""The trace: what it records, how it is filtered, and what the machine guarantees around it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course
+
+TILE = r"""
+#define T 16
+extern "C" __global__ void tile_copy(const float* in, float* out, int n) {
+    __shared__ float tile[T][T + 1];
+    int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
+    if (x < n && y < n) tile[threadIdx.y][threadIdx.x] = in[y * n + x];   // LOAD
+    __syncthreads();
+    if (x < n && y < n) out[y * n + x] = tile[threadIdx.y][threadIdx.x];  // STORE
+}
+
+extern "C" __global__ void poison(float* out) {
+    __shared__ float s[64];
+    if (threadIdx.x < 32) s[threadIdx.x] = 1.0f;   // only half is written
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}
+"""
+
+
+def _line(marker: str) -> int:
+    return next(i for i, text in enumerate(TILE.splitlines(), 1) if marker in text)
+
+
+@pytest.fixture
+def mod(emulator_backend):
+    return course.Module(code=TILE)
+
+
+def test_events_name_buffer_element_line_and_epoch(mod, rng):
+    n = 37  # not a multiple of the 16x16 tile
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    out = course.zeros((n, n), np.float32)
+    grid = (3, 3)
+    t = mod.get_function("tile_copy").trace(grid, (16, 16), (course.asarray(a), out, np.int32(n)))
+    np.testing.assert_array_equal(course.asnumpy(out), a)
+    loads = t.where(space="global", op="ld")
+    assert {t.buffers[b].name for b in np.unique(loads.buffer[loads.buffer >= 0])} == {"in"}
+    assert set(loads.line) == {_line("// LOAD")}
+    # every element of `in` is read exactly once, by the lane the kernel maps to it
+    read = np.sort(loads.index[loads.buffer >= 0])
+    np.testing.assert_array_equal(read, np.arange(n * n))
+    # block (2, 2) covers only x, y in 32..36: each of its warps (two rows) has 5 + 5 active lanes
+    corner = loads.where(block=8)
+    assert sorted(bin(int(m)).count("1") for m in corner.mask) == [5, 10, 10]
+    # the store into `out` happens after the barrier: epoch 1; the load before it: epoch 0
+    assert set(loads.epoch) == {0}
+    assert set(t.where(space="global", op="st").epoch) == {1}
+    bars = t.where(op="bar")
+    assert len(bars) == 9 * 8  # one per warp of every block
+    assert t.where(space="shared").buffers[t.where(space="shared").buffer[0, 0]].name.endswith("tile")
+
+
+def test_filters_keep_traces_small(mod, rng):
+    n = 64
+    args = (
+        course.asarray(rng.standard_normal((n, n)).astype(np.float32)),
+        course.zeros((n, n), np.float32),
+        np.int32(n),
+    )
+    k = mod.get_function("tile_copy")
+    full = k.trace((4, 4), (16, 16), args)
+    some = k.trace((4, 4), (16, 16), args, blocks=[0, 5])
+    assert set(some.block) == {0, 5}
+    assert len(some) == (full.block == 0).sum() + (full.block == 5).sum()
+    assert some.dropped > 0
+    shared_only = k.trace((4, 4), (16, 16), args, spaces={"shared"})
+    assert set(shared_only.space) == {"shared"}
+    by_predicate = k.trace((4, 4), (16, 16), args, blocks=lambda b: b % 4 == 0)
+    assert set(by_predicate.block) == {0, 4, 8, 12}
+
+
+def test_shared_memory_starts_poisoned_not_zero(mod):
+    out = course.zeros(64, np.float32)
+    mod.get_function("poison")((1,), (64,), (out,))
+    got = course.asnumpy(out)
+    assert (got[:32] == 1).all()
+    assert np.isnan(got[32:]).all()  # garbage, as on a GPU, never a silent 0
+
+
+def test_a_million_threads_traced_with_a_block_filter(emulator_backend):
+    src = r"""
+    extern "C" __global__ void twice(const int* x, int* y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2 * x[i];
+    }"""
+    n = 1 << 20
+    x = np.arange(n, dtype=np.int32)
+    y = course.zeros(n, np.int32)
+    k = course.Module(code=src).get_function("twice")
+    t = k.trace((n // 256,), (256,), (course.asarray(x), y, np.int32(n)), blocks=range(0, 4096, 1024))
+    np.testing.assert_array_equal(course.asnumpy(y), 2 * x)
+    assert sorted(set(t.block)) == [0, 1024, 2048, 3072]
+    assert len(t) == 4 * 8 * 2  # 4 blocks x 8 warps x (load + store)
+
+
+def test_thread_ids_and_lanes_agree_with_masks(mod, rng):
+    n = 20
+    args = (
+        course.asarray(rng.standard_normal((n, n)).astype(np.float32)),
+        course.zeros((n, n), np.float32),
+        np.int32(n),
+    )
+    t = mod.get_function("tile_copy").trace((2, 2), (16, 16), args)
+    lanes = t.lanes()
+    assert (lanes.sum(axis=1) == [bin(int(m)).count("1") for m in t.mask]).all()
+    tid = t.thread_ids()
+    assert ((tid >= 0) == lanes).all()
+    assert tid.max() < 256
