@@ -134,6 +134,9 @@ def explain_log(log: str, source: str) -> str:
         n = int(m["line"])
         if 1 <= n <= len(lines) and n not in shown:
             shown.append(n)
+    log_lines = log.splitlines()
+    if len(log_lines) > 40:  # a cascade of errors buries the first, which is the one to fix
+        log = "\n".join(log_lines[:40] + [f"... ({len(log_lines) - 40} more lines of NVRTC's log)"])
     text = "NVRTC could not compile the kernel:\n" + log
     for n in shown:
         text += f"\n  line {n}: {lines[n - 1].strip()}"

@@ -75,7 +75,7 @@ class Compiled:
     shared: list[SharedVar]
     static_shared: int
     dynamic_offset: int
-    dynamic_name: str | None
+    dynamic_names: frozenset[str]
     local_size: int
     param_vars: dict[str, int]  # per-thread .param storage (calls): key -> bytes
     ret_maps: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
@@ -136,6 +136,7 @@ class _Builder:
         self.functions = self._reachable(entry)
         self.reg_types: dict[str, np.dtype] = {}
         self.shared: list[SharedVar] = []
+        self.aliases: dict[str, int] = {}
         self.local: dict[str, int] = {}
         self.param_vars: dict[str, int] = {}
         self.starts: dict[str, int] = {}
@@ -173,10 +174,12 @@ class _Builder:
             self.shared.append(SharedVar(v.name, offset, v.size))
             offset += v.size
         static = offset
-        dyn = next((v for v in self.program.module.variables if v.space == "shared" and v.extern), None)
         dyn_off = -(-static // 16) * 16
-        if dyn is not None:
-            self.shared.append(SharedVar(dyn.name, dyn_off, 0))
+        dynamic = [v.name for v in self.program.module.variables if v.space == "shared" and v.extern]
+        for name in dynamic:  # every `extern __shared__` array starts where static shared memory ends
+            self.aliases[name] = dyn_off
+        if dynamic:  # NVRTC names a second `extern __shared__ sdata[]` sdata$1: one buffer, one name
+            self.shared.append(SharedVar(dynamic[0].split("$")[0], dyn_off, 0))
         local = 0
         for fn in self.functions:
             pre = "" if fn is self.entry else fn.name + "::"
@@ -205,7 +208,7 @@ class _Builder:
                 code.append(ops.build(ins, self))
         return Compiled(
             name=self.entry.name, code=code, storage=self.reg_types, shared=self.shared,
-            static_shared=static, dynamic_offset=dyn_off, dynamic_name=dyn.name if dyn else None,
+            static_shared=static, dynamic_offset=dyn_off, dynamic_names=frozenset(dynamic[:1] and [dynamic[0].split("$")[0]]),
             local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps,
             has_calls=len(self.functions) > 1 or any(i.parts[0] == "call" for i in self.entry.instrs),
         )  # fmt: skip
@@ -223,6 +226,8 @@ class _Builder:
         return np.dtype(np.uint32) if name in SPECIAL else self.reg_types[name]
 
     def symbol_address(self, name: str) -> int:
+        if name in self.aliases:
+            return self.aliases[name]
         for s in self.shared:
             if s.name == name:
                 return s.offset
@@ -348,9 +353,11 @@ class Machine:
         self.tpb_pad = -(-self.tpb // LANES) * LANES
         self.warps_per_block = self.tpb_pad // LANES
         self.nblocks = grid[0] * grid[1] * grid[2]
-        self.shared_used = self.k.dynamic_offset + shared_mem if self.k.dynamic_name else self.k.static_shared
+        self.shared_used = (
+            self.k.dynamic_offset + shared_mem if self.k.dynamic_names else self.k.static_shared
+        )
         self.shared_offsets = np.array([s.offset for s in self.k.shared], np.int64)
-        self.shared_sizes = [s.size if s.name != self.k.dynamic_name else shared_mem for s in self.k.shared]
+        self.shared_sizes = [shared_mem if s.name in self.k.dynamic_names else s.size for s in self.k.shared]
         self.shared_itemsize: dict[int, int] = {}
 
     def _map_args(self, args: list[tuple[str, Any]]) -> None:
@@ -849,7 +856,7 @@ class Machine:
                 for i, s in enumerate(self.k.shared)
             ]
             detail = " (" + ", ".join(parts) + ")"
-            if self.k.dynamic_name and self.shared_mem == 0:
+            if self.k.dynamic_names and self.shared_mem == 0:
                 detail += "; the launch gave 0 bytes of dynamic shared memory: pass shared_mem=..."
         raise_out_of_bounds(
             f"{self.name}: {self.who(int(t[k]))} tried to {verb} {size} bytes at {space} offset {int(addr[k])}, "

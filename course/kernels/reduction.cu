@@ -1,0 +1,375 @@
+// Parallel reduction: the seven kernels of Mark Harris's "Optimizing Parallel Reduction in CUDA"
+// (NVIDIA, 2007) as the article reproduces them, the article's bugs beside their fixes, and the
+// kernels that go beyond it. Each block reduces its part of x to one value in out[blockIdx.x];
+// the host (or a second pass) adds the block sums.
+//
+// Types come in as -D options: ELEM is the input element, ACC the accumulator. The article sums
+// 1..N as unsigned int into long long, because the sum overflows 32 bits from N = 92682 on.
+#ifndef ELEM
+#define ELEM unsigned int
+#endif
+#ifndef ACC
+#define ACC long long
+#endif
+typedef ELEM elem_t;
+typedef ACC acc_t;
+
+// ---- 1. Interleaved addressing with a divergent branch.
+// Each step, threads whose id is a multiple of 2s add the element s to their right.
+// `tid % (2*s)` leaves the active threads scattered over every warp: all warps stay busy
+// (divergence) though most of their lanes idle, and `%` is slow.
+extern "C" __global__ void reduce1(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+        if (tid % (2 * s) == 0) {
+            sdata[tid] += sdata[tid + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- 2. Interleaved addressing with a strided index.
+// Thread t works on element 2*s*t: the active threads are now contiguous, so whole warps
+// retire and divergence is gone. But the addresses a warp touches are 2*s apart: many of
+// them fall in the same shared-memory bank and the accesses serialise (bank conflicts).
+extern "C" __global__ void reduce2(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+        unsigned int index = 2 * s * tid;
+        if (index < blockDim.x) {
+            sdata[index] += sdata[index + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- 3. Sequential addressing.
+// The stride starts at half the block and halves: thread t adds element t + s. Active
+// threads are contiguous (no divergence) and a warp reads consecutive words (no conflicts).
+// Half of the threads are idle from the first step on, though.
+extern "C" __global__ void reduce3(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            sdata[tid] += sdata[tid + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// The article's kernels also time themselves: every thread of every block writes
+// `*time = clock() - start`. That is a race (all threads write one word), and whichever
+// write lands last measures one block's cycles on one SM, not the kernel.
+extern "C" __global__ void reduce3_timed(const elem_t* x, acc_t* out, int n, long long* time) {
+    extern __shared__ acc_t sdata[];
+    long long start = clock64();
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+    *time = clock64() - start;  // every thread writes the same word
+}
+
+// ---- 4. First add during load (the article's code).
+// Each block covers 2*blockDim elements and every thread adds two of them while loading,
+// so no thread idles in the first step. BUG: x[i + blockDim.x] is read whenever i < n,
+// past the end of x when n is not a multiple of 2*blockDim.
+extern "C" __global__ void reduce4_article(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] + x[i + blockDim.x] : 0;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// 4, fixed: each of the two loads checks its own index. Also note the article adds the two
+// elem_t values before widening to acc_t: two unsigned ints can wrap. Widen first.
+extern "C" __global__ void reduce4(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockDim.x < n) v += x[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- 5. Unroll the last warp (the article's code).
+// When s <= 32 only the first warp works; the article drops __syncthreads() there and lets
+// the warp run "in lockstep" through a volatile pointer. BUG 1: since Volta (2017) the lanes
+// of a warp are scheduled independently: nothing orders one lane's read of sdata[tid + 16]
+// after another lane's write of it -- a data race. BUG 2: with blocks of fewer than 64
+// threads, sdata[tid + 32] reads past the block's shared memory.
+__device__ void warp_reduce_article(volatile acc_t* sdata, unsigned int tid) {
+    sdata[tid] += sdata[tid + 32];
+    sdata[tid] += sdata[tid + 16];
+    sdata[tid] += sdata[tid + 8];
+    sdata[tid] += sdata[tid + 4];
+    sdata[tid] += sdata[tid + 2];
+    sdata[tid] += sdata[tid + 1];
+}
+
+extern "C" __global__ void reduce5_article(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockDim.x < n) v += x[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid < 32) warp_reduce_article(sdata, tid);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// 5, fixed: each step reads, waits for the whole warp (__syncwarp), then writes; lanes whose
+// partner lies past the block skip the add, so blocks of 32 threads stay in bounds.
+__device__ void warp_reduce(acc_t* sdata, unsigned int tid, unsigned int block) {
+    for (unsigned int s = 32; s > 0; s >>= 1) {
+        acc_t v = sdata[tid];
+        if (tid + s < block) v += sdata[tid + s];
+        __syncwarp();
+        sdata[tid] = v;
+        __syncwarp();
+    }
+}
+
+extern "C" __global__ void reduce5(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockDim.x < n) v += x[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid < 32) warp_reduce(sdata, tid, blockDim.x);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- 6. Completely unrolled (the article's code).
+// The block size is a template parameter, so every `if (blockSize >= ...)` is decided at
+// compile time and the loop disappears. Launch it with blockDim.x == blockSize; the warp
+// part keeps kernel 5's race.
+template <unsigned int blockSize>
+__device__ void warp_reduce_unrolled_article(volatile acc_t* sdata, unsigned int tid) {
+    if (blockSize >= 64) sdata[tid] += sdata[tid + 32];
+    if (blockSize >= 32) sdata[tid] += sdata[tid + 16];
+    if (blockSize >= 16) sdata[tid] += sdata[tid + 8];
+    if (blockSize >= 8) sdata[tid] += sdata[tid + 4];
+    if (blockSize >= 4) sdata[tid] += sdata[tid + 2];
+    if (blockSize >= 2) sdata[tid] += sdata[tid + 1];
+}
+
+template <unsigned int blockSize>
+__device__ void block_reduce_unrolled(acc_t* sdata, unsigned int tid) {
+    if (blockSize >= 1024) { if (tid < 512) sdata[tid] += sdata[tid + 512]; __syncthreads(); }
+    if (blockSize >= 512) { if (tid < 256) sdata[tid] += sdata[tid + 256]; __syncthreads(); }
+    if (blockSize >= 256) { if (tid < 128) sdata[tid] += sdata[tid + 128]; __syncthreads(); }
+    if (blockSize >= 128) { if (tid < 64) sdata[tid] += sdata[tid + 64]; __syncthreads(); }
+}
+
+template <unsigned int blockSize>
+__global__ void reduce6_article(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockSize < n) v += x[i + blockSize];
+    sdata[tid] = v;
+    __syncthreads();
+    block_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid < 32) warp_reduce_unrolled_article<blockSize>(sdata, tid);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// 6, fixed: the same unrolled block steps, and the warp steps separated by __syncwarp().
+template <unsigned int blockSize>
+__device__ void warp_reduce_unrolled(acc_t* sdata, unsigned int tid) {
+#pragma unroll
+    for (unsigned int s = 32; s > 0; s >>= 1) {
+        if (blockSize >= 2 * s) {
+            acc_t v = sdata[tid] + sdata[tid + s];
+            __syncwarp();
+            sdata[tid] = v;
+            __syncwarp();
+        }
+    }
+}
+
+template <unsigned int blockSize>
+__global__ void reduce6(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockSize < n) v += x[i + blockSize];
+    sdata[tid] = v;
+    __syncthreads();
+    block_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid < 32) warp_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- 7. Multiple elements per thread (the article's code).
+// A grid-stride loop: each thread first sums many pairs, so a small grid covers any n and
+// the tree runs once per block instead of once per 2*blockDim elements. BUG: the loop reads
+// x[i + blockSize] without checking it, past the end when n is not a multiple of
+// 2*blockSize. The article also launches it with n/128 blocks, as for kernel 4, so every
+// thread still sees just one pair: the loop never loops.
+template <unsigned int blockSize>
+__global__ void reduce7_article(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+    unsigned int gridSize = blockSize * 2 * gridDim.x;
+    sdata[tid] = 0;
+    while (i < n) {
+        sdata[tid] += x[i] + x[i + blockSize];
+        i += gridSize;
+    }
+    __syncthreads();
+    block_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid < 32) warp_reduce_unrolled_article<blockSize>(sdata, tid);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// 7, fixed: bounds-checked second load, and the running sum kept in a register (a shared
+// memory read-modify-write per element costs more than the add).
+template <unsigned int blockSize>
+__global__ void reduce7(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+    unsigned int gridSize = blockSize * 2 * gridDim.x;
+    acc_t v = 0;
+    while (i < n) {
+        v += x[i];
+        if (i + blockSize < n) v += x[i + blockSize];
+        i += gridSize;
+    }
+    sdata[tid] = v;
+    __syncthreads();
+    block_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid < 32) warp_reduce_unrolled<blockSize>(sdata, tid);
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+
+// ---- Beyond the article.
+// Warp shuffles: lanes exchange registers directly, no shared memory and no __syncwarp
+// needed (the _sync shuffle is the synchronisation). A block needs one shared slot per warp.
+__device__ acc_t warp_sum(acc_t v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+// The sum of v over the block, valid in thread 0. The caller owns `scratch` (32 slots).
+__device__ acc_t block_sum(acc_t v, acc_t* scratch) {
+    unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = (lane < (blockDim.x + 31) / 32) ? scratch[lane] : (acc_t)0;
+        v = warp_sum(v);
+    }
+    return v;
+}
+
+// 8. Grid-stride loop + shuffle reduction: kernel 7's idea without its shared-memory tree.
+extern "C" __global__ void reduce_shfl(const elem_t* x, acc_t* out, int n) {
+    __shared__ acc_t scratch[32];
+    acc_t v = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) v += x[i];
+    v = block_sum(v, scratch);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+
+// 9. 16-byte loads: one instruction brings four 4-byte elements, so a warp moves 512 bytes
+// per request and far fewer load instructions are in flight for the same bandwidth.
+struct __align__(16) Vec16 {
+    elem_t v[16 / sizeof(elem_t)];
+};
+
+__device__ acc_t sum_vectorised(const elem_t* x, int n, unsigned int first, unsigned int stride) {
+    const int per = 16 / sizeof(elem_t);
+    const Vec16* xv = reinterpret_cast<const Vec16*>(x);
+    int nvec = n / per;
+    acc_t v = 0;
+    for (unsigned int j = first; j < nvec; j += stride) {
+        Vec16 p = xv[j];
+#pragma unroll
+        for (int k = 0; k < per; ++k) v += p.v[k];
+    }
+    for (unsigned int i = nvec * per + first; i < n; i += stride) v += x[i];  // the tail
+    return v;
+}
+
+extern "C" __global__ void reduce_vec4(const elem_t* x, acc_t* out, int n) {
+    __shared__ acc_t scratch[32];
+    acc_t v = sum_vectorised(x, n, blockIdx.x * blockDim.x + threadIdx.x, blockDim.x * gridDim.x);
+    v = block_sum(v, scratch);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+}
+
+// 10. One pass: the last block to finish adds up the block sums, so a single launch gives
+// the total in out[0] with no second kernel. __threadfence() makes a block's partial sum
+// visible before its ticket is taken; atomicInc wraps the counter back to 0 for next time.
+__device__ unsigned int blocks_done = 0;
+
+extern "C" __global__ void reduce_single_pass(const elem_t* x, acc_t* partial, acc_t* out, int n) {
+    __shared__ acc_t scratch[32];
+    __shared__ bool last;
+    acc_t v = sum_vectorised(x, n, blockIdx.x * blockDim.x + threadIdx.x, blockDim.x * gridDim.x);
+    v = block_sum(v, scratch);
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = v;
+        __threadfence();
+        last = atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+        acc_t w = 0;
+        for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) w += ((volatile acc_t*)partial)[b];
+        __syncthreads();  // scratch is reused
+        w = block_sum(w, scratch);
+        if (threadIdx.x == 0) out[0] = w;
+    }
+}
