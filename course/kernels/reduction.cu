@@ -225,7 +225,8 @@ __device__ void warp_reduce_unrolled(acc_t* sdata, unsigned int tid) {
 #pragma unroll
     for (unsigned int s = 32; s > 0; s >>= 1) {
         if (blockSize >= 2 * s) {
-            acc_t v = sdata[tid] + sdata[tid + s];
+            acc_t v = sdata[tid];
+            if (tid + s < blockSize) v += sdata[tid + s];  // a block of 32 has no sdata[32..47]
             __syncwarp();
             sdata[tid] = v;
             __syncwarp();

@@ -1,0 +1,210 @@
+"""Reduction launchers: one typed function per job, around the kernels of `kernels/reduction.cu`.
+
+    from course import reduction
+    reduction.total("reduce3", x, block=128)        # launch, then add the block sums on the host
+    reduction.trace("reduce2", x[:64], block=32)     # what every warp did, for the drawings
+    reduction.reference(x)                           # NumPy's answer in the accumulator type
+
+Every version is launched the way its story needs: kernels 1-3 give each thread one
+element, kernels 4-6 two, kernel 7 and later ones a grid-stride loop over a fixed grid.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import gpu
+from .emulator.trace import Trace
+
+KERNEL_FILE = "reduction.cu"
+BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
+
+# input dtype -> (C element type, C accumulator type, accumulator dtype)
+TYPES: dict[np.dtype, tuple[str, str, Any]] = {
+    np.dtype(np.uint32): ("unsigned int", "long long", np.int64),
+    np.dtype(np.int32): ("int", "long long", np.int64),
+    np.dtype(np.float32): ("float", "float", np.float32),
+    np.dtype(np.float64): ("double", "double", np.float64),
+}
+
+
+@dataclass(frozen=True)
+class Version:
+    name: str  # the kernel's name in reduction.cu (templates: without <blockSize>)
+    title: str
+    per_thread: int  # elements each thread loads before the tree (kernels 4-6: two)
+    template: bool = False  # instantiated per block size through name_expressions
+    grid_stride: bool = False  # covers any n with a fixed grid
+    dynamic_shared: bool = True  # one accumulator per thread in `extern __shared__`
+    blocks: tuple[int, ...] = BLOCKS
+    article_bug: str = ""  # what is wrong with the article's code, if this is it
+    extra_args: tuple[str, ...] = ()
+
+
+VERSIONS: dict[str, Version] = {
+    v.name: v
+    for v in (
+        Version("reduce1", "interleaved addressing, divergent branch", 1),
+        Version("reduce2", "interleaved addressing, strided index (bank conflicts)", 1),
+        Version("reduce3", "sequential addressing", 1),
+        Version("reduce4", "first add during load", 2),
+        Version("reduce5", "unroll the last warp", 2),
+        Version("reduce6", "completely unrolled (template block size)", 2, template=True),
+        Version("reduce7", "multiple elements per thread", 2, template=True, grid_stride=True),
+        Version("reduce_shfl", "warp shuffles + grid-stride loop", 1, grid_stride=True, dynamic_shared=False),
+        Version("reduce_vec4", "16-byte loads + shuffles", 4, grid_stride=True, dynamic_shared=False),
+        Version(
+            "reduce_single_pass", "one pass: the last block adds the block sums", 4, grid_stride=True,
+            dynamic_shared=False, extra_args=("partial",),
+        ),
+        Version("reduce4_article", "first add during load, as in the article", 2,
+                article_bug="reads x[i + blockDim.x] past the end when n is not a multiple of 2*block"),
+        Version("reduce5_article", "unroll the last warp, as in the article", 2, blocks=(64, 128, 256, 512, 1024),
+                article_bug="warp-synchronous volatile code races since Volta; blocks < 64 read past shared memory"),
+        Version("reduce6_article", "completely unrolled, as in the article", 2, template=True,
+                article_bug="the same warp-synchronous race as kernel 5"),
+        Version("reduce7_article", "multiple elements per thread, as in the article", 2, template=True,
+                grid_stride=True, article_bug="reads x[i + blockSize] past the end when n is not a multiple of 2*block"),
+        Version("reduce3_timed", "sequential addressing, timed with clock() as in the article", 1,
+                extra_args=("time",), article_bug="every thread writes *time: a race that keeps one block's cycles"),
+    )
+}  # fmt: skip
+STORY = ("reduce1", "reduce2", "reduce3", "reduce4", "reduce5", "reduce6", "reduce7")
+BEYOND = ("reduce_shfl", "reduce_vec4", "reduce_single_pass")
+
+
+def version(name: str) -> Version:
+    try:
+        return VERSIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown reduction version {name!r}; choose one of {list(VERSIONS)}") from None
+
+
+def accumulator(dtype: Any) -> np.dtype:
+    """The dtype the kernels accumulate in for input `dtype`."""
+    return np.dtype(_types(dtype)[2])
+
+
+def _types(dtype: Any) -> tuple[str, str, Any]:
+    dt = np.dtype(dtype)
+    if dt not in TYPES:
+        raise TypeError(f"reduction works on {[str(t) for t in TYPES]}, not {dt}")
+    return TYPES[dt]
+
+
+@functools.lru_cache(maxsize=None)
+def _module(dtype: np.dtype, backend: str) -> gpu.Module:
+    elem, acc, _ = _types(dtype)
+    names = tuple(f"{v.name}<{b}>" for v in VERSIONS.values() if v.template for b in v.blocks)
+    return gpu.Module.from_file(KERNEL_FILE, options=(f"-DELEM={elem}", f"-DACC={acc}"), name_expressions=names)
+
+
+def kernel(name: str, dtype: Any = np.uint32, block: int = 128) -> gpu.Kernel:
+    """The compiled kernel of version `name` for inputs of `dtype` (templates: for `block`)."""
+    v = version(name)
+    check_block(v, block)
+    mod = _module(np.dtype(dtype), gpu.device().backend)
+    return mod.get_function(f"{v.name}<{block}>" if v.template else v.name)
+
+
+def check_block(v: Version, block: int) -> None:
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block not in v.blocks:
+        raise ValueError(f"{v.name} needs a block size in {list(v.blocks)}; got {block!r}")
+
+
+def grid_size(name: str, n: int, block: int, blocks: int | None = None) -> int:
+    """Blocks to launch: enough to cover n, or for grid-stride kernels a few per SM.
+
+    `blocks` overrides the choice (the article launches kernel 7 with n/block blocks).
+    """
+    v = version(name)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, not {n}")
+    if blocks is not None:
+        if blocks < 1:
+            raise ValueError(f"blocks must be at least 1, not {blocks}")
+        return int(blocks)
+    covering = -(-n // (block * v.per_thread))
+    if not v.grid_stride:
+        return covering
+    resident = gpu.device().sm_count * max(1, 2048 // block)  # one full wave of the GPU
+    return max(1, min(covering, resident))
+
+
+def shared_bytes(name: str, dtype: Any, block: int) -> int:
+    v = version(name)
+    return block * accumulator(dtype).itemsize if v.dynamic_shared else 0
+
+
+def _as_input(x: Any) -> Any:
+    if isinstance(x, np.ndarray) or not hasattr(x, "dtype"):
+        x = np.asarray(x)
+        if x.ndim != 1:
+            raise ValueError(f"reduce a 1-D array; got shape {x.shape}")
+        return gpu.asarray(x)
+    if len(x.shape) != 1:
+        raise ValueError(f"reduce a 1-D array; got shape {x.shape}")
+    return x
+
+
+def _launch(name: str, x: Any, block: int, blocks: int | None, tracing: bool, **trace_kw: Any) -> tuple:
+    v = version(name)
+    dx = _as_input(x)
+    n = int(dx.shape[0])
+    acc = accumulator(dx.dtype)
+    grid = grid_size(name, n, block, blocks)
+    k = kernel(name, dx.dtype, block)
+    out = gpu.zeros(1 if v.name == "reduce_single_pass" else grid, acc)
+    extra = {"partial": gpu.zeros(grid, acc), "time": gpu.zeros(1, np.int64)}
+    if n >= 2**31:
+        raise ValueError(f"the kernels index with int: n must be below 2**31, not {n}")
+    args: tuple = (dx, *[extra[e] for e in v.extra_args if e == "partial"], out, np.int32(n))
+    args += tuple(extra[e] for e in v.extra_args if e == "time")
+    call = k.trace if tracing else k
+    result = call((grid,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block), **trace_kw)
+    return out, result
+
+
+def block_sums(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> Any:
+    """Launch version `name` on x; return its output array (one sum per block)."""
+    out, _ = _launch(name, x, block, blocks, tracing=False)
+    return out
+
+
+def total(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> Any:
+    """The sum of x by version `name`: the block sums added on the host, as the article does."""
+    return finish(block_sums(name, x, block=block, blocks=blocks))
+
+
+def finish(out: Any) -> Any:
+    """Add up a kernel's block sums on the host, in the accumulator type."""
+    sums = gpu.asnumpy(out)
+    return sums.sum(dtype=sums.dtype)
+
+
+def trace(name: str, x: Any, *, block: int = 128, blocks: int | None = None, **trace_kw: Any) -> Trace:
+    """Run version `name` on the emulator and return its trace (the output is discarded)."""
+    _, t = _launch(name, x, block, blocks, tracing=True, **trace_kw)
+    return t
+
+
+def reference(x: Any) -> Any:
+    """NumPy's sum in the kernels' accumulator type (floats: in float64, then rounded)."""
+    a = gpu.asnumpy(x)
+    acc = accumulator(a.dtype)
+    if acc.kind == "f":
+        return acc.type(a.sum(dtype=np.float64))
+    return a.sum(dtype=acc)
+
+
+def matches(got: Any, x: Any) -> bool:
+    """Whether a kernel's total equals the reference (floats: within rounding of the order)."""
+    want = reference(x)
+    if accumulator(gpu.asnumpy(x).dtype).kind == "f":
+        scale = float(np.abs(gpu.asnumpy(x)).astype(np.float64).sum()) or 1.0
+        return abs(float(got) - float(want)) <= 1e-5 * scale
+    return bool(got == want)

@@ -1,0 +1,116 @@
+"""Every reduction version against NumPy, on awkward sizes and every valid block size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course
+from course import reduction
+
+CORRECT = reduction.STORY + reduction.BEYOND + ("reduce3_timed",)
+
+
+def _sizes(block: int) -> list[int]:
+    return sorted({1, 31, 32, 33, block - 1, block, block + 1, 1000, 3 * block + 7})
+
+
+def _cases():
+    for name in CORRECT:
+        for n in _sizes(128) + [1 << 16, 54321]:
+            yield pytest.param(name, n, 128, id=f"{name}-n={n}-block=128")
+        for block in reduction.version(name).blocks:
+            if block != 128:
+                for n in (1, block - 1, block + 1, 2 * block + 3):
+                    yield pytest.param(name, n, block, id=f"{name}-n={n}-block={block}")
+
+
+@pytest.mark.parametrize(("name", "n", "block"), list(_cases()))
+def test_uint_sum_matches_numpy(emulator_backend, rng, name, n, block):
+    x = rng.integers(0, 2**32, n, dtype=np.uint32)  # large values: the sum needs 64 bits
+    assert reduction.total(name, x, block=block) == reduction.reference(x)
+
+
+@pytest.mark.parametrize("name", CORRECT)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
+def test_other_dtypes(emulator_backend, rng, name, dtype):
+    n = 3001
+    x = (rng.standard_normal(n) * 1000).astype(dtype)
+    got = reduction.total(name, x, block=256)
+    assert reduction.matches(got, x), (got, reduction.reference(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CORRECT)
+@pytest.mark.parametrize("n", [1, 127, 129, 1000, 1 << 22, (1 << 22) + 5])
+def test_on_the_gpu(cupy_backend, rng, name, n):
+    x = rng.integers(0, 2**32, n, dtype=np.uint32)
+    assert reduction.total(name, x, block=128) == reduction.reference(x)
+
+
+def test_sum_of_1_to_n_overflows_32_bits_as_the_article_says():
+    n = 131072
+    x = np.arange(1, n + 1, dtype=np.uint32)
+    assert reduction.reference(x) == n * (n + 1) // 2 > 2**32
+    assert x.sum(dtype=np.uint32) != n * (n + 1) // 2  # what an unsigned int accumulator would give
+
+
+class TestArticleBugs:
+    def test_kernel4_reads_past_the_end(self, emulator_backend):
+        x = np.arange(1, 1001, dtype=np.uint32)  # 1000 is not a multiple of 2 x 128
+        with pytest.raises(course.OutOfBoundsError, match=r"buffer 'x' at index 1000.*x\[i \+ blockDim\.x\]"):
+            reduction.total("reduce4_article", x, block=128)
+        assert reduction.total("reduce4", x, block=128) == 500500
+
+    def test_kernel4_is_fine_on_the_articles_sizes(self, emulator_backend):
+        x = np.arange(1, 2049, dtype=np.uint32)
+        assert reduction.total("reduce4_article", x, block=128) == 2048 * 2049 // 2
+
+    def test_kernel5_small_blocks_read_past_shared_memory(self, emulator_backend):
+        x = np.arange(1, 1001, dtype=np.uint32)
+        with pytest.raises(ValueError, match="needs a block size in"):
+            reduction.total("reduce5_article", x, block=32)
+        k = reduction.kernel("reduce5_article", np.uint32, 64)
+        out = course.zeros(16, np.int64)
+        with pytest.raises(course.OutOfBoundsError, match=r"shared offset 256.*sdata\[tid \+ 32\]"):
+            k((16,), (32,), (course.asarray(x), out, np.int32(1000)), shared_mem=32 * 8)
+        assert reduction.total("reduce5", x, block=32) == 500500
+
+    def test_kernel7_reads_past_the_end(self, emulator_backend):
+        x = np.arange(1, 1001, dtype=np.uint32)
+        with pytest.raises(course.OutOfBoundsError, match=r"x\[i \+ blockSize\]"):
+            reduction.total("reduce7_article", x, block=128)
+
+    def test_kernel7_with_the_articles_launch_never_loops(self, emulator_backend):
+        n = 4096
+        x = np.ones(n, np.uint32)
+        grid = n // 128  # the article's launch: as many blocks as for kernel 1
+        t = reduction.trace("reduce7_article", x, block=128, blocks=grid)
+        loads = t.where(space="global", op="ld")
+        per_thread = np.bincount(loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1)))
+        assert per_thread.max() == 2  # one pair per thread: "multiple elements" never happens
+        t = reduction.trace("reduce7", x, block=128, blocks=4)
+        loads = t.where(space="global", op="ld")
+        per_thread = np.bincount(loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1)))
+        assert per_thread.min() == n // (4 * 128)
+
+    def test_the_timer_is_written_by_every_thread(self, emulator_backend):
+        x = np.ones(512, np.uint32)
+        t = reduction.trace("reduce3_timed", x, block=128)
+        time_buffer = t.buffer_id("time")
+        writes = t.where(space="global", op="st")
+        hits = (writes.buffer == time_buffer).sum()
+        assert hits == 512  # every thread of every block stores to the same word
+
+
+def test_bad_inputs_say_what_is_allowed(emulator_backend):
+    with pytest.raises(ValueError, match=r"block size in \[32, 64"):
+        reduction.total("reduce3", np.ones(10, np.uint32), block=100)
+    with pytest.raises(ValueError, match="unknown reduction version"):
+        reduction.total("reduce9", np.ones(10, np.uint32))
+    with pytest.raises(TypeError, match="reduction works on"):
+        reduction.total("reduce3", np.ones(10, np.int8))
+    with pytest.raises(ValueError, match="1-D"):
+        reduction.total("reduce3", np.ones((2, 5), np.uint32))
+    with pytest.raises(ValueError, match="at least 1"):
+        reduction.total("reduce3", np.ones(0, np.uint32))
