@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gpu
+from . import bench, gpu
 from .emulator.trace import Trace
 
 KERNEL_FILE = "reduction.cu"
@@ -29,7 +29,9 @@ TYPES: dict[np.dtype, tuple[str, str, Any]] = {
     np.dtype(np.int32): ("int", "long long", np.int64),
     np.dtype(np.float32): ("float", "float", np.float32),
     np.dtype(np.float64): ("double", "double", np.float64),
+    np.dtype(np.int64): ("long long", "long long", np.int64),
 }
+BENCH_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,13 @@ def kernel(name: str, dtype: Any = np.uint32, block: int = 128) -> gpu.Kernel:
     """The compiled kernel of version `name` for inputs of `dtype` (templates: for `block`)."""
     v = version(name)
     check_block(v, block)
-    mod = _module(np.dtype(dtype), gpu.device().backend)
-    return mod.get_function(f"{v.name}<{block}>" if v.template else v.name)
+    return _kernel(v.name, np.dtype(dtype), int(block), gpu.device().backend)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(name: str, dtype: np.dtype, block: int, backend: str) -> gpu.Kernel:
+    v = VERSIONS[name]
+    return _module(dtype, backend).get_function(f"{name}<{block}>" if v.template else name)
 
 
 def check_block(v: Version, block: int) -> None:
@@ -151,27 +158,37 @@ def _as_input(x: Any) -> Any:
     return x
 
 
-def _launch(name: str, x: Any, block: int, blocks: int | None, tracing: bool, **trace_kw: Any) -> tuple:
+def launch(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> tuple[Any, bench.Launch]:
+    """Prepare (not run) version `name` on x: its output array and the launch."""
     v = version(name)
     dx = _as_input(x)
     n = int(dx.shape[0])
-    acc = accumulator(dx.dtype)
-    grid = grid_size(name, n, block, blocks)
-    k = kernel(name, dx.dtype, block)
-    out = gpu.zeros(1 if v.name == "reduce_single_pass" else grid, acc)
-    extra = {"partial": gpu.zeros(grid, acc), "time": gpu.zeros(1, np.int64)}
     if n >= 2**31:
         raise ValueError(f"the kernels index with int: n must be below 2**31, not {n}")
+    acc = accumulator(dx.dtype)
+    grid = grid_size(name, n, block, blocks)
+    out = gpu.zeros(1 if v.name == "reduce_single_pass" else grid, acc)
+    extra = {"partial": gpu.zeros(grid, acc), "time": gpu.zeros(1, np.int64)}
     args: tuple = (dx, *[extra[e] for e in v.extra_args if e == "partial"], out, np.int32(n))
     args += tuple(extra[e] for e in v.extra_args if e == "time")
-    call = k.trace if tracing else k
-    result = call((grid,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block), **trace_kw)
-    return out, result
+    k = kernel(name, dx.dtype, block)
+    return out, bench.Launch(k, (grid,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block))
+
+
+def device_total(name: str, x: Any, *, block: int = BENCH_BLOCK) -> tuple[Any, list[bench.Launch]]:
+    """The whole sum on the device: version `name`, then (if it left block sums) a single-pass
+    kernel over them. Returns the one-element result array and the launches, in order."""
+    out, first = launch(name, x, block=block)
+    if name == "reduce_single_pass":
+        return out, [first]
+    total_out, second = launch("reduce_single_pass", out, block=BENCH_BLOCK)
+    return total_out, [first, second]
 
 
 def block_sums(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> Any:
     """Launch version `name` on x; return its output array (one sum per block)."""
-    out, _ = _launch(name, x, block, blocks, tracing=False)
+    out, run = launch(name, x, block=block, blocks=blocks)
+    run()
     return out
 
 
@@ -188,8 +205,8 @@ def finish(out: Any) -> Any:
 
 def trace(name: str, x: Any, *, block: int = 128, blocks: int | None = None, **trace_kw: Any) -> Trace:
     """Run version `name` on the emulator and return its trace (the output is discarded)."""
-    _, t = _launch(name, x, block, blocks, tracing=True, **trace_kw)
-    return t
+    _, run = launch(name, x, block=block, blocks=blocks)
+    return run.kernel.trace(run.grid, run.block, run.args, shared_mem=run.shared_mem, **trace_kw)
 
 
 def reference(x: Any) -> Any:
@@ -208,3 +225,14 @@ def matches(got: Any, x: Any) -> bool:
         scale = float(np.abs(gpu.asnumpy(x)).astype(np.float64).sum()) or 1.0
         return abs(float(got) - float(want)) <= 1e-5 * scale
     return bool(got == want)
+
+
+def _bench_setup(name: str) -> bench.Setup:
+    def setup(inputs: bench.Inputs) -> list[bench.Launch]:
+        return device_total(name, inputs.arrays[0])[1]
+
+    return setup
+
+
+for _name in STORY + BEYOND:
+    bench.register("reduction", _name, _bench_setup(_name))

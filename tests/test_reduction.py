@@ -114,3 +114,14 @@ def test_bad_inputs_say_what_is_allowed(emulator_backend):
         reduction.total("reduce3", np.ones((2, 5), np.uint32))
     with pytest.raises(ValueError, match="at least 1"):
         reduction.total("reduce3", np.ones(0, np.uint32))
+
+
+@pytest.mark.parametrize("name", reduction.STORY + reduction.BEYOND)
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_device_total_finishes_on_the_device(backend, rng, name, dtype):
+    x = (rng.standard_normal(20_011) * 100).astype(dtype)
+    out, launches = reduction.device_total(name, x)
+    for run in launches:
+        run()
+    assert len(launches) == (1 if name == "reduce_single_pass" else 2)
+    assert reduction.matches(course.asnumpy(out)[0], x)
