@@ -481,9 +481,9 @@ class Machine:
         """Run op on idx; return the next pc if all of idx moved to one known place."""
         instr = op.instr
         self.cur_pc = p
-        if instr.guard is not None:
-            g = self.R[instr.guard[0]] if idx is None else self.R[instr.guard[0]][idx]
-            if instr.guard[1]:
+        if op.guard is not None:
+            g = self.R[op.guard[0]] if idx is None else self.R[op.guard[0]][idx]
+            if op.guard[1]:
                 g = ~g
             if op.kind == "branch":
                 if g.all():
@@ -788,7 +788,8 @@ class Machine:
         size = dt.itemsize * n
         bad = check_alignment(addr, size)
         if bad is not None:
-            raise_misaligned(addr, bad, size, [f"{self.name}: {self.who(int(x))}" for x in t])
+            k = int(np.flatnonzero(bad)[0])
+            raise_misaligned(int(addr[k]), size, f"{self.name}: {self.who(int(t[k]))}", self.program.where(instr))
         if space in ("shared", "local"):
             region = self.shared if space == "shared" else self.local
             out = (addr < 0) | (addr + size > region.used)

@@ -115,11 +115,10 @@ def check_alignment(addr: np.ndarray, size: int) -> np.ndarray | None:
     return bad if bad.any() else None
 
 
-def raise_misaligned(addr: np.ndarray, bad: np.ndarray, size: int, who: list[str]) -> None:
-    k = int(np.flatnonzero(bad)[0])
+def raise_misaligned(addr: int, size: int, who: str, where: str) -> None:
     raise MisalignedAccessError(
-        f"{who[k]}: a {size}-byte access at address {int(addr[k]):#x} is not {size}-byte aligned "
-        "(a pointer cast from a byte offset?)"
+        f"{who}: a {size}-byte access at address {addr:#x} is not {size}-byte aligned "
+        f"(a pointer cast from a byte offset?), {where}"
     )
 
 

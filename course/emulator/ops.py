@@ -34,13 +34,14 @@ Run = Callable[[Any, Any], None]
 class Op:
     """A built instruction: `run(m, idx)` plus how it moves the program counter."""
 
-    __slots__ = ("instr", "kind", "run", "target")
+    __slots__ = ("guard", "instr", "kind", "run", "target")
 
     def __init__(self, instr: Instr, run: Run, kind: str = "normal", target: int = -1):
         self.instr = instr
         self.run = run
         self.kind = kind  # normal, branch, exit, ret, call, bar
         self.target = target
+        self.guard: tuple[str, bool] | None = None  # the predicate register, resolved; negated?
 
 
 def itype(instr: Instr) -> str:
@@ -162,7 +163,10 @@ def build(instr: Instr, ctx: Any) -> Op:
             f"the emulator does not implement the PTX instruction '{instr.opcode}' "
             f"(PTX line {instr.ptx_line}: {instr.text})"
         )
-    return b(instr, ctx)
+    op = b(instr, ctx)
+    if instr.guard is not None:
+        op.guard = (ctx.reg(instr.guard[0]), instr.guard[1])
+    return op
 
 
 def simple(instr: Instr, ctx: Any, fn: Callable[..., Any], types: list[np.dtype] | None = None) -> Op:
@@ -243,7 +247,26 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
     a, b, c = _arr(a), _arr(b), _arr(c)
     if a.dtype == np.float32:  # exact product in float64, one rounding of the sum (double rounding is rare)
         return (a.astype(np.float64) * b + c).astype(np.float32)
-    return a * b + c  # float64: not fused; differs only in the last bit
+    return _fma64(a, b, c)
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a*b + c with one rounding, from error-free transformations (Dekker's product, Knuth's sum)."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1 cuts a double into two 26-bit halves
+    ah = a * split
+    ah = ah - (ah - a)
+    al = a - ah
+    bh = b * split
+    bh = bh - (bh - b)
+    bl = b - bh
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + err == a*b exactly
+    r = p + c
+    bb = r - p
+    t = (p - (r - bb)) + (c - bb)  # r + t == p + c exactly
+    fused = r + (t + err)
+    ok = np.isfinite(fused) & np.isfinite(ah) & np.isfinite(bh) & np.isfinite(err)
+    return np.where(ok, fused, p + c)
 
 
 def _int_sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -489,22 +512,22 @@ def _shift(instr: Instr, ctx: Any) -> Op:
 
 @builds("bfe")
 def _bfe(instr: Instr, ctx: Any) -> Op:
+    """Extract `len` bits from `pos`; bits past the field (or past the msb) copy the sign bit."""
     dt = dtype(itype(instr))
     bits = 8 * dt.itemsize
     u = UINT[dt.itemsize]
 
     def f(a: Any, pos: Any, ln: Any) -> Any:
-        pos = _arr(pos).astype(np.int64) & 0xFF
-        ln = _arr(ln).astype(np.int64) & 0xFF
-        ua = _arr(a).view(u) if _arr(a).ndim else _arr(a).astype(u)
-        shifted = np.where(pos >= bits, 0, ua >> np.minimum(pos, bits - 1).astype(u))
-        mask = np.where(ln >= bits, ~u(0), (np.left_shift(u(1), np.minimum(ln, bits - 1).astype(u))) - u(1))
-        val = shifted & mask
+        a, pos, ln = np.broadcast_arrays(_arr(a), _arr(pos).astype(np.int64) & 0xFF, _arr(ln).astype(np.int64) & 0xFF)
+        ua = np.ascontiguousarray(a).view(u) if a.dtype.itemsize == dt.itemsize else a.astype(u)
+        width = np.clip(np.minimum(ln, bits - pos), 0, bits)  # the part of the field inside the word
+        mask = np.where(width >= bits, ~u(0), np.left_shift(u(1), np.minimum(width, bits - 1).astype(u)) - u(1))
+        field = np.where(pos >= bits, u(0), ua >> np.minimum(pos, bits - 1).astype(u)) & mask
         if dt.kind == "i":
-            sbit = np.minimum(pos + ln - 1, bits - 1)
-            sign = np.where(ln == 0, 0, (ua >> sbit.astype(u)) & u(1))
-            val = np.where(sign == 1, val | ~mask, val)
-        return _arr(val).astype(u).view(dt) if _arr(val).ndim else _arr(val).astype(dt)
+            top = np.minimum(pos + ln - 1, bits - 1).astype(u)
+            sign = (ln > 0) & (((ua >> top) & u(1)) == 1)
+            field = np.where(sign, field | ~mask, field)
+        return field.astype(u).view(dt)
 
     return simple(instr, ctx, f, [dt, np.dtype(np.uint32), np.dtype(np.uint32)])
 
