@@ -479,7 +479,6 @@ class Machine:
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
         """Run op on idx; return the next pc if all of idx moved to one known place."""
-        instr = op.instr
         self.cur_pc = p
         if op.guard is not None:
             g = self.R[op.guard[0]] if idx is None else self.R[op.guard[0]][idx]
