@@ -324,26 +324,42 @@ extern "C" __global__ void reduce_shfl(const elem_t* x, acc_t* out, int n) {
 }
 
 // 9. 16-byte loads: one instruction brings four 4-byte elements, so a warp moves 512 bytes
-// per request and far fewer load instructions are in flight for the same bandwidth.
+// per request. Each thread also issues LOADS of them before it adds anything: the loads are
+// independent, so their latencies overlap and more bytes are in flight per SM.
+#ifndef LOADS
+#define LOADS 4
+#endif
 struct __align__(16) Vec16 {
     elem_t v[16 / sizeof(elem_t)];
 };
 
-__device__ acc_t sum_vectorised(const elem_t* x, int n, unsigned int first, unsigned int stride) {
+__device__ acc_t sum_vectorised(const elem_t* __restrict__ x, int n, unsigned int first, unsigned int stride) {
     const int per = 16 / sizeof(elem_t);
-    const Vec16* xv = reinterpret_cast<const Vec16*>(x);
-    int nvec = n / per;
-    acc_t v = 0;
-    for (unsigned int j = first; j < nvec; j += stride) {
+    const Vec16* __restrict__ xv = reinterpret_cast<const Vec16*>(x);
+    unsigned int nvec = n / per;
+    acc_t v[LOADS] = {};
+    unsigned int j = first;
+    for (; j + (LOADS - 1) * stride < nvec; j += LOADS * stride) {
+        Vec16 p[LOADS];
+#pragma unroll
+        for (int u = 0; u < LOADS; ++u) p[u] = xv[j + u * stride];
+#pragma unroll
+        for (int u = 0; u < LOADS; ++u)
+#pragma unroll
+            for (int k = 0; k < per; ++k) v[u] += p[u].v[k];
+    }
+    for (; j < nvec; j += stride) {  // fewer than LOADS vectors left for this thread
         Vec16 p = xv[j];
 #pragma unroll
-        for (int k = 0; k < per; ++k) v += p.v[k];
+        for (int k = 0; k < per; ++k) v[0] += p.v[k];
     }
-    for (unsigned int i = nvec * per + first; i < n; i += stride) v += x[i];  // the tail
-    return v;
+    for (unsigned int i = nvec * per + first; i < n; i += stride) v[0] += x[i];  // the tail
+#pragma unroll
+    for (int u = 1; u < LOADS; ++u) v[0] += v[u];
+    return v[0];
 }
 
-extern "C" __global__ void reduce_vec4(const elem_t* x, acc_t* out, int n) {
+extern "C" __global__ void reduce_vec4(const elem_t* __restrict__ x, acc_t* out, int n) {
     __shared__ acc_t scratch[32];
     acc_t v = sum_vectorised(x, n, blockIdx.x * blockDim.x + threadIdx.x, blockDim.x * gridDim.x);
     v = block_sum(v, scratch);
@@ -355,7 +371,7 @@ extern "C" __global__ void reduce_vec4(const elem_t* x, acc_t* out, int n) {
 // visible before its ticket is taken; atomicInc wraps the counter back to 0 for next time.
 __device__ unsigned int blocks_done = 0;
 
-extern "C" __global__ void reduce_single_pass(const elem_t* x, acc_t* partial, acc_t* out, int n) {
+extern "C" __global__ void reduce_single_pass(const elem_t* __restrict__ x, acc_t* partial, acc_t* out, int n) {
     __shared__ acc_t scratch[32];
     __shared__ bool last;
     acc_t v = sum_vectorised(x, n, blockIdx.x * blockDim.x + threadIdx.x, blockDim.x * gridDim.x);
