@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,11 @@ def _table(**columns: np.ndarray) -> np.recarray:
     for k, v in cols.items():
         out[k] = v
     return out.view(np.recarray)
+
+
+def subset(table: np.recarray, keep: Any) -> np.recarray:
+    """The rows of a table that `keep` (a boolean mask, indices or a slice) selects."""
+    return table[keep].view(np.recarray)
 
 
 def _chunks(n: int) -> Iterator[slice]:
@@ -66,15 +72,18 @@ def _group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def buffer_index(trace: Trace, name: str) -> int:
     """The buffer called `name`: a kernel parameter, an `extern __shared__` array, or a static
-    `__shared__` array by its source name (PTX calls it e.g. `_ZZ9transposePfS_E4tile`)."""
-    try:
-        return trace.buffer_id(name)
-    except KeyError:
-        for i, b in enumerate(trace.buffers):
-            m = re.match(r"_ZZ.*E(\d+)([A-Za-z_]\w*)$", b.name)
-            if m and m[2][: int(m[1])] == name:
-                return i
-        raise
+    `__shared__` array by its source name (PTX calls it e.g. `_ZZ9transposePfS_E4tile`).
+    Where several match (a module's unused `extern __shared__ s[]` beside a kernel's static
+    `s`), the one this trace touches wins."""
+    hits = []
+    for i, b in enumerate(trace.buffers):
+        m = re.match(r"_ZZ.*E(\d+)([A-Za-z_]\w*)$", b.name)
+        if b.name == name or (m and m[2][: int(m[1])] == name):
+            hits.append(i)
+    if not hits:
+        raise KeyError(f"no buffer {name!r} in this trace; it has {[b.name for b in trace.buffers]}")
+    touched = [i for i in hits if (trace.buffer == i).any()]
+    return (touched or hits)[0]
 
 
 def element_size(trace: Trace, buffer: int) -> int:
@@ -137,15 +146,16 @@ def _stages(acc: np.recarray) -> np.ndarray:
     stage = np.zeros(len(acc), np.int32)
     if not len(acc):
         return stage
-    size = int(acc.index.max()) + 1
-    for block in np.unique(acc.block):
-        rows = np.flatnonzero(acc.block == block)
-        written = np.zeros(size, bool)  # elements written in the current stage
+    written = np.zeros(int(acc.index.max()) + 1, bool)  # elements written in the current stage
+    by_block = np.argsort(acc.block, kind="stable")
+    block_starts = np.flatnonzero(np.r_[True, np.diff(acc.block[by_block]) != 0])
+    for rows in np.split(by_block, block_starts[1:]):
+        written[:] = False
         current, has_writes, epoch = 0, False, acc.epoch[rows[0]]
         ev = acc.event[rows]
         starts = np.flatnonzero(np.r_[True, ev[1:] != ev[:-1]])
         for a, b in zip(starts, np.r_[starts[1:], len(rows)]):
-            r = rows[a:b]
+            r = rows[a:b]  # the lanes (and elements) of one warp instruction
             op = acc.op[r[0]]
             new_epoch = acc.epoch[r[0]] != epoch
             raw = op == "ld" and written[acc.index[r]].any()
@@ -170,31 +180,49 @@ def dataflow(trace: Trace, buffer: str) -> np.recarray:
     src == dst marks an in-place update; a write with no source row is a plain store
     (e.g. the copy from global memory into shared memory).
     """
-    acc = steps(trace, buffer)
-    out: dict[str, list[int]] = {k: [] for k in ("block", "stage", "epoch", "thread", "src", "dst", "line", "event")}
-    pending: dict[tuple[int, int], list[int]] = {}  # (block, thread) -> reads since its last write
-    in_stage: dict[tuple[int, int], list[int]] = {}  # (block, thread) -> reads in the stage
-    last_stage: dict[int, int] = {}
+    return _dataflow(steps(trace, buffer))
+
+
+_FLOW_COLUMNS = dict(
+    block=np.int32,
+    stage=np.int32,
+    epoch=np.int32,
+    thread=np.int32,
+    src=np.int64,
+    dst=np.int64,
+    line=np.int32,
+    event=np.int64,
+)
+
+
+def _dataflow(acc: np.recarray) -> np.recarray:
+    out: dict[str, list[int]] = {k: [] for k in _FLOW_COLUMNS}
+    pending: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads since its last write
+    in_stage: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads in the stage
+    current: dict[int, int] = {}  # block -> its stage
     cols = [acc[k].tolist() for k in ("block", "stage", "epoch", "thread", "op", "index", "line", "event")]
     for block, stage, epoch, thread, op, index, line, event in zip(*cols):
-        if last_stage.get(block) != stage:
-            last_stage[block] = stage
-            for reads in (pending, in_stage):
-                for key in [k for k in reads if k[0] == block]:
-                    del reads[key]
-        key = (block, thread)
+        if current.get(block) != stage:
+            current[block] = stage
+            pending[block], in_stage[block] = {}, {}
         if op in READ_OPS:
-            pending.setdefault(key, []).append(index)
-            in_stage.setdefault(key, []).append(index)
+            pending[block].setdefault(thread, []).append(index)
+            in_stage[block].setdefault(thread, []).append(index)
         if op in WRITE_OPS:
-            sources = pending.get(key) or in_stage.get(key, [])
+            sources = pending[block].get(thread) or in_stage[block].get(thread, [])
             for src in dict.fromkeys(sources):  # distinct, in reading order
                 for k, v in zip(out, (block, stage, epoch, thread, src, index, line, event)):
                     out[k].append(v)
-            pending[key] = []
-    dtypes = dict(block=np.int32, stage=np.int32, epoch=np.int32, thread=np.int32, src=np.int64,
-                  dst=np.int64, line=np.int32, event=np.int64)  # fmt: skip
-    return _table(**{k: np.asarray(v, dtypes[k]) for k, v in out.items()})
+            pending[block][thread] = []
+    return _table(**{k: np.asarray(v, _FLOW_COLUMNS[k]) for k, v in out.items()})
+
+
+def _count_distinct(groups: np.ndarray, *values: np.ndarray, n: int) -> np.ndarray:
+    """For each group 0..n-1, how many distinct tuples of `values` it has."""
+    if not len(groups):
+        return np.zeros(n, np.int64)
+    uniq = np.unique(np.stack([groups, *values], axis=1), axis=0)
+    return np.bincount(uniq[:, 0], minlength=n)
 
 
 def step_counts(trace: Trace, buffer: str) -> np.recarray:
@@ -208,26 +236,39 @@ def step_counts(trace: Trace, buffer: str) -> np.recarray:
     a step). The number of barrier steps of a block is its number of rows with ops > 0.
     """
     acc = steps(trace, buffer)
-    flow = dataflow(trace, buffer)
-    wrote = acc[np.isin(acc.op, WRITE_OPS)]
-    keys = np.unique(np.stack([wrote.block, wrote.stage], axis=1), axis=0) if len(wrote) else np.empty((0, 2), int)
-    n = len(keys)
-    cols = {k: np.zeros(n, np.int64) for k in ("first_epoch", "last_epoch", "threads", "warps", "reads", "writes", "ops")}
-    op_writes = np.unique(np.stack([flow.block, flow.stage, flow.event, flow.dst, flow.thread], axis=1), axis=0)
-    for i, (block, stage) in enumerate(keys):
-        rows = acc[(acc.block == block) & (acc.stage == stage)]
-        w = rows[np.isin(rows.op, WRITE_OPS)]
-        cols["first_epoch"][i], cols["last_epoch"][i] = rows.epoch.min(), rows.epoch.max()
-        cols["threads"][i] = len(np.unique(w.thread))
-        cols["warps"][i] = len(np.unique(w.warp))
-        cols["reads"][i] = np.isin(rows.op, READ_OPS).sum()
-        cols["writes"][i] = len(w)
-        cols["ops"][i] = ((op_writes[:, 0] == block) & (op_writes[:, 1] == stage)).sum()
-    work = np.zeros(n, np.int64)
-    for block in np.unique(keys[:, 0]):
-        sel = keys[:, 0] == block
+    flow = _dataflow(acc)
+    writes = np.isin(acc.op, WRITE_OPS)
+    stages, group = np.unique(_stage_key(acc.block, acc.stage), return_inverse=True)
+    n = len(stages)
+    first = np.full(n, np.iinfo(np.int32).max, np.int64)
+    last = np.full(n, -1, np.int64)
+    np.minimum.at(first, group, acc.epoch)
+    np.maximum.at(last, group, acc.epoch)
+    ops = _count_distinct(
+        np.searchsorted(stages, _stage_key(flow.block, flow.stage)), flow.event, flow.dst, flow.thread, n=n
+    )
+    cols: dict[str, np.ndarray] = dict(
+        block=(stages >> 32).astype(np.int32),
+        stage=(stages & 0xFFFFFFFF).astype(np.int32),
+        first_epoch=first,
+        last_epoch=last,
+        threads=_count_distinct(group[writes], acc.thread[writes], n=n),
+        warps=_count_distinct(group[writes], acc.warp[writes], n=n),
+        reads=np.bincount(group[np.isin(acc.op, READ_OPS)], minlength=n),
+        writes=np.bincount(group[writes], minlength=n),
+        ops=ops,
+    )
+    keep = cols["writes"] > 0
+    cols = {k: v[keep] for k, v in cols.items()}
+    work = np.zeros(int(keep.sum()), np.int64)
+    for block in np.unique(cols["block"]):
+        sel = cols["block"] == block
         work[sel] = np.cumsum(cols["ops"][sel])
-    return _table(block=keys[:, 0].astype(np.int32), stage=keys[:, 1].astype(np.int32), **cols, work=work)
+    return _table(**cols, work=work)
+
+
+def _stage_key(block: np.ndarray, stage: np.ndarray) -> np.ndarray:
+    return block.astype(np.int64) << 32 | stage.astype(np.int64)
 
 
 def work_summary(trace: Trace, buffer: str, block: int = 0) -> dict[str, int]:
@@ -240,10 +281,10 @@ def work_summary(trace: Trace, buffer: str, block: int = 0) -> dict[str, int]:
     counts = counts[(counts.block == block) & (counts.ops > 0)]
     bars = trace.where(op="bar", block=block)
     return {
-        "steps": int(len(counts)),
+        "steps": len(counts),
         "work": int(counts.ops.sum()),
         "max_threads": int(counts.threads.max()) if len(counts) else 0,
-        "barriers": int(len(np.unique(bars.epoch))),
+        "barriers": len(np.unique(bars.epoch)),
     }
 
 
@@ -257,8 +298,7 @@ def iterations(trace: Trace, buffer: str) -> np.recarray:
     """
     acc = steps(trace, buffer)
     gthread = acc.block.astype(np.int64) * trace.threads_per_block + acc.thread
-    kind = np.searchsorted(np.array(["atom", "ld", "red", "st"]), acc.op)
-    kind = np.where(acc.op == "red", 0, kind)  # red and atom count together
+    kind = np.select([acc.op == "ld", acc.op == "st"], [0, 1], 2)  # atom and red count together
     order = np.lexsort((acc.event, kind, gthread))
     g, k, e = gthread[order], kind[order], acc.event[order]
     new_group = np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]
@@ -267,8 +307,11 @@ def iterations(trace: Trace, buffer: str) -> np.recarray:
     start = np.maximum.accumulate(np.where(new_group, count, 0))
     iteration = np.empty(len(acc), np.int32)
     iteration[order] = count - start
-    return _table(**{k: acc[k] for k in ("block", "thread", "warp", "lane", "op", "index", "line", "event")},
-                  gthread=gthread, iteration=iteration)  # fmt: skip
+    return _table(
+        **{k: acc[k] for k in ("block", "thread", "warp", "lane", "op", "index", "line", "event")},
+        gthread=gthread,
+        iteration=iteration,
+    )
 
 
 # ---------------------------------------------------------------- shared memory banks
@@ -293,7 +336,9 @@ def _bank_counts(trace: Trace, events: np.ndarray) -> np.ndarray:
         active = _lanes(trace.mask[ev])
         base = trace.addr[ev] // BANK_BYTES
         phase = lane[None, :] // (LANES // phases[:, None])
-        e_idx, l_idx, k_idx = np.nonzero(active[:, :, None] & (np.arange(4)[None, None, :] < words[:, None, None]))
+        e_idx, l_idx, k_idx = np.nonzero(
+            active[:, :, None] & (np.arange(4)[None, None, :] < words[:, None, None])
+        )
         word = base[e_idx, l_idx] + k_idx
         unit = e_idx * 4 + phase[e_idx, l_idx]
         key = np.unique(unit.astype(np.int64) << 32 | word)
@@ -341,12 +386,54 @@ def bank_conflicts(trace: Trace) -> np.recarray:
 def bank_hits(trace: Trace) -> np.recarray:
     """Per shared-memory warp instruction, the distinct words hit in each bank (summed over phases).
 
-    Columns as `bank_conflicts` plus hits, a (32,) sub-array: hits[i] for bank i.
+    Columns as `bank_conflicts` plus hits, a (32,) sub-array: hits[i] for bank i (so the
+    conflict degree of a one-phase access is hits.max()).
     """
     ev = _memory_events(trace, "shared")
     counts = _bank_counts(trace, ev)
-    return _table(**_event_columns(trace, ev), ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
-                  hits=counts.sum(axis=1))  # fmt: skip
+    return _table(
+        **_event_columns(trace, ev),
+        phases=(counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32),
+        ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
+        hits=counts.sum(axis=1),
+    )
+
+
+def lane_words(trace: Trace, event: int) -> np.recarray:
+    """The 32-bit words each active lane of one shared-memory warp instruction touches.
+
+    One row per (lane, word): lane, phase (see `bank_conflicts`), word (byte offset // 4),
+    bank (word % 32), conflict (True where another word of the same phase is in that bank).
+    """
+    size = int(trace.size[event])
+    words = max(1, -(-size // BANK_BYTES))
+    phases = int(np.clip(size // BANK_BYTES, 1, 4))
+    active = np.flatnonzero(_lanes(trace.mask[event : event + 1])[0])
+    lane = np.repeat(active, words)
+    word = trace.addr[event, lane] // BANK_BYTES + np.tile(np.arange(words), len(active))
+    phase = lane // (LANES // phases)
+    bank = word % BANKS
+    distinct = np.unique(np.stack([phase, bank, word], axis=1), axis=0)
+    groups, per_group = np.unique(distinct[:, :2], axis=0, return_counts=True)
+    crowded = {(int(p), int(b)) for (p, b), k in zip(groups, per_group) if k > 1}
+    conflict = np.array([(int(p), int(b)) in crowded for p, b in zip(phase, bank)], bool)
+    return _table(lane=lane, phase=phase, word=word, bank=bank, conflict=conflict)
+
+
+def lane_sectors(trace: Trace, event: int) -> np.recarray:
+    """The 32-byte sectors each active lane of one global-memory warp instruction touches.
+
+    One row per (lane, sector): lane, sector (byte address // 32); a lane whose bytes
+    straddle a sector boundary has two rows.
+    """
+    active = np.flatnonzero(_lanes(trace.mask[event : event + 1])[0])
+    addr = trace.addr[event, active]
+    first, last = addr // SECTOR_BYTES, (addr + int(trace.size[event]) - 1) // SECTOR_BYTES
+    two = last != first
+    lane = np.concatenate([active, active[two]])
+    sector = np.concatenate([first, last[two]])
+    order = np.lexsort((sector, lane))
+    return _table(lane=lane[order], sector=sector[order])
 
 
 def bank_conflicts_by_line(trace: Trace) -> np.recarray:
@@ -357,9 +444,14 @@ def bank_conflicts_by_line(trace: Trace) -> np.recarray:
     _, wavefronts = _group_sum(t.line, t.ways)
     _, ideal = _group_sum(t.line, t.phases)
     max_ways = np.array([t.ways[t.line == ln].max() for ln in lines], np.int32)
-    return _table(line=lines, requests=requests, wavefronts=wavefronts.astype(np.int64),
-                  ideal=ideal.astype(np.int64), mean_ways=wavefronts / np.maximum(requests, 1),
-                  max_ways=max_ways)  # fmt: skip
+    return _table(
+        line=lines,
+        requests=requests,
+        wavefronts=wavefronts.astype(np.int64),
+        ideal=ideal.astype(np.int64),
+        mean_ways=wavefronts / np.maximum(requests, 1),
+        max_ways=max_ways,
+    )
 
 
 # ---------------------------------------------------------------- global memory sectors
@@ -404,8 +496,14 @@ def sectors_by_line(trace: Trace) -> np.recarray:
     _, secs = _group_sum(t.line, t.sectors)
     _, ideal = _group_sum(t.line, t.ideal)
     per = np.maximum(requests, 1)
-    return _table(line=lines, requests=requests, bytes=nbytes.astype(np.int64), sectors=secs.astype(np.int64),
-                  sectors_per_request=secs / per, ideal_per_request=ideal / per)  # fmt: skip
+    return _table(
+        line=lines,
+        requests=requests,
+        bytes=nbytes.astype(np.int64),
+        sectors=secs.astype(np.int64),
+        sectors_per_request=secs / per,
+        ideal_per_request=ideal / per,
+    )
 
 
 # ---------------------------------------------------------------- divergence, atomics
@@ -420,9 +518,17 @@ def divergence(trace: Trace) -> np.recarray:
     """
     ev = np.flatnonzero(trace.space != "sync")
     possible = np.clip(trace.threads_per_block - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
-    return _table(event=ev.astype(np.int64), block=trace.columns["block"][ev], warp=trace.warp[ev], epoch=trace.epoch[ev],
-                  line=trace.line[ev], space=trace.space[ev], op=trace.op[ev],
-                  active=_popcount(trace.mask[ev]), possible=possible.astype(np.int32))  # fmt: skip
+    return _table(
+        event=ev.astype(np.int64),
+        block=trace.columns["block"][ev],
+        warp=trace.warp[ev],
+        epoch=trace.epoch[ev],
+        line=trace.line[ev],
+        space=trace.space[ev],
+        op=trace.op[ev],
+        active=_popcount(trace.mask[ev]),
+        possible=possible.astype(np.int32),
+    )
 
 
 def divergence_by_line(trace: Trace) -> np.recarray:
@@ -434,9 +540,14 @@ def divergence_by_line(trace: Trace) -> np.recarray:
     _, possible = _group_sum(t.line, t.possible)
     _, divergent = _group_sum(t.line, (t.active < t.possible).astype(np.int64))
     min_active = np.array([t.active[t.line == ln].min() for ln in lines], np.int32)
-    return _table(line=lines, instructions=count, divergent=divergent.astype(np.int64),
-                  mean_active=active / np.maximum(count, 1), min_active=min_active,
-                  efficiency=active / np.maximum(possible, 1))  # fmt: skip
+    return _table(
+        line=lines,
+        instructions=count,
+        divergent=divergent.astype(np.int64),
+        mean_active=active / np.maximum(count, 1),
+        min_active=min_active,
+        efficiency=active / np.maximum(possible, 1),
+    )
 
 
 def atomics(trace: Trace, buffer: str) -> np.recarray:
@@ -446,15 +557,21 @@ def atomics(trace: Trace, buffer: str) -> np.recarray:
     many lanes of that warp instruction updated it: they are serialised).
     """
     acc = steps(trace, buffer)
-    acc = acc[np.isin(acc.op, ("atom", "red"))]
+    acc = subset(acc, np.isin(acc.op, ("atom", "red")))
     if not len(acc):
         keys = np.empty((0, 2), np.int64)
         lanes = np.empty(0, np.int64)
     else:
         keys, lanes = np.unique(np.stack([acc.event, acc.index], axis=1), axis=0, return_counts=True)
     ev = keys[:, 0]
-    return _table(event=ev, block=trace.columns["block"][ev], warp=trace.warp[ev], line=trace.line[ev], index=keys[:, 1],
-                  lanes=lanes.astype(np.int32))  # fmt: skip
+    return _table(
+        event=ev,
+        block=trace.columns["block"][ev],
+        warp=trace.warp[ev],
+        line=trace.line[ev],
+        index=keys[:, 1],
+        lanes=lanes.astype(np.int32),
+    )
 
 
 def contention(trace: Trace, buffer: str) -> np.recarray:
@@ -464,8 +581,15 @@ def contention(trace: Trace, buffer: str) -> np.recarray:
     ev, first, bins = np.unique(t.event, return_index=True, return_counts=True)
     _, lanes = _group_sum(t.event, t.lanes)
     max_lanes = np.array([t.lanes[t.event == e].max() for e in ev], np.int32)
-    return _table(event=ev, block=t.block[first], warp=t.warp[first], line=t.line[first],
-                  lanes=lanes.astype(np.int32), bins=bins.astype(np.int32), max_lanes=max_lanes)  # fmt: skip
+    return _table(
+        event=ev,
+        block=t.block[first],
+        warp=t.warp[first],
+        line=t.line[first],
+        lanes=lanes.astype(np.int32),
+        bins=bins.astype(np.int32),
+        max_lanes=max_lanes,
+    )
 
 
 def totals(trace: Trace) -> dict[str, int]:
@@ -480,13 +604,17 @@ def totals(trace: Trace) -> dict[str, int]:
     glob = sectors(trace)
     shared = bank_conflicts(trace)
     bars = trace.where(op="bar")
-    per_block = np.unique(np.stack([bars.columns["block"], bars.epoch], axis=1), axis=0) if len(bars) else np.empty((0, 2))
+    per_block = (
+        np.unique(np.stack([bars.columns["block"], bars.epoch], axis=1), axis=0)
+        if len(bars)
+        else np.empty((0, 2))
+    )
     is_atomic = np.isin(trace.op, ("atom", "red"))
     return {
         "global_bytes": int(glob.bytes.sum()),
-        "global_requests": int(len(glob)),
+        "global_requests": len(glob),
         "global_sectors": int(glob.sectors.sum()),
-        "shared_requests": int(len(shared)),
+        "shared_requests": len(shared),
         "shared_wavefronts": int(shared.ways.sum()),
         "barrier_steps": int(np.bincount(per_block[:, 0].astype(np.int64)).max()) if len(per_block) else 0,
         "atomics": int(_popcount(trace.mask[is_atomic]).sum()),

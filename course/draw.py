@@ -30,19 +30,20 @@ CELL = 0.9  # cell side; the pitch is 1, so the gap shows the borders
 ROW_PITCH = 2.4  # distance between stage rows: the arrows live in the gap
 STRIP = 0.3  # height of the thread strip under a stage row
 NOTE_SPACE = 1.0  # room at the bottom for the "what was drawn" message
+MAX_STACK = 16  # words drawn in one bank's stack by warp_access
 IDLE = "#e6e6e6"
 EDGE = "0.45"
 ALERT = "#d62728"
-THREAD_COLORS = mpl.colormaps["tab20"].colors
-GROUP_COLORS = mpl.colormaps["tab10"].colors
+THREAD_COLORS = [mpl.colormaps["tab20"](i) for i in range(20)]
+GROUP_COLORS = [mpl.colormaps["tab10"](i) for i in range(10)]
 
 
-def thread_color(thread: int) -> tuple[float, float, float]:
+def thread_color(thread: int | np.integer) -> tuple[float, float, float, float]:
     """The colour of a thread (linear id) in every picture."""
     return THREAD_COLORS[int(thread) % len(THREAD_COLORS)]
 
 
-def group_color(group: int) -> tuple[float, float, float]:
+def group_color(group: int | np.integer) -> tuple[float, float, float, float]:
     """The colour of a warp, a phase or another small group."""
     return GROUP_COLORS[int(group) % len(GROUP_COLORS)]
 
@@ -65,10 +66,21 @@ class Drawing:
 
 
 def _cells(
-    ax: Axes, d: Drawing, x: np.ndarray, y: np.ndarray, colors: list, *, w: float = CELL, h: float = CELL,
-    edge: str = EDGE, lw: float = 0.5, values: np.ndarray | None = None, cmap: str | None = None,
-    vmax: float = 1.0, zorder: float = 1,
-) -> PatchCollection:  # fmt: skip
+    ax: Axes,
+    d: Drawing,
+    x: np.ndarray,
+    y: np.ndarray,
+    colors: list,
+    *,
+    w: float = CELL,
+    h: float = CELL,
+    edge: str = EDGE,
+    lw: float = 0.5,
+    values: np.ndarray | None = None,
+    cmap: str | None = None,
+    vmax: float = 1.0,
+    zorder: float = 1,
+) -> PatchCollection:
     """One PatchCollection of w x h rectangles with lower-left corners (x, y)."""
     rects = [Rectangle((float(a), float(b)), w, h) for a, b in zip(x, y)]
     if values is not None:
@@ -82,10 +94,25 @@ def _cells(
     return pc
 
 
-def _arrow(ax: Axes, d: Drawing, row: int, start: tuple[float, float], end: tuple[float, float], color,
-           *, dashed: bool = False) -> None:  # fmt: skip
-    props = dict(arrowstyle="-|>", color=color, lw=0.9, shrinkA=0, shrinkB=0, mutation_scale=7,
-                 linestyle="--" if dashed else "-")  # fmt: skip
+def _arrow(
+    ax: Axes,
+    d: Drawing,
+    row: int,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    color,
+    *,
+    dashed: bool = False,
+) -> None:
+    props = dict(
+        arrowstyle="-|>",
+        color=color,
+        lw=0.9,
+        shrinkA=0,
+        shrinkB=0,
+        mutation_scale=7,
+        linestyle="--" if dashed else "-",
+    )
     d.arrows.append(ax.annotate("", xy=end, xytext=start, arrowprops=props, zorder=3))
     d.arrow_rows.append(row)
 
@@ -100,8 +127,18 @@ def _note(ax: Axes, d: Drawing, parts: list[str]) -> None:
     """Say on the axes what part of the data the picture shows."""
     if parts:
         d.note = "; ".join(parts)
-        _text(ax, d, 0.0, 0.0, "showing " + d.note, transform=ax.transAxes, ha="left", va="bottom",
-              style="italic", color="0.3")  # fmt: skip
+        _text(
+            ax,
+            d,
+            0.0,
+            0.0,
+            "showing " + d.note,
+            transform=ax.transAxes,
+            ha="left",
+            va="bottom",
+            style="italic",
+            color="0.3",
+        )
 
 
 def _label_size(ncols: int) -> float:
@@ -132,8 +169,9 @@ def _block(trace: Trace, block: int) -> Trace:
 # ---------------------------------------------------------------- reduction trees and scans
 
 
-def reduction_tree(ax: Axes, trace: Trace, buffer: str, block: int = 0, *,
-                   max_elements: int = MAX_ELEMENTS) -> Drawing:  # fmt: skip
+def reduction_tree(
+    ax: Axes, trace: Trace, buffer: str, block: int = 0, *, max_elements: int = MAX_ELEMENTS
+) -> Drawing:
     """A reduction as a tree: one row per barrier step of `block`, one cell per element of `buffer`.
 
     A cell written in a step takes its thread's colour; arrows go from the elements that
@@ -147,8 +185,9 @@ def reduction_tree(ax: Axes, trace: Trace, buffer: str, block: int = 0, *,
     return _stage_rows(ax, trace, buffer, block, max_elements, sweeps=False, what="reduction")
 
 
-def scan_steps(ax: Axes, trace: Trace, buffer: str, block: int = 0, *,
-               max_elements: int = MAX_ELEMENTS) -> Drawing:  # fmt: skip
+def scan_steps(
+    ax: Axes, trace: Trace, buffer: str, block: int = 0, *, max_elements: int = MAX_ELEMENTS
+) -> Drawing:
     """A scan step by step, drawn like `reduction_tree`: Kogge-Stone (Hillis-Steele) rows with
     offsets 1, 2, 4, ...; Brent-Kung or Blelloch trees with the up-sweep and the down-sweep
     labelled. A read interval followed by a write interval (`t = s[i-d]; sync; s[i] += t`)
@@ -156,125 +195,161 @@ def scan_steps(ax: Axes, trace: Trace, buffer: str, block: int = 0, *,
     return _stage_rows(ax, trace, buffer, block, max_elements, sweeps=True, what="scan")
 
 
-def _stage_rows(ax: Axes, trace: Trace, buffer: str, block: int, max_elements: int, *, sweeps: bool,
-                what: str) -> Drawing:  # fmt: skip
-    sub = _block(trace, block)
-    acc = analysis.steps(sub, buffer)
-    flow = analysis.dataflow(sub, buffer)
-    counts = analysis.step_counts(sub, buffer)
-    is_shared = sub.buffers[analysis.buffer_index(sub, buffer)].space == "shared"
-    ways = _ways_per_event(sub) if is_shared else {}
-    div = analysis.divergence(sub)
-    partial = div.event[div.active < div.possible]
-    moves = flow[flow.src != flow.dst]
+@dataclass
+class _Stages:
+    """The tables a stage-row picture is drawn from, for one block and buffer."""
 
+    trace: Trace
+    acc: np.recarray  # analysis.steps
+    moves: np.recarray  # analysis.dataflow rows with src != dst: the arrows
+    counts: np.recarray  # analysis.step_counts
+    ways: dict[int, int]  # event -> bank-conflict ways (shared buffers only)
+    partial: np.ndarray  # events with idle lanes
+    shared: bool
+
+    @classmethod
+    def of(cls, trace: Trace, buffer: str) -> _Stages:
+        flow = analysis.dataflow(trace, buffer)
+        div = analysis.divergence(trace)
+        shared = trace.buffers[analysis.buffer_index(trace, buffer)].space == "shared"
+        bc = analysis.bank_conflicts(trace) if shared else None
+        return cls(
+            trace=trace,
+            acc=analysis.steps(trace, buffer),
+            moves=analysis.subset(flow, flow.src != flow.dst),
+            counts=analysis.step_counts(trace, buffer),
+            ways=dict(zip(bc.event.tolist(), bc.ways.tolist())) if bc is not None else {},
+            partial=div.event[div.active < div.possible],
+            shared=shared,
+        )
+
+    def offset(self, stage: int) -> int:
+        """The typical distance from source to destination in a stage (0 when it has no arrows)."""
+        m = self.moves[self.moves.stage == stage]
+        return int(np.median(np.abs(m.dst - m.src))) if len(m) else 0
+
+
+def _stage_rows(
+    ax: Axes, trace: Trace, buffer: str, block: int, max_elements: int, *, sweeps: bool, what: str
+) -> Drawing:
+    """Rows of cells, one per stage, with arrows from the elements read to the one written."""
+    data = _Stages.of(_block(trace, block), buffer)
     d = Drawing()
-    if not len(counts):
-        _finish(ax, (0, 1), (0, 1), f"{sub.kernel}: no writes to {buffer} in block {block}")
+    if not len(data.counts):
+        _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no writes to {buffer} in block {block}")
         return d
-    n_elem = int(acc.index.max()) + 1
+    n_elem = int(data.acc.index.max()) + 1
     ncols = min(n_elem, max_elements)
-    threads = sub.threads_per_block
-    stages = counts.stage.tolist()
-    rows: list[int | None] = ([None] if counts.ops[0] > 0 else []) + stages  # None: the input values
+    stages = data.counts.stage.tolist()
+    rows: list[int | None] = ([None] if data.counts.ops[0] > 0 else []) + stages  # None: the input values
     capped = []
     if len(rows) > MAX_ROWS:
         capped.append(f"the first {MAX_ROWS} of {len(rows)} steps")
         rows = rows[:MAX_ROWS]
     if n_elem > ncols:
+        threads = data.trace.threads_per_block
         capped.append(f"elements 0-{ncols - 1} of {n_elem}, threads 0-{min(ncols, threads) - 1} of {threads}")
-    offsets = [_offset(moves[moves.stage == s]) for s in stages]
-    sweep = _sweep_labels(offsets) if sweeps else [""] * len(stages)
-    fs = _label_size(ncols)
-    x = np.arange(ncols)
-
-    _text(ax, d, -0.4, CELL + 0.35, "element", ha="right", fontsize=6, color="0.3")
-    for i in range(0, ncols, 1 if ncols <= 32 else 8):
-        _text(ax, d, i + CELL / 2, CELL + 0.35, str(i), fontsize=6, color="0.3")
-    step_no = 0
+    labels = _stage_labels(data, stages, sweeps)
+    _column_numbers(ax, d, ncols, CELL + 0.35, "element")
     for r, stage in enumerate(rows):
         y0 = -r * ROW_PITCH
         if stage is None:
-            _cells(ax, d, x, np.full(ncols, y0), ["white"] * ncols)
+            _cells(ax, d, np.arange(ncols), np.full(ncols, y0), ["white"] * ncols)
             _text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
             continue
-        here = acc[(acc.stage == stage) & np.isin(acc.op, analysis.WRITE_OPS)]
-        writer = dict(zip(here.index.tolist(), here.thread.tolist()))
-        colors = [thread_color(writer[i]) if i in writer else IDLE for i in range(ncols)]
-        _cells(ax, d, x, np.full(ncols, y0), colors)
-        if ncols <= 32:
-            for i in range(ncols):
-                if i in writer:
-                    _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(writer[i]), fontsize=fs)
-        _thread_strip(ax, d, y0, min(ncols, threads), set(here.thread.tolist()), here, partial)
-        row_counts = counts[counts.stage == stage][0]
-        ops = int(row_counts.ops)
-        step_no += ops > 0
-        k = stages.index(stage)
-        label = f"step {step_no}" if ops else "store"
-        if ops and offsets[k]:
-            label += f"\n{'d' if sweeps else 's'} = {offsets[k]}"
-        if sweep[k]:
-            label = f"{sweep[k]}\n{label}"
-        _text(ax, d, -0.4, y0 + CELL / 2, label, ha="right")
-        events = np.unique(acc.event[acc.stage == stage])
-        worst = max((ways.get(int(e), 0) for e in events), default=0)
-        n_div = len(np.unique(sub.warp[np.intersect1d(here.event, partial)]))
-        info = f"{row_counts.threads} threads, {row_counts.warps} warps\n{n_div} divergent"
-        if is_shared:
-            info += f" · {worst}-way" if worst > 1 else " · no conflicts"
-        _text(ax, d, ncols + 0.6, y0 + CELL / 2 - STRIP / 2, info, ha="left",
-              color=ALERT if n_div or worst > 1 else "0.1")  # fmt: skip
-        if r == 0:
-            continue
-        top = y0 + CELL
-        below = -(r - 1) * ROW_PITCH - STRIP - 0.15
-        m = moves[moves.stage == stage]
-        for src, dst, t in zip(m.src.tolist(), m.dst.tolist(), m.thread.tolist()):
-            if dst >= ncols:
-                continue
-            outside = src >= ncols  # the source is beyond the drawn columns: enter from the right
-            start = (ncols + 0.2, below) if outside else (src + CELL / 2, below)
-            _arrow(ax, d, stage, start, (dst + CELL / 2, top), thread_color(t), dashed=outside)
-    if any(moves.src >= ncols) and n_elem > ncols:
+        _stage_row(ax, d, data, stage, y0, ncols)
+        _text(ax, d, -0.4, y0 + CELL / 2, labels[stages.index(stage)], ha="right")
+        if r > 0:
+            _stage_arrows(ax, d, data, stage, y0 + CELL, y0 + ROW_PITCH - STRIP - 0.15, ncols)
+    if np.any(data.moves.src >= ncols) and n_elem > ncols:
         capped.append("dashed arrows come from elements further right")
-    bottom = -(len(rows) - 1) * ROW_PITCH - STRIP - 0.4 - NOTE_SPACE
     _note(ax, d, capped)
+    bottom = -(len(rows) - 1) * ROW_PITCH - STRIP - 0.4 - NOTE_SPACE
     span = ncols + 1
-    title = (f"{sub.kernel}: {what} on {buffer} in block {block}, one row per barrier step\n"
-             f"arrows: elements read → element written; colour = thread")  # fmt: skip
+    title = (
+        f"{trace.kernel}: {what} on {buffer} in block {block}, one row per barrier step\n"
+        f"arrows: elements read → element written; colour = thread"
+    )
     _finish(ax, (-max(2.5, 0.13 * span), ncols + max(6.0, 0.33 * span)), (bottom, CELL + 0.8), title)
     return d
 
 
-def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], writes: np.recarray,
-                  partial: np.ndarray) -> None:  # fmt: skip
+def _stage_labels(data: _Stages, stages: list[int], sweeps: bool) -> list[str]:
+    """'step k' (with its offset) for stages that computed, 'store' for plain stores."""
+    offsets = [data.offset(s) for s in stages]
+    sweep = _sweep_labels(offsets) if sweeps else [""] * len(stages)
+    labels, step_no = [], 0
+    for k, ops in enumerate(data.counts.ops.tolist()):
+        step_no += ops > 0
+        label = f"step {step_no}" if ops else "store"
+        if ops and offsets[k]:
+            label += f"\n{'d' if sweeps else 's'} = {offsets[k]}"
+        labels.append(f"{sweep[k]}\n{label}" if sweep[k] else label)
+    return labels
+
+
+def _stage_row(ax: Axes, d: Drawing, data: _Stages, stage: int, y0: float, ncols: int) -> None:
+    """One stage: cells coloured by their writer, the thread strip, and the counts at the right."""
+    acc = data.acc
+    here = analysis.subset(acc, (acc.stage == stage) & np.isin(acc.op, analysis.WRITE_OPS))
+    writer = dict(zip(here.index.tolist(), here.thread.tolist()))
+    colors = [thread_color(writer[i]) if i in writer else IDLE for i in range(ncols)]
+    _cells(ax, d, np.arange(ncols), np.full(ncols, y0), colors)
+    if ncols <= 32:
+        for i in range(ncols):
+            if i in writer:
+                _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(writer[i]), fontsize=_label_size(ncols))
+    n_threads = min(ncols, data.trace.threads_per_block)
+    divergent = np.unique(here.warp[np.isin(here.event, data.partial)])
+    _thread_strip(ax, d, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
+    counts = data.counts[data.counts.stage == stage][0]
+    worst = max((data.ways.get(e, 0) for e in np.unique(acc.event[acc.stage == stage]).tolist()), default=0)
+    info = f"{_plural(counts.threads, 'thread')}, {_plural(counts.warps, 'warp')}\n{len(divergent)} divergent"
+    if data.shared:
+        info += f" · {worst}-way" if worst > 1 else " · no conflicts"
+    color = ALERT if len(divergent) or worst > 1 else "0.1"
+    _text(ax, d, ncols + 0.6, y0 + CELL / 2 - STRIP / 2, info, ha="left", color=color)
+
+
+def _stage_arrows(
+    ax: Axes, d: Drawing, data: _Stages, stage: int, top: float, below: float, ncols: int
+) -> None:
+    """Arrows into a stage row from the row above: element read -> element written."""
+    m = data.moves[data.moves.stage == stage]
+    for src, dst, t in zip(m.src.tolist(), m.dst.tolist(), m.thread.tolist()):
+        if dst >= ncols:
+            continue
+        outside = src >= ncols  # the source is beyond the drawn columns: enter from the right
+        start = (ncols + 0.2, below) if outside else (src + CELL / 2, below)
+        _arrow(ax, d, stage, start, (dst + CELL / 2, top), thread_color(t), dashed=outside)
+
+
+def _column_numbers(ax: Axes, d: Drawing, ncols: int, y: float, name: str) -> None:
+    """Element (or bank, or bin) numbers above the first row: all of them, or every 8th."""
+    _text(ax, d, -0.4, y, name, ha="right", fontsize=6, color="0.3")
+    for i in range(0, ncols, 1 if ncols <= 32 else 8):
+        _text(ax, d, i + CELL / 2, y, str(i), fontsize=6, color="0.3")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
     """Threads 0..n-1 under a stage row: coloured if active, grey if idle, red frame if divergent."""
     y = y0 - STRIP - 0.08
     tids = np.arange(n)
-    _cells(ax, d, tids, np.full(n, y), [thread_color(t) if t in active else IDLE for t in tids],
-           h=STRIP, lw=0.2)  # fmt: skip
-    divergent = np.unique(writes.warp[np.isin(writes.event, partial)])
-    frames = [w for w in divergent.tolist() if w * LANES < n]
+    colors = [thread_color(t) if t in active else IDLE for t in tids]
+    _cells(ax, d, tids, np.full(n, y), colors, h=STRIP, lw=0.2)
+    frames = [w for w in divergent if w * LANES < n]
     if frames:
-        xs = np.array([w * LANES - 0.1 for w in frames])
-        widths = [min(LANES, n - w * LANES) + 0.1 for w in frames]
-        rects = [Rectangle((a, y - 0.08), wd, STRIP + 0.16) for a, wd in zip(xs, widths)]
+        rects = [
+            Rectangle((w * LANES - 0.1, y - 0.08), min(LANES, n - w * LANES) + 0.1, STRIP + 0.16)
+            for w in frames
+        ]
         pc = PatchCollection(rects, facecolors="none", edgecolors=ALERT, linewidths=1.2, zorder=2)
         ax.add_collection(pc)
         d.cells.append(pc)
-
-
-def _ways_per_event(trace: Trace) -> dict[int, int]:
-    bc = analysis.bank_conflicts(trace)
-    return dict(zip(bc.event.tolist(), bc.ways.tolist()))
-
-
-def _offset(moves: np.recarray) -> int:
-    """The typical distance from source to destination in one step (0 when it has no arrows)."""
-    if not len(moves):
-        return 0
-    return int(np.median(np.abs(moves.dst - moves.src)))
 
 
 def _sweep_labels(offsets: list[int]) -> list[str]:
@@ -293,8 +368,9 @@ def _sweep_labels(offsets: list[int]) -> list[str]:
 # ---------------------------------------------------------------- tiles and banks
 
 
-def transpose_tile(ax: Axes, trace: Trace, buffer: str, *, width: int | None = None, block: int = 0,
-                   warps: int = 4) -> Drawing:  # fmt: skip
+def transpose_tile(
+    ax: Axes, trace: Trace, buffer: str, *, width: int | None = None, block: int = 0, warps: int = 4
+) -> Drawing:
     """A 2-D tile (e.g. the shared tile of a transpose): who wrote and who read each element.
 
     Left the stores, right the loads, the tile laid out in rows of `width` elements (found
@@ -313,32 +389,12 @@ def transpose_tile(ax: Axes, trace: Trace, buffer: str, *, width: int | None = N
     shown_w, shown_h = min(width, MAX_ELEMENTS), min(nrows, MAX_ELEMENTS)
     cost = _cost_per_event(sub, info.space)
     d = Drawing()
-    fs = _label_size(shown_w)
-    gap = 3
+    gap = 3  # columns between the two tiles
     for side, (ops, name) in enumerate([(analysis.WRITE_OPS, "stores"), (("ld",), "loads")]):
+        part = analysis.subset(acc, np.isin(acc.op, ops))
         x0 = side * (shown_w + gap)
-        part = acc[np.isin(acc.op, ops)]
-        col, row = part.index % width, part.index // width
-        keep = (part.warp < warps) & (col < shown_w) & (row < shown_h)
-        owner = {(int(c), int(r)): (int(w), int(ln)) for c, r, w, ln in
-                 zip(col[keep], row[keep], part.warp[keep], part.lane[keep])}  # fmt: skip
-        touched = set(zip(col.tolist(), row.tolist()))
-        cx, cy = np.meshgrid(np.arange(shown_w), np.arange(shown_h))
-        cx, cy = cx.ravel(), cy.ravel()
-        colors = [group_color(owner[(c, r)][0]) if (c, r) in owner else (IDLE if (c, r) in touched else "white")
-                  for c, r in zip(cx.tolist(), cy.tolist())]  # fmt: skip
-        _cells(ax, d, x0 + cx, -cy, colors, lw=0.3)
-        if shown_w <= 16:
-            for (c, r), (_, ln) in owner.items():
-                _text(ax, d, x0 + c + CELL / 2, -r + CELL / 2, str(ln), fontsize=fs)
+        _tile_side(ax, d, part, x0, width, (shown_w, shown_h), warps, cost)
         _text(ax, d, x0 + shown_w / 2, CELL + 0.8, f"{name} of {buffer}", fontsize=8)
-        for k, w in enumerate(range(warps)):
-            mine = part[part.warp == w]
-            if not len(mine):
-                continue
-            first = mine[mine.event == mine.event[0]]
-            _text(ax, d, x0, -shown_h - 0.6 - 1.4 * k, f"warp {w}: {_pattern(first, width)} · {cost.get(int(first.event[0]), '')}",
-                  ha="left", color=group_color(w))  # fmt: skip
     capped = []
     if (shown_w, shown_h) != (width, nrows):
         capped.append(f"the top-left {shown_h}×{shown_w} of the {nrows}×{width} tile")
@@ -351,9 +407,39 @@ def transpose_tile(ax: Axes, trace: Trace, buffer: str, *, width: int | None = N
     return d
 
 
+def _tile_side(
+    ax: Axes, d: Drawing, part: np.recarray, x0: float, width: int, shown: tuple[int, int], warps: int,
+    cost: dict[int, str],
+) -> None:  # fmt: skip
+    """One tile: cells coloured by the warp that accessed them, and a line per warp below it."""
+    shown_w, shown_h = shown
+    col, row = part.index % width, part.index // width
+    keep = (part.warp < warps) & (col < shown_w) & (row < shown_h)
+    owner = {
+        (c, r): (w, ln) for c, r, w, ln in zip(*(a[keep].tolist() for a in (col, row, part.warp, part.lane)))
+    }
+    touched = set(zip(col.tolist(), row.tolist()))
+    gx, gy = np.meshgrid(np.arange(shown_w), np.arange(shown_h))
+    cx, cy = gx.ravel(), gy.ravel()
+    colors = [
+        group_color(owner[(c, r)][0]) if (c, r) in owner else (IDLE if (c, r) in touched else "white")
+        for c, r in zip(cx.tolist(), cy.tolist())
+    ]
+    _cells(ax, d, x0 + cx, -cy, colors, lw=0.3)
+    if shown_w <= 16:
+        for (c, r), (_, ln) in owner.items():
+            _text(ax, d, x0 + c + CELL / 2, -r + CELL / 2, str(ln), fontsize=_label_size(shown_w))
+    for w in range(warps):
+        mine = analysis.subset(part, part.warp == w)
+        if len(mine):
+            first = analysis.subset(mine, mine.event == mine.event[0])  # the warp's first instruction
+            text = f"warp {w}: {_pattern(first, width)} · {cost.get(int(first.event[0]), '')}"
+            _text(ax, d, x0, -shown_h - 0.6 - 1.4 * w, text, ha="left", color=group_color(w))
+
+
 def _tile_width(n: int) -> int:
     """The row length of a square tile, padded by one column or not."""
-    k = int(round(np.sqrt(n)))
+    k = round(float(np.sqrt(n)))
     if k * k == n:
         return k
     k = int(np.floor(np.sqrt(n)))
@@ -380,14 +466,15 @@ def _cost_per_event(trace: Trace, space: str) -> dict[int, str]:
     return {int(e): f"{s} sectors" for e, s in zip(sc.event, sc.sectors)}
 
 
-def bank_heatmap(ax: Axes, trace: Trace, line: int | None = None, *, block: int | None = None,
-                 max_rows: int = 16) -> Drawing:  # fmt: skip
+def bank_heatmap(
+    ax: Axes, trace: Trace, line: int | None = None, *, block: int | None = None, max_rows: int = 16
+) -> Drawing:
     """Shared-memory bank hits of one .cu line: one row per warp instruction, one column per bank.
 
     A cell holds how many distinct 32-bit words that instruction touched in that bank; the
     worst cell of a row is its conflict degree (a padded tile shows a row of ones where the
-    unpadded one shows a single 32). `line` defaults to the line with the most wavefronts;
-    `block` to the first block traced.
+    unpadded one shows a single 32). `line` defaults to the line with the most wavefronts
+    (the later one on a tie); `block` to the first block traced.
     """
     hits = analysis.bank_hits(trace)
     d = Drawing()
@@ -396,10 +483,13 @@ def bank_heatmap(ax: Axes, trace: Trace, line: int | None = None, *, block: int 
         return d
     if line is None:
         by_line = analysis.bank_conflicts_by_line(trace)
-        line = int(by_line.line[np.argmax(by_line.wavefronts)])
+        worst = np.flatnonzero(by_line.wavefronts == by_line.wavefronts.max())
+        line = int(by_line.line[worst[-1]])  # on a tie the later line: the read after the write
     rows = hits[hits.line == line]
     if not len(rows):
-        raise ValueError(f"line {line} has no shared-memory access; lines with some: {np.unique(hits.line).tolist()}")
+        raise ValueError(
+            f"line {line} has no shared-memory access; lines with some: {np.unique(hits.line).tolist()}"
+        )
     rows = rows[rows.block == (rows.block[0] if block is None else block)]
     capped = [f"the first {max_rows} of {len(rows)} warp instructions"] if len(rows) > max_rows else []
     rows = rows[:max_rows]
@@ -408,19 +498,28 @@ def bank_heatmap(ax: Axes, trace: Trace, line: int | None = None, *, block: int 
     ys = -np.repeat(np.arange(len(rows)), analysis.BANKS)
     _cells(ax, d, banks, ys, [], values=counts.ravel(), cmap="Reds", vmax=max(int(counts.max()), 2), lw=0.3)
     for r, row in enumerate(rows):
-        for b in np.flatnonzero(row.hits):
-            dark = row.hits[b] > 0.6 * counts.max()
-            _text(ax, d, b + CELL / 2, -r + CELL / 2, str(row.hits[b]), fontsize=6, color="white" if dark else "black")
+        for bank in np.flatnonzero(row.hits).tolist():
+            dark = row.hits[bank] > 0.6 * counts.max()
+            color = "white" if dark else "black"
+            _text(ax, d, bank + CELL / 2, -r + CELL / 2, str(row.hits[bank]), fontsize=6, color=color)
         _text(ax, d, -0.4, -r + CELL / 2, f"warp {row.warp}", ha="right")
-        _text(ax, d, analysis.BANKS + 0.4, -r + CELL / 2, f"{row.ways}-way", ha="left",
-              color=ALERT if row.ways > row.phases else "0.1")  # fmt: skip
-    for b in range(0, analysis.BANKS, 4):
-        _text(ax, d, b + CELL / 2, CELL + 0.4, str(b), fontsize=6, color="0.3")
-    _text(ax, d, -0.4, CELL + 0.4, "bank", ha="right", fontsize=6, color="0.3")
+        _text(
+            ax,
+            d,
+            analysis.BANKS + 0.4,
+            -r + CELL / 2,
+            f"{row.ways}-way",
+            ha="left",
+            color=ALERT if row.ways > row.phases else "0.1",
+        )
+    _column_numbers(ax, d, analysis.BANKS, CELL + 0.4, "bank")
     _note(ax, d, capped)
     src = _source_line(trace, line)
-    title = (f"{trace.kernel}, line {line}" + (f": {src}" if src else "") +
-             f"\ndistinct words per bank, per warp instruction (worst {int(rows.ways.max())}-way)")  # fmt: skip
+    title = (
+        f"{trace.kernel}, line {line}"
+        + (f": {src}" if src else "")
+        + f"\ndistinct words per bank, per warp instruction (worst {int(rows.ways.max())}-way)"
+    )
     _finish(ax, (-4, analysis.BANKS + 4), (-len(rows) - NOTE_SPACE + 0.6, CELL + 1.0), title)
     return d
 
@@ -428,8 +527,9 @@ def bank_heatmap(ax: Axes, trace: Trace, line: int | None = None, *, block: int 
 # ---------------------------------------------------------------- loops, atomics, one warp
 
 
-def grid_stride_map(ax: Axes, trace: Trace, buffer: str, *, op: str | None = None,
-                    max_elements: int = MAX_ELEMENTS) -> Drawing:  # fmt: skip
+def grid_stride_map(
+    ax: Axes, trace: Trace, buffer: str, *, op: str | None = None, max_elements: int = MAX_ELEMENTS
+) -> Drawing:
     """Which thread touched which element of `buffer` in which loop iteration.
 
     One row per iteration (the how-many-th access of that kind the thread made), elements
@@ -439,7 +539,7 @@ def grid_stride_map(ax: Axes, trace: Trace, buffer: str, *, op: str | None = Non
     """
     it = analysis.iterations(trace, buffer)
     op = op or next((o for o in ("ld", "st", "atom", "red") if (it.op == o).any()), "ld")
-    it = it[it.op == ("atom" if op == "red" else op)] if op != "red" else it[it.op == "red"]
+    it = analysis.subset(it, it.op == op)
     d = Drawing()
     if not len(it):
         _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no {op} of {buffer} in this trace")
@@ -451,24 +551,31 @@ def grid_stride_map(ax: Axes, trace: Trace, buffer: str, *, op: str | None = Non
     fs = _label_size(ncols)
     colors = [thread_color(g) for g in it.gthread]
     _cells(ax, d, it.index, -it.iteration * 1.3, colors)
-    if ncols <= 32:
+    if ncols <= 48:
         for i, r, g in zip(it.index.tolist(), it.iteration.tolist(), it.gthread.tolist()):
             _text(ax, d, i + CELL / 2, -r * 1.3 + CELL / 2, str(g), fontsize=fs)
     for r in range(n_iter):
         _text(ax, d, -0.4, -r * 1.3 + CELL / 2, f"iteration {r}", ha="right")
-    for i in range(0, ncols, 1 if ncols <= 32 else 8):
-        _text(ax, d, i + CELL / 2, CELL + 0.35, str(i), fontsize=6, color="0.3")
+    _column_numbers(ax, d, ncols, CELL + 0.35, "element")
     capped = [f"elements 0-{ncols - 1} of {n_elem}"] if n_elem > ncols else []
     _note(ax, d, capped)
     threads = trace.threads_per_block * int(np.prod(trace.grid))
-    title = (f"{trace.kernel}: {op} of {buffer} — row = loop iteration, colour/number = global thread"
-             f"\n{trace.grid[0]}×{trace.threads_per_block} = {threads} threads")  # fmt: skip
-    _finish(ax, (-max(4.0, 0.12 * ncols), ncols + 0.5), (-(n_iter - 1) * 1.3 - NOTE_SPACE - 0.2, CELL + 0.9), title)
+    title = (
+        f"{trace.kernel}: {op} of {buffer} — row = loop iteration, colour/number = global thread"
+        f"\n{trace.grid[0]}×{trace.threads_per_block} = {threads} threads"
+    )
+    _finish(
+        ax,
+        (-max(4.0, 0.12 * ncols), ncols + 0.5),
+        (-(n_iter - 1) * 1.3 - NOTE_SPACE - 0.2, CELL + 0.9),
+        title,
+    )
     return d
 
 
-def histogram_contention(ax: Axes, trace: Trace, buffer: str, *, max_instructions: int = 16,
-                         max_bins: int = MAX_ELEMENTS) -> Drawing:  # fmt: skip
+def histogram_contention(
+    ax: Axes, trace: Trace, buffer: str, *, max_instructions: int = 16, max_bins: int = MAX_ELEMENTS
+) -> Drawing:
     """Atomics on `buffer` (a histogram): one row per atomic warp instruction, one column per
     bin, the number of lanes of that warp that hit the bin. Lanes on one bin are serialised,
     so a dark cell is a warp waiting on itself."""
@@ -486,29 +593,57 @@ def histogram_contention(ax: Axes, trace: Trace, buffer: str, *, max_instruction
         capped.append(f"the first {max_instructions} of {len(ct)} atomic warp instructions")
     if n_bins > ncols:
         capped.append(f"bins 0-{ncols - 1} of {n_bins}")
-    ct = ct[:max_instructions]
+    ct = analysis.subset(ct, slice(max_instructions))
     grid = np.zeros((len(ct), ncols), int)
     for r, e in enumerate(ct.event.tolist()):
         mine = at[(at.event == e) & (at.index < ncols)]
         grid[r, mine.index] = mine.lanes
     cols, rows = np.meshgrid(np.arange(ncols), np.arange(len(ct)))
-    _cells(ax, d, cols.ravel(), -rows.ravel(), [], values=grid.ravel(), cmap="Oranges",
-           vmax=max(int(grid.max()), 2), lw=0.3)  # fmt: skip
+    _cells(
+        ax,
+        d,
+        cols.ravel(),
+        -rows.ravel(),
+        [],
+        values=grid.ravel(),
+        cmap="Oranges",
+        vmax=max(int(grid.max()), 2),
+        lw=0.3,
+    )
     fs = _label_size(ncols)
     for r, c in zip(*np.nonzero(grid)):
-        _text(ax, d, c + CELL / 2, -r + CELL / 2, str(grid[r, c]), fontsize=fs,
-              color="white" if grid[r, c] > 0.6 * grid.max() else "black")  # fmt: skip
+        _text(
+            ax,
+            d,
+            c + CELL / 2,
+            -r + CELL / 2,
+            str(grid[r, c]),
+            fontsize=fs,
+            color="white" if grid[r, c] > 0.6 * grid.max() else "black",
+        )
     for r, row in enumerate(ct):
         _text(ax, d, -0.4, -r + CELL / 2, f"block {row.block} warp {row.warp}", ha="right")
-        _text(ax, d, ncols + 0.4, -r + CELL / 2, f"{row.max_lanes} on one bin", ha="left",
-              color=ALERT if row.max_lanes > 1 else "0.1")  # fmt: skip
-    for i in range(0, ncols, 1 if ncols <= 32 else 8):
-        _text(ax, d, i + CELL / 2, CELL + 0.35, str(i), fontsize=6, color="0.3")
+        _text(
+            ax,
+            d,
+            ncols + 0.4,
+            -r + CELL / 2,
+            f"{row.max_lanes} on one bin",
+            ha="left",
+            color=ALERT if row.max_lanes > 1 else "0.1",
+        )
+    _column_numbers(ax, d, ncols, CELL + 0.35, "bin")
     _note(ax, d, capped)
-    title = (f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin"
-             f"\n(lanes on one bin are serialised: worst {int(ct.max_lanes.max())})")  # fmt: skip
-    _finish(ax, (-max(6.0, 0.15 * ncols), ncols + max(6.0, 0.15 * ncols)),
-            (-len(ct) - NOTE_SPACE + 0.6, CELL + 0.9), title)  # fmt: skip
+    title = (
+        f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin"
+        f"\n(lanes on one bin are serialised: worst {int(ct.max_lanes.max())})"
+    )
+    _finish(
+        ax,
+        (-max(6.0, 0.15 * ncols), ncols + max(6.0, 0.15 * ncols)),
+        (-len(ct) - NOTE_SPACE + 0.6, CELL + 0.9),
+        title,
+    )
     return d
 
 
@@ -520,87 +655,86 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
     c = trace.columns
     space, size, mask = str(c["space"][event]), int(c["size"][event]), int(c["mask"][event])
     if space not in ("shared", "global") or c["op"][event] not in analysis.MEMORY_OPS:
-        raise ValueError(f"event {event} is a {space} {c['op'][event]}; pick a shared or global load/store/atomic")
+        raise ValueError(
+            f"event {event} is a {space} {c['op'][event]}; pick a shared or global load/store/atomic"
+        )
     d = Drawing()
     lanes = np.arange(LANES)
     active = (mask >> lanes) & 1 == 1
     phases = int(np.clip(size // analysis.BANK_BYTES, 1, 4)) if space == "shared" else 1
     phase = lanes // (LANES // phases)
     lane_y = 3.0
-    _cells(ax, d, lanes, np.full(LANES, lane_y), [group_color(p) if a else IDLE for p, a in zip(phase, active)])
+    _cells(
+        ax, d, lanes, np.full(LANES, lane_y), [group_color(p) if a else IDLE for p, a in zip(phase, active)]
+    )
     for ln in range(0, LANES, 4):
         _text(ax, d, ln + CELL / 2, lane_y + CELL + 0.3, str(ln), fontsize=6, color="0.3")
     _text(ax, d, -0.4, lane_y + CELL / 2, "lane", ha="right")
-    addr = c["addr"][event]
     one = trace.select(np.arange(len(trace)) == event)
     if space == "shared":
-        targets, bottom = _bank_targets(ax, d, addr, active, size)
+        targets, bottom = _bank_targets(ax, d, analysis.lane_words(trace, event))
         row = analysis.bank_conflicts(one)[0]
         summary = f"{row.ways}-way ({row.phases} phase{'s' if row.phases > 1 else ''}: {phases} is ideal)"
     else:
-        targets, bottom = _sector_targets(ax, d, addr, active, size)
+        targets, bottom = _sector_targets(ax, d, analysis.lane_sectors(trace, event))
         row = analysis.sectors(one)[0]
         summary = f"{row.sectors} sectors of 32 B for {row.bytes} B (ideal {row.ideal})"
     for ln, (tx, ty) in targets:
         _arrow(ax, d, 0, (ln + CELL / 2, lane_y), (tx, ty), group_color(phase[ln]))
     line = int(c["line"][event])
     src = _source_line(trace, line)
-    title = (f"{trace.kernel}: {c['opcode'][event]} at line {line}" + (f" ({src})" if src else "") +
-             f"\nwarp {c['warp'][event]} of block {c['block'][event]}, {active.sum()} lanes → {summary}")  # fmt: skip
+    title = (
+        f"{trace.kernel}: {c['opcode'][event]} at line {line}"
+        + (f" ({src})" if src else "")
+        + f"\nwarp {c['warp'][event]} of block {c['block'][event]}, {active.sum()} lanes → {summary}"
+    )
     _finish(ax, (-3, LANES + 1), (bottom - 0.5, lane_y + CELL + 0.8), title)
     return d
 
 
-def _bank_targets(ax: Axes, d: Drawing, addr: np.ndarray, active: np.ndarray, size: int) -> tuple[list, float]:
-    """Bank boxes, the distinct words of each bank stacked under it; where each lane's arrow ends."""
-    words = max(1, -(-size // analysis.BANK_BYTES))
-    per_bank: dict[int, list[int]] = {}
-    hits = []
-    for ln in np.flatnonzero(active):
-        for k in range(words):
-            w = int(addr[ln]) // analysis.BANK_BYTES + k
-            per_bank.setdefault(w % analysis.BANKS, [])
-            if w not in per_bank[w % analysis.BANKS]:
-                per_bank[w % analysis.BANKS].append(w)
-            hits.append((int(ln), w))
+def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float]:
+    """Bank boxes with the distinct words of each bank stacked under them (red: a conflict in its
+    phase); returns where each lane's arrow ends, and the lowest y drawn."""
     bank_y = 0.0
     banks = np.arange(analysis.BANKS)
     _cells(ax, d, banks, np.full(analysis.BANKS, bank_y), ["white"] * analysis.BANKS, lw=0.8)
     for b in range(0, analysis.BANKS, 4):
         _text(ax, d, b + CELL / 2, bank_y + CELL / 2, str(b), fontsize=6)
     _text(ax, d, -0.4, bank_y + CELL / 2, "bank", ha="right")
-    depth = max((len(v) for v in per_bank.values()), default=0)
-    slots = {w: (b, k) for b, ws in per_bank.items() for k, w in enumerate(sorted(ws))}
-    wx = np.array([b for b, _ in slots.values()])
-    wy = np.array([bank_y - 1.0 - 0.7 * k for _, k in slots.values()])
-    _cells(ax, d, wx, wy, [ALERT if len(per_bank[b]) > 1 else "0.85" for b in wx], h=0.6, lw=0.3)
-    if depth <= 8:
-        for w, (b, k) in slots.items():
+    stack: dict[int, list[int]] = {}  # bank -> its distinct words, in address order
+    for b, w in sorted(set(zip(words.bank.tolist(), words.word.tolist()))):
+        stack.setdefault(b, []).append(w)
+    conflict = set(words.word[words.conflict].tolist())
+    depth = max((len(v) for v in stack.values()), default=0)
+    shown = min(depth, MAX_STACK)
+    slots = [(b, k, w) for b, ws in stack.items() for k, w in enumerate(ws[:MAX_STACK])]
+    wx = np.array([b for b, _, _ in slots])
+    wy = np.array([bank_y - 1.0 - 0.7 * k for _, k, _ in slots])
+    _cells(ax, d, wx, wy, [ALERT if w in conflict else "0.85" for _, _, w in slots], h=0.6, lw=0.3)
+    if depth <= 8:  # word numbers fit in the boxes
+        for b, k, w in slots:
             _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=5)
     _text(ax, d, -0.4, bank_y - 0.7, "word", ha="right")
-    targets = [(ln, (w % analysis.BANKS + CELL / 2, bank_y + CELL)) for ln, w in hits]
-    return targets, bank_y - 1.0 - 0.7 * max(depth - 1, 0)
+    for b, ws in stack.items():
+        if len(ws) > MAX_STACK:  # a tower this tall is the point; its full height is a number
+            y = bank_y - 1.0 - 0.7 * shown
+            _text(ax, d, b + CELL / 2, y, f"{len(ws)}\nwords", fontsize=6, va="top", color=ALERT)
+    targets = [(ln, (b + CELL / 2, bank_y + CELL)) for ln, b in zip(words.lane.tolist(), words.bank.tolist())]
+    return targets, bank_y - 1.0 - 0.7 * max(shown - 1, 0) - (1.2 if depth > MAX_STACK else 0)
 
 
-def _sector_targets(ax: Axes, d: Drawing, addr: np.ndarray, active: np.ndarray, size: int) -> tuple[list, float]:
-    """Boxes for the distinct 32-byte sectors touched (labelled by byte offset from the first)."""
-    lanes = np.flatnonzero(active)
-    first = addr[lanes] // analysis.SECTOR_BYTES
-    last = (addr[lanes] + size - 1) // analysis.SECTOR_BYTES
-    secs = np.unique(np.concatenate([first, last]))
+def _sector_targets(ax: Axes, d: Drawing, sectors: np.recarray) -> tuple[list, float]:
+    """Boxes for the distinct 32-byte sectors touched (labelled by byte offset from the first);
+    returns where each lane's arrow ends, and the lowest y drawn."""
+    secs = np.unique(sectors.sector)
     pitch = min(1.0, LANES / max(len(secs), 1))
-    x0 = (LANES - pitch * len(secs)) / 2
-    xs = x0 + pitch * np.arange(len(secs))
+    xs = (LANES - pitch * len(secs)) / 2 + pitch * np.arange(len(secs))
     _cells(ax, d, xs, np.zeros(len(secs)), ["0.85"] * len(secs), w=CELL * pitch, lw=0.8)
-    base = secs[0] if len(secs) else 0
-    for x, s in zip(xs, secs):
-        if len(secs) <= 32:
-            _text(ax, d, x + CELL * pitch / 2, -0.35, f"+{(s - base) * analysis.SECTOR_BYTES}", fontsize=5, rotation=90,
-                  va="top")  # fmt: skip
+    if len(secs) <= 32:
+        for x, s in zip(xs.tolist(), (secs - secs[0]).tolist()):
+            label = f"+{s * analysis.SECTOR_BYTES}"
+            _text(ax, d, x + CELL * pitch / 2, -0.35, label, fontsize=5, rotation=90, va="top")
     _text(ax, d, -0.4, CELL / 2, "sector", ha="right")
     where = dict(zip(secs.tolist(), (xs + CELL * pitch / 2).tolist()))
-    targets = []
-    for ln, a, b in zip(lanes.tolist(), first.tolist(), last.tolist()):
-        for s in dict.fromkeys((a, b)):
-            targets.append((ln, (where[s], CELL)))
+    targets = [(ln, (where[s], CELL)) for ln, s in zip(sectors.lane.tolist(), sectors.sector.tolist())]
     return targets, -2.0

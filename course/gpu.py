@@ -366,8 +366,9 @@ class Kernel:
         `blocks` (ids, a range, or a predicate on the linear block id) and `spaces`
         (e.g. {"shared"}) limit what is recorded, to keep big launches small.
         """
-        grid3, block3, shared_mem = self.validate(grid, block, args, shared_mem, EMULATED)
-        host = [asnumpy(a) if (_is_cupy_array(a)) else a for a in args]
+        # a GPU's arrays take part through host copies, written back after the run
+        host = [EmulatorArray(a.get()) if _is_cupy_array(a) else a for a in args]
+        grid3, block3, shared_mem = self.validate(grid, block, host, shared_mem, EMULATED)
         recorder = TraceRecorder(blocks=blocks, spaces=spaces)
         trace = run_kernel(
             self.module.program,
@@ -382,7 +383,7 @@ class Kernel:
         )
         for orig, h in zip(args, host):
             if _is_cupy_array(orig):
-                orig.set(h)
+                orig.set(h._data)
         assert trace is not None
         return trace
 
@@ -513,6 +514,7 @@ def _param_specs(module: Module, name: str, ptx_name: str) -> list[ParamSpec]:
 def _source_params(code: str, base: str, count: int) -> list[tuple[str, str]] | None:
     """(type, name) of each parameter from the kernel's declaration in the source."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+    text = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", text)
     for m in re.finditer(r"__global__[^;{(]*?\b" + re.escape(base) + r"\s*\(", text):
         depth, j = 1, m.end()
         while depth and j < len(text):

@@ -31,7 +31,7 @@ TYPES: dict[np.dtype, tuple[str, str, Any]] = {
     np.dtype(np.float64): ("double", "double", np.float64),
     np.dtype(np.int64): ("long long", "long long", np.int64),
 }
-BENCH_BLOCK = 256
+BENCH_BLOCK = 512  # with 4 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,9 @@ def _types(dtype: Any) -> tuple[str, str, Any]:
 def _module(dtype: np.dtype, backend: str) -> gpu.Module:
     elem, acc, _ = _types(dtype)
     names = tuple(f"{v.name}<{b}>" for v in VERSIONS.values() if v.template for b in v.blocks)
-    return gpu.Module.from_file(KERNEL_FILE, options=(f"-DELEM={elem}", f"-DACC={acc}"), name_expressions=names)
+    return gpu.Module.from_file(
+        KERNEL_FILE, options=(f"-DELEM={elem}", f"-DACC={acc}"), name_expressions=names
+    )
 
 
 def kernel(name: str, dtype: Any = np.uint32, block: int = 128) -> gpu.Kernel:

@@ -41,7 +41,7 @@ RUN, BAR, EXIT = 0, 1, 2
 WAVE_THREADS = 1 << 17
 DEFAULT_BUDGET = 2_000_000  # scheduler steps; a step runs one instruction of every runnable warp
 MODULE_VARS_BASE = 0x6000_0000_0000
-MAX_CALL_DEPTH = 16
+MAX_CALL_DEPTH = 32
 
 
 def set_budget(steps: int) -> None:
@@ -80,6 +80,8 @@ class Compiled:
     param_vars: dict[str, int]  # per-thread .param storage (calls): key -> bytes
     ret_maps: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     has_calls: bool = False
+    # recursive callees: the registers and local bytes a call saves, by call site
+    frames: dict[int, tuple[list[str], tuple[int, int]]] = field(default_factory=dict)
 
 
 class Program:
@@ -133,6 +135,7 @@ class _Builder:
     def __init__(self, program: Program, entry: Function):
         self.program = program
         self.entry = entry
+        self.recursive: set[str] = set()
         self.functions = self._reachable(entry)
         self.reg_types: dict[str, np.dtype] = {}
         self.shared: list[SharedVar] = []
@@ -141,6 +144,8 @@ class _Builder:
         self.param_vars: dict[str, int] = {}
         self.starts: dict[str, int] = {}
         self.ret_maps: dict[int, list[tuple[str, str]]] = {}
+        self.frames: dict[int, tuple[list[str], tuple[int, int]]] = {}
+        self.local_spans: dict[str, tuple[int, int]] = {}
         self.fn: Function = entry
         self.prefix = ""
         self.is_entry = True
@@ -155,8 +160,9 @@ class _Builder:
                 if ins.parts[0] != "call":
                     continue
                 callee = _callee(ins)
-                if callee in path:
-                    raise UnsupportedInstruction(f"recursive device function {callee!r} is not supported")
+                if callee in path:  # recursion: its calls save and restore the callee's registers
+                    self.recursive.add(callee)
+                    continue
                 target = self.program.module.functions.get(callee)
                 if target is not None:
                     if target not in seen:
@@ -164,9 +170,22 @@ class _Builder:
                     stack.append((target, path + (callee,)))
         return seen
 
+    def _referenced(self) -> set[str]:
+        """Symbols the entry and its callees name (module-scope shared arrays are shared by all
+        entries of a module; a kernel owns only those it uses)."""
+        names = set()
+        for fn in self.functions:
+            for ins in fn.instrs:
+                for op in ins.operands:
+                    if op[0] == "sym" or (op[0] == "addr" and op[1] and not op[1].startswith("%")):
+                        names.add(op[1])
+        return names
+
     def build(self) -> Compiled:
         offset = 0
-        shared_decls = [v for v in self.program.module.variables if v.space == "shared" and not v.extern]
+        used = self._referenced()
+        module_shared = [v for v in self.program.module.variables if v.space == "shared" and v.name in used]
+        shared_decls = [v for v in module_shared if not v.extern]
         for fn in self.functions:
             shared_decls += [v for v in fn.variables if v.space == "shared"]
         for v in shared_decls:
@@ -175,7 +194,7 @@ class _Builder:
             offset += v.size
         static = offset
         dyn_off = -(-static // 16) * 16
-        dynamic = [v.name for v in self.program.module.variables if v.space == "shared" and v.extern]
+        dynamic = [v.name for v in module_shared if v.extern]
         for name in dynamic:  # every `extern __shared__` array starts where static shared memory ends
             self.aliases[name] = dyn_off
         if dynamic:  # NVRTC names a second `extern __shared__ sdata[]` sdata$1: one buffer, one name
@@ -183,18 +202,22 @@ class _Builder:
         local = 0
         for fn in self.functions:
             pre = "" if fn is self.entry else fn.name + "::"
+            first = local
             for v in fn.variables:
                 if v.space == "local":
                     local = -(-local // max(v.align, 1)) * max(v.align, 1)
                     self.local[pre + v.name] = local
                     local += v.size
-                elif v.space == "param":
-                    self.param_vars[pre + v.name] = max(v.size, 8)
+                elif v.space == "param":  # call sequences reuse names with other sizes: keep the largest
+                    self.param_vars[pre + v.name] = max(v.size, 8, self.param_vars.get(pre + v.name, 0))
             if fn is not self.entry:
                 for p in fn.params + fn.returns:
                     self.param_vars[pre + p.name] = max(p.size, 8)
+            self.local_spans[fn.name] = (first, local)
             for r, t in fn.regs.items():
                 self.reg_types[pre + r] = _storage(t)
+            if any(i.parts[0] in ("addc", "subc", "madc") or "cc" in i.parts for i in fn.instrs):
+                self.reg_types["%cc"] = np.dtype(np.bool_)  # the carry flag
         pos = 0
         for fn in self.functions:
             self.starts[fn.name] = pos
@@ -209,20 +232,22 @@ class _Builder:
         return Compiled(
             name=self.entry.name, code=code, storage=self.reg_types, shared=self.shared,
             static_shared=static, dynamic_offset=dyn_off, dynamic_names=frozenset(dynamic[:1] and [dynamic[0].split("$")[0]]),
-            local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps,
+            local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps, frames=self.frames,
             has_calls=len(self.functions) > 1 or any(i.parts[0] == "call" for i in self.entry.instrs),
         )  # fmt: skip
 
     # -- the ctx interface used by ops.build
 
     def reg(self, name: str) -> str:
-        if name in SPECIAL or name in ops.CLOCKS or name == "_":
+        if name in SPECIAL or name in ops.CLOCKS or name in ("_", "%cc"):
             return name
         if name not in self.fn.regs:
             raise UnsupportedInstruction(f"register {name} is used in {self.fn.name} but not declared")
         return self.prefix + name
 
     def storage(self, name: str) -> np.dtype:
+        if name == "%cc":
+            return np.dtype(np.bool_)
         return np.dtype(np.uint32) if name in SPECIAL else self.reg_types[name]
 
     def symbol_address(self, name: str) -> int:
@@ -286,13 +311,14 @@ def _build_call(ctx: _Builder, instr: Instr) -> ops.Op:
         (callee + "::" + p.name, ctx.param_var(r[1])) for r, p in zip(rets, fn.returns)
     ]
     site = ctx.index
+    if callee in ctx.recursive:
+        ctx.frames[site] = ([callee + "::" + r for r in fn.regs], ctx.local_spans[callee])
 
     def call(m: Any, idx: Any) -> None:
+        if site in m.k.frames:
+            m.save_frame(site, idx)
         for src, dst in pairs:
-            if idx is None:
-                m.P[dst][:] = m.P[src]
-            else:
-                m.P[dst][idx] = m.P[src][idx]
+            m._copy_param(src, dst, m.all_threads if idx is None else idx)
         m.push_call(idx, site)
 
     return ops.Op(instr, call, "call", ctx.starts[callee])
@@ -394,6 +420,7 @@ class Machine:
         self.epoch = np.zeros(nb, np.int32)
         self.depth = np.zeros(T, np.int64)
         self.stack = np.zeros((T, MAX_CALL_DEPTH), np.int64) if self.k.has_calls else None
+        self.saved: dict[str, np.ndarray] = {}  # frames of recursive calls
         self.R = {name: np.zeros(T, dt) for name, dt in self.k.storage.items()}
         bx, by, _ = self.block
         gx, gy, _ = self.grid
@@ -646,8 +673,38 @@ class Machine:
         for site in np.unique(sites):
             sel = t[sites == site]
             for src, dst in self.k.ret_maps.get(int(site), []):
-                self.P[dst][sel] = self.P[src][sel]
+                self._copy_param(src, dst, sel)
+            if int(site) in self.k.frames:
+                self.restore_frame(int(site), sel)
             self.pc[sel] = site + 1
+
+    def _copy_param(self, src: str, dst: str, t: np.ndarray) -> None:
+        """Pass a .param between caller and callee (names are reused with other sizes)."""
+        width = min(self.P[src].shape[1], self.P[dst].shape[1])
+        self.P[dst][t, :width] = self.P[src][t, :width]
+
+    def save_frame(self, site: int, idx: Any) -> None:
+        """Before a recursive call: keep the callee's registers and local bytes of this depth."""
+        t = self.all_threads if idx is None else idx
+        regs, (lo, hi) = self.k.frames[site]
+        d = self.depth[t]
+        for r in regs:
+            if r not in self.saved:
+                self.saved[r] = np.zeros((self.T, MAX_CALL_DEPTH), self.R[r].dtype)
+            self.saved[r][t, d] = self.R[r][t]
+        if hi > lo:
+            key = f"local:{lo}"
+            if key not in self.saved:
+                self.saved[key] = np.zeros((self.T, MAX_CALL_DEPTH, hi - lo), np.uint8)
+            self.saved[key][t, d] = self.local.data[t, lo:hi]
+
+    def restore_frame(self, site: int, t: np.ndarray) -> None:
+        regs, (lo, hi) = self.k.frames[site]
+        d = self.depth[t]
+        for r in regs:
+            self.R[r][t] = self.saved[r][t, d]
+        if hi > lo:
+            self.local.data[t, lo:hi] = self.saved[f"local:{lo}"][t, d]
 
     def external_call(self, name: str, keys: list[str], idx: Any, instr: Instr) -> None:
         """The two functions CUDA C calls into the runtime: printf and assert."""
@@ -788,7 +845,9 @@ class Machine:
         bad = check_alignment(addr, size)
         if bad is not None:
             k = int(np.flatnonzero(bad)[0])
-            raise_misaligned(int(addr[k]), size, f"{self.name}: {self.who(int(t[k]))}", self.program.where(instr))
+            raise_misaligned(
+                int(addr[k]), size, f"{self.name}: {self.who(int(t[k]))}", self.program.where(instr)
+            )
         if space in ("shared", "local"):
             region = self.shared if space == "shared" else self.local
             out = (addr < 0) | (addr + size > region.used)
@@ -946,7 +1005,7 @@ class Machine:
         bufs = [BufferInfo(b.name, b.space, b.itemsize, b.nbytes, b.dtype) for b in self.mem.buffers]
         for i, s in enumerate(self.k.shared):
             item = self.shared_itemsize.get(i, 4)
-            bufs.append(BufferInfo(s.name, "shared", item, self.shared_sizes[i], ""))
+            bufs.append(BufferInfo(source_name(s.name), "shared", item, self.shared_sizes[i], ""))
         bufs.append(BufferInfo("local", "local", 1, self.k.local_size, ""))
         return self.recorder.build(
             kernel=self.name,
@@ -991,6 +1050,14 @@ class _RegCtx:
 
 def _bar_reduction(op: ops.Op) -> bool | None:
     return True if "red" in op.instr.parts else None
+
+
+def source_name(symbol: str) -> str:
+    """The C name of a PTX symbol: `_ZZ8tile_colE1t` (static `t` in tile_col) is `t`."""
+    m = re.match(r"^_ZZ.*E(\d+)([A-Za-z_]\w*)$", symbol)
+    if m and len(m[2]) >= int(m[1]):
+        return m[2][: int(m[1])]
+    return symbol
 
 
 def _ranges(ids: np.ndarray) -> str:

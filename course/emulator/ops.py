@@ -8,8 +8,10 @@ knows how to move the program counter.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -202,17 +204,85 @@ def _ftz(x: Any) -> Any:
     return x
 
 
-def _directed(exact: np.ndarray, mode: str, dt: np.dtype) -> np.ndarray:
-    """Round float64 values to float32 toward zero / -inf / +inf."""
-    r = exact.astype(dt)
-    back = r.astype(np.float64)
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s, t with s = fl(a + b) and s + t == a + b exactly (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p, e with p = fl(a * b) and p + e == a * b exactly (Dekker's split)."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1 cuts a double into two 26-bit halves
+    ah = a * split
+    ah = ah - (ah - a)
+    bh = b * split
+    bh = bh - (bh - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _round_exact(hi: np.ndarray, err: Any, mode: str, dt: np.dtype) -> np.ndarray:
+    """Round the exact value hi + err (float64 pair) to `dt` in rounding mode `mode`."""
+    hi = np.asarray(hi, np.float64)
+    finite = np.isfinite(hi)  # infinities and NaNs round to themselves
+    err = np.where(finite & np.isfinite(err), err, 0.0)
+    r = hi.astype(dt)
+    d = np.where(finite, (r.astype(np.float64) - hi) - err, 0.0)  # the sign of (r - exact)
+    exact_sign = np.where(hi != 0, np.sign(hi), np.sign(err))
+    if mode == "rn":  # a float64 tie can hide which float32 neighbour is nearer
+        other = np.nextafter(r, np.where(d > 0, dt.type(-np.inf), dt.type(np.inf)))
+        do = (other.astype(np.float64) - hi) - err
+        return np.where(np.isfinite(d) & (np.abs(do) < np.abs(d)), other, r)
     if mode == "rm":
-        return np.where(back > exact, np.nextafter(r, dt.type(-np.inf)), r)
-    if mode == "rp":
-        return np.where(back < exact, np.nextafter(r, dt.type(np.inf)), r)
-    if mode == "rz":
-        return np.where(np.abs(back) > np.abs(exact), np.nextafter(r, dt.type(0)), r)
-    return r
+        step = d > 0
+        toward = dt.type(-np.inf)
+    elif mode == "rp":
+        step = d < 0
+        toward = dt.type(np.inf)
+    else:  # rz
+        step = d * exact_sign > 0
+        toward = dt.type(0)
+    return np.where(step & finite, np.nextafter(r, toward), r)
+
+
+def _exact_add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _two_sum(a, b)
+
+
+def _exact_sub(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _two_sum(a, -b)
+
+
+def _exact_mul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    p, e = _two_prod(a, b)
+    lost = (p == 0) & (a != 0) & (b != 0)  # underflow: only the sign of the lost product is left
+    tiny = np.finfo(np.float64).smallest_subnormal
+    return p, np.where(lost, np.sign(a) * np.sign(b) * tiny, e)
+
+
+def _exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    p, e = _two_prod(a, b)
+    s, t = _two_sum(p, c)
+    rest = t + e
+    hi, lo = _two_sum(s, rest)  # renormalised: hi is the nearest double to the exact value
+    keep = ~np.isfinite(s) | (rest == 0)  # infinities, and the sign of an exact zero (-0 + -0)
+    return np.where(keep, s, hi), np.where(keep, 0.0, lo)
+
+
+def _exact_div(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q = a / b
+    return q, _fma64(-q, b, a) / b  # the remainder says which side of q the quotient lies
+
+
+def _exact_sqrt(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q = np.sqrt(a)
+    return q, _fma64(-q, q, a) / (2 * q)
+
+
+def _exact_rcp(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _exact_div(np.ones_like(a), a)
 
 
 def _rounding(instr: Instr) -> str:
@@ -222,18 +292,30 @@ def _rounding(instr: Instr) -> str:
     return "rn"
 
 
-def float_op(instr: Instr, ctx: Any, fn64: Callable[..., Any], fn: Callable[..., Any]) -> Op:
-    """A float instruction with rounding modifiers, .ftz and .sat handled in one place."""
+def float_op(
+    instr: Instr,
+    ctx: Any,
+    fn: Callable[..., Any],
+    exact: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Op:
+    """A float instruction with rounding modifiers, .ftz and .sat handled in one place.
+
+    `exact` gives the result as a float64 pair hi + err that is exact (or exact in sign of
+    err), so that .rz/.rm/.rp and float32 fma round the true value, not a rounded one.
+    """
     dt = dtype(itype(instr))
     mode = _rounding(instr)
     ftz = "ftz" in instr.parts
     sat = "sat" in instr.parts
+    directed = exact is not None and (mode != "rn" or (instr.parts[0] in ("fma", "mad") and dt == np.float32))
 
     def f(*xs: Any) -> Any:
         if ftz:
             xs = tuple(_ftz(x) for x in xs)
-        if mode != "rn" and dt == np.float32:
-            r = _directed(_arr(fn64(*[_arr(x).astype(np.float64) for x in xs])), mode, dt)
+        if directed:
+            assert exact is not None
+            hi, err = exact(*[_arr(x).astype(np.float64) for x in xs])
+            r = _round_exact(hi, err, mode, dt)
         else:
             r = _arr(fn(*xs)).astype(dt, copy=False)
         if sat:
@@ -251,22 +333,34 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
 
 
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a*b + c with one rounding, from error-free transformations (Dekker's product, Knuth's sum)."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1 cuts a double into two 26-bit halves
-    ah = a * split
-    ah = ah - (ah - a)
-    al = a - ah
-    bh = b * split
-    bh = bh - (bh - b)
-    bl = b - bh
-    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # p + err == a*b exactly
-    r = p + c
-    bb = r - p
-    t = (p - (r - bb)) + (c - bb)  # r + t == p + c exactly
-    fused = r + (t + err)
-    ok = np.isfinite(fused) & np.isfinite(ah) & np.isfinite(bh) & np.isfinite(err)
-    return np.where(ok, fused, p + c)
+    """a*b + c with one rounding: error-free transformations, exact fractions where they fail."""
+    a, b, c = np.broadcast_arrays(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64)
+    )
+    p, e = _two_prod(a, b)
+    r, t = _two_sum(p, c)
+    fused = r + (t + e)
+    finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    # Dekker's split is exact only away from underflow and overflow; zeros need their IEEE sign
+    big = 2.0**990
+    risky = finite & (
+        (np.abs(p) < 2.0**-960) | (np.abs(p) > big) | (np.abs(a) > big) | (np.abs(b) > big)
+        | (np.abs(c) > big) | (fused == 0) | ~np.isfinite(fused)
+    )  # fmt: skip
+    out = np.where(finite, fused, a * b + c)
+    for k in zip(*np.nonzero(risky)):
+        out[k] = _fma_exact(float(a[k]), float(b[k]), float(c[k]))
+    return out
+
+
+def _fma_exact(a: float, b: float, c: float) -> float:
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # IEEE: -0 only when both the product and c are negative zeros or of that sign
+        return -0.0 if math.copysign(1, a) * math.copysign(1, b) < 0 and math.copysign(1, c) < 0 else 0.0
+    try:
+        return float(exact)  # correctly rounded, subnormals included
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _int_sat(x: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -279,16 +373,19 @@ def _arith(instr: Instr, ctx: Any) -> Op:
     op, t = instr.parts[0], itype(instr)
     dt = dtype(t)
     f: Callable[..., Any]
+    if "cc" in instr.parts:
+        return _carry_op(instr, ctx)
     if dt.kind == "f":
         if op in ("add", "sub", "mul", "div"):
             f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
-            return float_op(instr, ctx, f, f)
+            ex = {"add": _exact_add, "sub": _exact_sub, "mul": _exact_mul, "div": _exact_div}[op]
+            return float_op(instr, ctx, f, ex)
         if op in ("fma", "mad"):
-            return float_op(instr, ctx, lambda a, b, c: a * b + c, _fma)
+            return float_op(instr, ctx, _fma, _exact_fma)
         if op in ("min", "max"):
             nan = "NaN" in instr.parts  # .NaN propagates NaNs; the default returns the other operand
             f = {(0, 0): np.fmax, (0, 1): np.maximum, (1, 0): np.fmin, (1, 1): np.minimum}[(op == "min", nan)]
-            return float_op(instr, ctx, f, f)
+            return float_op(instr, ctx, f)
         raise UnsupportedInstruction(f"{instr.opcode} on floats")
     wide = "wide" in instr.parts
     hi = "hi" in instr.parts
@@ -391,6 +488,121 @@ def _mul_wide_hi(instr: Instr, ctx: Any, dt: np.dtype, wide: bool, mad: bool) ->
     return simple(instr, ctx, f64)
 
 
+def _carry_add(a: np.ndarray, b: np.ndarray, cin: Any) -> tuple[np.ndarray, np.ndarray]:
+    """a + b + cin with wrap-around, and the carry out (unsigned arrays of one width)."""
+    s1 = a + b
+    s2 = s1 + np.asarray(cin).astype(a.dtype)
+    return s2, (s1 < a) | (s2 < s1)
+
+
+@builds("addc", "subc", "madc")
+def _carry_op(instr: Instr, ctx: Any) -> Op:
+    """add.cc, addc, sub.cc, subc, mad{c}.lo/hi{.cc}: multi-word arithmetic through the carry flag."""
+    op = instr.parts[0]
+    dt = dtype(itype(instr))
+    u = np.dtype(UINT[dt.itemsize])
+    use_cf, set_cf = op.endswith("c"), "cc" in instr.parts
+    dst, *srcs = instr.operands
+    w = writer(ctx, dst)
+    rs = [reader(ctx, x, u) for x in srcs]
+    wcf, rcf = writer(ctx, ("reg", "%cc", False)), reader(ctx, ("reg", "%cc", False), np.dtype(np.bool_))
+    hi = "hi" in instr.parts
+
+    def run(m: Any, idx: Any) -> None:
+        vals = np.broadcast_arrays(*[np.asarray(r(m, idx), u) for r in rs])
+        cin = rcf(m, idx) if use_cf else False
+        if op.startswith("sub"):  # a - b - borrow == a + ~b + (1 - borrow); CF is then the borrow
+            a, b = vals
+            d, carry = _carry_add(a, ~b, ~np.asarray(cin, bool))
+            carry = ~carry
+        elif op.startswith("mad"):
+            a, b, c = vals
+            if u.itemsize == 8:
+                p = _mulhi_u64(a, b) if hi else a * b
+            else:
+                wide = a.astype(np.uint64) * b.astype(np.uint64)
+                p = (wide >> np.uint64(8 * u.itemsize) if hi else wide).astype(u)
+            d, carry = _carry_add(p, c, cin)
+        else:
+            a, b = vals
+            d, carry = _carry_add(a, b, cin)
+        w(m, idx, d.astype(u))
+        if set_cf:
+            wcf(m, idx, np.broadcast_to(carry, d.shape))
+
+    return Op(instr, run)
+
+
+@builds("dp4a", "dp2a")
+def _dot_product(instr: Instr, ctx: Any) -> Op:
+    """dp4a: c + the four byte products of a and b; dp2a: two 16x8-bit products (.lo/.hi bytes of b)."""
+    ta, tb = (dtype(t) for t in [p for p in instr.parts if p in DT][:2])
+    dst, a, b, c = instr.operands
+    w = writer(ctx, dst)
+    ra, rb = reader(ctx, a, np.dtype(np.uint32)), reader(ctx, b, np.dtype(np.uint32))
+    rc = reader(ctx, c, np.dtype(np.int32 if ta.kind == "i" or tb.kind == "i" else np.uint32))
+    four = instr.parts[0] == "dp4a"
+    hi = "hi" in instr.parts
+
+    def run(m: Any, idx: Any) -> None:
+        x, y = np.broadcast_arrays(_arr(ra(m, idx)), _arr(rb(m, idx)))
+        total = _arr(rc(m, idx)).astype(np.int64)
+        if four:
+            for k in range(4):
+                total = total + _lane(x, k, 8, ta.kind == "i") * _lane(y, k, 8, tb.kind == "i")
+        else:
+            for k in range(2):
+                total = total + _lane(x, k, 16, ta.kind == "i") * _lane(y, k + 2 * hi, 8, tb.kind == "i")
+        w(m, idx, total.astype(np.uint32))
+
+    return Op(instr, run)
+
+
+def _lane(x: np.ndarray, k: int, bits: int, signed: bool) -> np.ndarray:
+    """Lane k of `bits` bits of each word of x, sign-extended if `signed`."""
+    v = (x.astype(np.int64) >> (bits * k)) & ((1 << bits) - 1)
+    return np.where(signed & (v >= (1 << (bits - 1))), v - (1 << bits), v) if signed else v
+
+
+@builds("sad")
+def _sad(instr: Instr, ctx: Any) -> Op:
+    dt = dtype(itype(instr))
+    return simple(instr, ctx, lambda a, b, c: (c + _select(a > b, a - b, b - a)).astype(dt))
+
+
+_VIDEO: dict[str, Callable[..., Any]] = {
+    "vabsdiff": lambda a, b: np.abs(a - b), "vadd": np.add, "vsub": np.subtract, "vmin": np.minimum,
+    "vmax": np.maximum, "vavrg": lambda a, b: (a + b + 1) >> 1,
+}  # fmt: skip
+
+
+@builds(*[f"{op}{n}" for op in _VIDEO for n in (2, 4)])
+def _video(instr: Instr, ctx: Any) -> Op:
+    """SIMD within a register: per-byte (4) or per-half (2) ops; .add sums the lanes into c."""
+    name, lanes = instr.parts[0][:-1], int(instr.parts[0][-1])
+    bits = 32 // lanes
+    signed = [t.startswith("s") for t in instr.parts if t in DT]  # d, a, b
+    dst, a, b, c = instr.operands
+    w = writer(ctx, dst)
+    ra, rb, rc = (reader(ctx, o, np.dtype(np.uint32)) for o in (a, b, c))
+    sat, add = "sat" in instr.parts, "add" in instr.parts
+    f = _VIDEO[name]
+
+    def run(m: Any, idx: Any) -> None:
+        x, y, z = np.broadcast_arrays(*(_arr(r(m, idx)) for r in (ra, rb, rc)))
+        res = [f(_lane(x, k, bits, signed[1]), _lane(y, k, bits, signed[2])) for k in range(lanes)]
+        if add:
+            out = z.astype(np.int64) + sum(res)
+        else:
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed[0] else (0, (1 << bits) - 1)
+            out = np.zeros(x.shape, np.int64)
+            for k, v in enumerate(res):
+                out |= ((np.clip(v, lo, hi) if sat else v) & ((1 << bits) - 1)) << (bits * k)
+        w(m, idx, (out & 0xFFFFFFFF).astype(np.uint32))
+
+    return Op(instr, run)
+
+
 @builds(
     "abs",
     "neg",
@@ -424,7 +636,8 @@ def _unary(instr: Instr, ctx: Any) -> Op:
         if op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt") or "approx" in instr.parts:
             g = f  # approximate on the GPU: computed in double here, then rounded
             f = lambda a: g(_arr(a).astype(np.float64))  # noqa: E731
-        return float_op(instr, ctx, f, f)
+        exact = {"sqrt": _exact_sqrt, "rcp": _exact_rcp}.get(op) if "approx" not in instr.parts else None
+        return float_op(instr, ctx, f, exact)
     if op == "abs":
         return simple(instr, ctx, np.abs)
     if op == "neg":
@@ -518,10 +731,14 @@ def _bfe(instr: Instr, ctx: Any) -> Op:
     u = UINT[dt.itemsize]
 
     def f(a: Any, pos: Any, ln: Any) -> Any:
-        a, pos, ln = np.broadcast_arrays(_arr(a), _arr(pos).astype(np.int64) & 0xFF, _arr(ln).astype(np.int64) & 0xFF)
+        a, pos, ln = np.broadcast_arrays(
+            _arr(a), _arr(pos).astype(np.int64) & 0xFF, _arr(ln).astype(np.int64) & 0xFF
+        )
         ua = np.ascontiguousarray(a).view(u) if a.dtype.itemsize == dt.itemsize else a.astype(u)
         width = np.clip(np.minimum(ln, bits - pos), 0, bits)  # the part of the field inside the word
-        mask = np.where(width >= bits, ~u(0), np.left_shift(u(1), np.minimum(width, bits - 1).astype(u)) - u(1))
+        mask = np.where(
+            width >= bits, ~u(0), np.left_shift(u(1), np.minimum(width, bits - 1).astype(u)) - u(1)
+        )
         field = np.where(pos >= bits, u(0), ua >> np.minimum(pos, bits - 1).astype(u)) & mask
         if dt.kind == "i":
             top = np.minimum(pos + ln - 1, bits - 1).astype(u)
@@ -781,7 +998,7 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
             if bf16_out:
                 return _to_bf16(a.astype(np.float32))
             if mode in ("rz", "rm", "rp") and dt.itemsize < st.itemsize:
-                r = _directed(a.astype(np.float64), mode, dt)
+                r = _round_exact(a.astype(np.float64), 0.0, mode, dt)
             else:
                 r = a.astype(dt)
             if sat:
@@ -799,7 +1016,7 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
             return v.astype(dt)
         if dt.kind == "f":  # int -> float
             if mode in ("rz", "rm", "rp") and dt == np.float32:
-                return _directed(a.astype(np.float64), mode, dt)
+                return _round_exact(a.astype(np.float64), 0.0, mode, dt)
             return a.astype(dt)
         if sat:
             info = np.iinfo(dt)

@@ -200,6 +200,8 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
     for d in re.finditer(r"\.(reqntid|maxntid)\s+([\d,\s]+)", head["dirs"] or ""):
         fn.directives[d[1]] = [int(x) for x in d[2].replace(",", " ").split()]
     cu_line, cu_file = 0, 1
+    unplaced: list[Instr] = []
+    scopes: list[dict[str, str]] = []  # register renames of the nested { } blocks
     pending = ""  # a statement that spans lines (calls do)
     for offset, raw in enumerate(body.split("\n")):
         line_no = first_line + offset
@@ -215,19 +217,63 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
         for stmt in stmts:
             if stmt.split()[0] == ".loc":
                 cu_file, cu_line = int(stmt.split()[1]), int(stmt.split()[2])
+                if cu_line:  # line 0 marks code the compiler hoisted: it serves the next real line
+                    for ins in unplaced:
+                        ins.cu_file, ins.cu_line = cu_file, cu_line
+                    unplaced = []
             elif stmt.endswith(":") and " " not in stmt:
                 fn.labels[stmt[:-1]] = len(fn.instrs)
+            elif stmt == "{":
+                scopes.append({})
+            elif stmt == "}":
+                scopes.pop()
             elif stmt.startswith(".reg"):
-                _registers(stmt, fn.regs)
+                declared: dict[str, str] = {}
+                _registers(stmt, declared)
+                for reg, typ in declared.items():  # an inner scope's %r3 is not the function's %r3
+                    unique = f"{reg}.{len(fn.regs)}" if scopes else reg
+                    fn.regs[unique] = typ
+                    if scopes:
+                        scopes[-1][reg] = unique
             elif re.match(r"^\.(shared|local|param|const|global)\b", stmt):
                 fn.variables.append(_variable(stmt))
-            elif stmt.startswith(".") or stmt in ("{", "}"):
-                continue  # .pragma, scope braces, other directives
+            elif stmt.startswith("."):
+                continue  # .pragma and other directives
             else:
                 instr = _instruction(stmt, line_no, cu_line, name)
+                if any(scopes):
+                    _rename(instr, scopes)
                 instr.cu_file = cu_file
                 fn.instrs.append(instr)
+                if cu_line == 0:
+                    unplaced.append(instr)
+    last = next((i for i in reversed(fn.instrs) if i.cu_line), None)
+    for ins in unplaced:  # hoisted code with no real line after it
+        ins.cu_file, ins.cu_line = (last.cu_file, last.cu_line) if last else (ins.cu_file, 0)
     return fn
+
+
+def _rename(instr: Instr, scopes: list[dict[str, str]]) -> None:
+    """Point an instruction's registers at the innermost scope that declares them."""
+
+    def name(reg: str) -> str:
+        for scope in reversed(scopes):
+            if reg in scope:
+                return scope[reg]
+        return reg
+
+    def fix(op: Operand) -> Operand:
+        if op[0] == "reg":
+            return ("reg", name(op[1]), op[2])
+        if op[0] == "addr" and op[1] and op[1].startswith("%"):
+            return ("addr", name(op[1]), op[2])
+        if op[0] in ("vec", "pair"):
+            return (op[0], [fix(o) for o in op[1]])
+        return op
+
+    instr.operands = [fix(o) for o in instr.operands]
+    if instr.guard is not None:
+        instr.guard = (name(instr.guard[0]), instr.guard[1])
 
 
 def _statements(raw: str) -> list[str]:

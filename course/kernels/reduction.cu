@@ -327,7 +327,7 @@ extern "C" __global__ void reduce_shfl(const elem_t* x, acc_t* out, int n) {
 // per request. Each thread also issues LOADS of them before it adds anything: the loads are
 // independent, so their latencies overlap and more bytes are in flight per SM.
 #ifndef LOADS
-#define LOADS 4
+#define LOADS 2
 #endif
 struct __align__(16) Vec16 {
     elem_t v[16 / sizeof(elem_t)];
