@@ -98,7 +98,7 @@ def _types(dtype: Any) -> tuple[str, str, Any]:
     return TYPES[dt]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module(dtype: np.dtype, backend: str) -> gpu.Module:
     elem, acc, _ = _types(dtype)
     names = tuple(f"{v.name}<{b}>" for v in VERSIONS.values() if v.template for b in v.blocks)
@@ -114,7 +114,7 @@ def kernel(name: str, dtype: Any = np.uint32, block: int = 128) -> gpu.Kernel:
     return _kernel(v.name, np.dtype(dtype), int(block), gpu.device().backend)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(name: str, dtype: np.dtype, block: int, backend: str) -> gpu.Kernel:
     v = VERSIONS[name]
     return _module(dtype, backend).get_function(f"{name}<{block}>" if v.template else name)

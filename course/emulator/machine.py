@@ -858,11 +858,10 @@ class Machine:
             flat = rows * per_row + addr // dt.itemsize
             if self.recorder is not None and self.recorder.wants_space(space):
                 if space == "shared":
-                    k = np.searchsorted(self.shared_offsets, addr, side="right") - 1
-                    k = np.maximum(k, 0)
-                    elem = (addr - self.shared_offsets[k]) // dt.itemsize
-                    self.shared_itemsize.setdefault(int(k[0]), dt.itemsize)
-                    bufid = self.n_global + k
+                    var = np.maximum(np.searchsorted(self.shared_offsets, addr, side="right") - 1, 0)
+                    elem = (addr - self.shared_offsets[var]) // dt.itemsize
+                    self.shared_itemsize.setdefault(int(var[0]), dt.itemsize)
+                    bufid = self.n_global + var
                 else:
                     elem = addr // dt.itemsize
                     bufid = np.full(len(t), self.n_global + len(self.k.shared))
