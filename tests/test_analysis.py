@@ -19,9 +19,19 @@ GLOBAL_BASE = 0x7000_0000_0000
 class Warps:
     """Builds a synthetic trace: each call records what every warp of one block did."""
 
-    def __init__(self, threads: int, buffers: list[tuple[str, str, int, int]], grid: int = 1, kernel: str = "k"):
+    def __init__(
+        self,
+        threads: int,
+        buffers: list[tuple[str, str, int, int]],
+        grid: int = 1,
+        kernel: str = "k",
+        block_dim: tuple[int, int, int] | None = None,
+    ):
         self.threads, self.grid, self.kernel = threads, grid, kernel
-        self.buffers = [BufferInfo(n, sp, size, size * count, np.dtype(f"f{size}").str) for n, sp, size, count in buffers]
+        self.block_dim = block_dim or (threads, 1, 1)
+        self.buffers = [
+            BufferInfo(n, sp, size, size * count, np.dtype(f"f{size}").str) for n, sp, size, count in buffers
+        ]
         self.bases, shared = [], 0
         for i, b in enumerate(self.buffers):
             self.bases.append(GLOBAL_BASE + i * 0x10000 if b.space == "global" else shared)
@@ -30,8 +40,17 @@ class Warps:
         self.step = 0
         self.epoch = [0] * grid
 
-    def access(self, op: str, buffer: str, index, *, line: int = 1, size: int | None = None, block: int = 0,
-               opcode: str | None = None) -> None:  # fmt: skip
+    def access(
+        self,
+        op: str,
+        buffer: str,
+        index,
+        *,
+        line: int = 1,
+        size: int | None = None,
+        block: int = 0,
+        opcode: str | None = None,
+    ) -> None:
         """Thread t accesses element index[t] (-1: the thread does not take part)."""
         bid = [b.name for b in self.buffers].index(buffer)
         info = self.buffers[bid]
@@ -45,32 +64,64 @@ class Warps:
             if not on.any():
                 continue  # a warp whose lanes all skip the branch issues nothing
             mask = int(np.sum(1 << np.flatnonzero(on).astype(np.uint64)))
-            self._event(block, w, line, info.space, op, opcode or f"{op}.{info.space}.b{size * 8}", mask, size,
-                        np.where(on, self.bases[bid] + idx * info.itemsize, -1), np.where(on, bid, -1),
-                        idx)  # fmt: skip
+            self._event(
+                block,
+                w,
+                line,
+                info.space,
+                op,
+                opcode or f"{op}.{info.space}.b{size * 8}",
+                mask,
+                size,
+                np.where(on, self.bases[bid] + idx * info.itemsize, -1),
+                np.where(on, bid, -1),
+                idx,
+            )
 
     def barrier(self, *, line: int = 1, block: int = 0) -> None:
         for w in range(-(-self.threads // LANES)):
             n = min(LANES, self.threads - w * LANES)
-            self._event(block, w, line, "sync", "bar", "bar.sync", (1 << n) - 1, 0,
-                        np.full(LANES, -1), np.full(LANES, -1), np.full(LANES, -1))  # fmt: skip
+            self._event(
+                block,
+                w,
+                line,
+                "sync",
+                "bar",
+                "bar.sync",
+                (1 << n) - 1,
+                0,
+                np.full(LANES, -1),
+                np.full(LANES, -1),
+                np.full(LANES, -1),
+            )
         self.epoch[block] += 1
 
     def _event(self, block, warp, line, space, op, opcode, mask, size, addr, buf, idx) -> None:
         self.recorder.add(
             {
-                "block": np.array([block]), "warp": np.array([warp]), "epoch": np.array([self.epoch[block]]),
-                "step": np.array([self.step]), "pc": np.array([line]), "ptx_line": np.array([line]),
-                "line": np.array([line]), "space": np.array([space]), "op": np.array([op]),
-                "opcode": np.array([opcode]), "mask": np.array([mask], np.uint32), "size": np.array([size]),
-                "addr": addr[None], "buffer": buf[None], "index": idx[None],
+                "block": np.array([block]),
+                "warp": np.array([warp]),
+                "epoch": np.array([self.epoch[block]]),
+                "step": np.array([self.step]),
+                "pc": np.array([line]),
+                "ptx_line": np.array([line]),
+                "line": np.array([line]),
+                "space": np.array([space]),
+                "op": np.array([op]),
+                "opcode": np.array([opcode]),
+                "mask": np.array([mask], np.uint32),
+                "size": np.array([size]),
+                "addr": addr[None],
+                "buffer": buf[None],
+                "index": idx[None],
             }
-        )  # fmt: skip
+        )
         self.step += 1
 
     def build(self) -> Trace:
-        return self.recorder.build(kernel=self.kernel, grid=(self.grid, 1, 1), block=(self.threads, 1, 1),
-                                   buffers=self.buffers, source=[])  # fmt: skip
+        return self.recorder.build(
+            kernel=self.kernel, grid=(self.grid, 1, 1), block=self.block_dim, buffers=self.buffers, source=[]
+        )
 
 
 def one_warp(addr_index, *, size: int = 4, space: str = "shared", count: int = 4096, op: str = "ld") -> Trace:
@@ -85,13 +136,18 @@ REDUCTION_LINES = {"load": 4, "add": 7, "out": 10}
 
 
 def reduction_trace(variant: str, n: int = 256, blocks: int = 1) -> Trace:
-    w = Warps(n, [("in", "global", 4, n * blocks), ("out", "global", 4, blocks), ("s", "shared", 4, n)], grid=blocks)
+    buffers = [("in", "global", 4, n * blocks), ("out", "global", 4, blocks), ("s", "shared", 4, n)]
+    w = Warps(n, buffers, grid=blocks, kernel=variant)
     tid = np.arange(n)
     for blk in range(blocks):
         w.access("ld", "in", blk * n + tid, line=4, block=blk)
         w.access("st", "s", tid, line=4, block=blk)
         w.barrier(line=5, block=blk)
-        ks = [n >> j for j in range(1, n.bit_length())] if variant == "sequential" else [1 << j for j in range(n.bit_length() - 1)]
+        ks = (
+            [n >> j for j in range(1, n.bit_length())]
+            if variant == "sequential"
+            else [1 << j for j in range(n.bit_length() - 1)]
+        )
         for k in ks:
             if variant == "interleaved":
                 on, a, b = tid % (2 * k) == 0, tid, tid + k
@@ -213,6 +269,22 @@ def test_bank_hits_count_distinct_words_per_bank():
     assert hits.tolist() == [1] + [0] * 31
 
 
+def test_lane_words_say_which_lanes_conflict():
+    lw = analysis.lane_words(one_warp(np.arange(LANES) * 32), 0)
+    assert lw.bank.tolist() == [0] * LANES and lw.conflict.all()
+    lw = analysis.lane_words(one_warp(np.arange(LANES) * 33), 0)
+    assert lw.bank.tolist() == list(range(LANES)) and not lw.conflict.any()
+    lw = analysis.lane_words(one_warp(np.arange(LANES), size=8), 0)  # doubles: two words a lane
+    assert len(lw) == 64 and lw.phase.tolist() == [0] * 32 + [1] * 32 and not lw.conflict.any()
+    assert lw.word.tolist() == list(range(64))
+
+
+def test_lane_sectors():
+    ls = analysis.lane_sectors(one_warp(np.arange(LANES) * 2, space="global"), 0)
+    assert ls.lane.tolist() == list(range(LANES))
+    assert (ls.sector - ls.sector[0]).tolist() == [lane // 4 for lane in range(LANES)]
+
+
 def test_strided_index_reduction_ways_per_step():
     t = reduction_trace("strided")
     bc = analysis.bank_conflicts(t)
@@ -266,8 +338,15 @@ def test_sectors_by_line_and_totals():
     assert by_line.sectors_per_request.tolist() == [32.0, 4.0]
     assert by_line.ideal_per_request.tolist() == [4.0, 4.0]
     tot = analysis.totals(t)
-    assert tot == dict(global_bytes=512, global_requests=4, global_sectors=72, shared_requests=0,
-                       shared_wavefronts=0, barrier_steps=0, atomics=0)  # fmt: skip
+    assert tot == dict(
+        global_bytes=512,
+        global_requests=4,
+        global_sectors=72,
+        shared_requests=0,
+        shared_wavefronts=0,
+        barrier_steps=0,
+        atomics=0,
+    )
 
 
 def test_totals_of_a_reduction():
@@ -430,15 +509,259 @@ def test_atomics_and_contention():
     ct = analysis.contention(t, "hist")
     assert ct.max_lanes.tolist() == [11, 4] and ct.bins.tolist() == [3, 1] and ct.lanes.tolist() == [32, 4]
     assert analysis.totals(t)["atomics"] == 36
+    assert analysis.step_counts(t, "hist").ops.tolist() == [36]  # every lane's update counts, even on one bin
     assert analysis.bank_conflicts(t).ways.tolist() == [1, 1]
 
 
 def test_tables_are_record_arrays_and_empty_traces_work():
     t = Warps(32, [("s", "shared", 4, 32)]).build()
-    for table in (analysis.bank_conflicts(t), analysis.sectors(t), analysis.divergence(t), analysis.steps(t, "s"),
-                  analysis.dataflow(t, "s"), analysis.step_counts(t, "s"), analysis.bank_conflicts_by_line(t),
-                  analysis.sectors_by_line(t), analysis.divergence_by_line(t), analysis.contention(t, "s")):  # fmt: skip
+    for table in (
+        analysis.bank_conflicts(t),
+        analysis.sectors(t),
+        analysis.divergence(t),
+        analysis.steps(t, "s"),
+        analysis.dataflow(t, "s"),
+        analysis.step_counts(t, "s"),
+        analysis.bank_conflicts_by_line(t),
+        analysis.sectors_by_line(t),
+        analysis.divergence_by_line(t),
+        analysis.contention(t, "s"),
+    ):
         assert isinstance(table, np.recarray) and len(table) == 0
     assert analysis.totals(t)["shared_wavefronts"] == 0
     with pytest.raises(KeyError, match="no buffer"):
         analysis.steps(t, "nope")
+
+
+# ---------------------------------------------------------------- real traces from the emulator
+
+REDUCTIONS_CU = r"""
+extern "C" __global__ void interleaved(const float* in, float* out) {
+    extern __shared__ float s[];
+    unsigned tid = threadIdx.x;
+    s[tid] = in[blockIdx.x * blockDim.x + tid];
+    __syncthreads();
+    for (unsigned k = 1; k < blockDim.x; k *= 2) {
+        if (tid % (2 * k) == 0) s[tid] += s[tid + k];  // add
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+extern "C" __global__ void strided(const float* in, float* out) {
+    extern __shared__ float s[];
+    unsigned tid = threadIdx.x;
+    s[tid] = in[blockIdx.x * blockDim.x + tid];
+    __syncthreads();
+    for (unsigned k = 1; k < blockDim.x; k *= 2) {
+        unsigned index = 2 * k * tid;
+        if (index < blockDim.x) s[index] += s[index + k];  // add
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+extern "C" __global__ void sequential(const float* in, float* out) {
+    extern __shared__ float s[];
+    unsigned tid = threadIdx.x;
+    s[tid] = in[blockIdx.x * blockDim.x + tid];
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];  // add
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+// the same tree with the block size known to the compiler: the loop is unrolled
+extern "C" __global__ void __launch_bounds__(256) unrolled(const float* in, float* out) {
+    __shared__ float s[256];
+    unsigned tid = threadIdx.x;
+    s[tid] = in[blockIdx.x * 256 + tid];
+    __syncthreads();
+    #pragma unroll
+    for (unsigned k = 128; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];  // add
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+"""
+
+MEMORY_CU = r"""
+extern "C" __global__ void tile_column(const float* in, float* out) {
+    __shared__ float tile[32][32];
+    __shared__ float padded[32][33];
+    unsigned x = threadIdx.x, y = threadIdx.y;
+    tile[y][x] = in[y * 32 + x];
+    padded[y][x] = in[y * 32 + x];
+    __syncthreads();
+    out[y * 32 + x] = tile[x][y];  // column of tile
+    out[y * 32 + x] += padded[x][y];  // column of padded
+}
+extern "C" __global__ void reads(const float* x, float* y, int stride) {
+    unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    y[t] = x[t * stride];  // read
+}
+extern "C" __global__ void pairs(const float2* x, float* y) {
+    unsigned t = threadIdx.x;
+    float2 v = x[t];  // one 8-byte load per lane
+    y[t] = v.x + v.y;
+}
+extern "C" __global__ void doubles(const double* x, double* y) {
+    __shared__ double s[64];
+    unsigned t = threadIdx.x;
+    s[t] = x[t];
+    s[t + 32] = x[t + 32];
+    __syncthreads();
+    y[t] = s[t] + s[2 * t];  // shared doubles
+}
+extern "C" __global__ void histogram(const unsigned* data, unsigned* hist) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    atomicAdd(&hist[data[i] % 8], 1u);
+}
+"""
+
+
+def line_of(source: str, marker: str) -> int:
+    """The .cu line (1-based) holding `marker`: real tests find lines the way a reader would."""
+    return next(i for i, text in enumerate(source.splitlines(), start=1) if marker in text)
+
+
+@pytest.fixture(scope="module")
+def real_reductions():
+    course = pytest.importorskip("course")
+    previous = course.device().backend
+    course.set_backend("emulator")
+    try:
+        mod = course.Module(code=REDUCTIONS_CU)
+        x = course.asarray(np.arange(512, dtype=np.float32))
+        out = course.zeros(2, np.float32)
+        traces = {}
+        for name in ("interleaved", "strided", "sequential", "unrolled"):
+            traces[name] = mod.get_function(name).trace(
+                (2,), (256,), (x, out), shared_mem=0 if name == "unrolled" else 1024
+            )
+            assert course.asnumpy(out).tolist() == [32640.0, 98176.0]
+        yield traces
+    finally:
+        course.set_backend(previous)
+
+
+@pytest.fixture(scope="module")
+def memory_module():
+    course = pytest.importorskip("course")
+    previous = course.device().backend
+    course.set_backend("emulator")
+    try:
+        yield course, course.Module(code=MEMORY_CU)
+    finally:
+        course.set_backend(previous)
+
+
+def _add_profile(trace: Trace, line: int) -> tuple[list[int], ...]:
+    """Per barrier interval of the add line: worst ways, active lanes, divergent warps."""
+    bc, dv = analysis.bank_conflicts(trace), analysis.divergence(trace)
+    bc, dv = bc[bc.line == line], dv[(dv.line == line) & (dv.op == "st")]
+    return (
+        [int(bc.ways[bc.epoch == e].max()) for e in np.unique(bc.epoch)],
+        [int(dv.active[dv.epoch == e].sum()) for e in np.unique(dv.epoch)],
+        [int((dv.active < dv.possible)[dv.epoch == e].sum()) for e in np.unique(dv.epoch)],
+    )
+
+
+@pytest.mark.parametrize("variant", ["interleaved", "strided", "sequential"])
+def test_real_reductions_match_the_synthetic_ones(real_reductions, variant):
+    real = real_reductions[variant].where(block=0)
+    synthetic = reduction_trace(variant)
+    kernel_start = line_of(REDUCTIONS_CU, f"void {variant}(")
+    add = kernel_start + line_of("\n".join(REDUCTIONS_CU.splitlines()[kernel_start:]), "// add")
+    per_step = [_add_profile(real, add), _add_profile(synthetic, REDUCTION_LINES["add"])]
+    assert per_step[0] == per_step[1]
+    sc_real, sc_syn = analysis.step_counts(real, "s"), analysis.step_counts(synthetic, "s")
+    for col in ("stage", "threads", "warps", "ops", "work", "first_epoch"):
+        assert sc_real[col].tolist() == sc_syn[col].tolist(), col
+
+
+def test_real_strided_reduction_ways_and_interleaved_lanes(real_reductions):
+    bc = analysis.bank_conflicts(real_reductions["strided"])
+    adds = bc[bc.line == line_of(REDUCTIONS_CU, "if (index < blockDim.x)")]
+    assert [int(adds.ways[adds.epoch == e].max()) for e in np.unique(adds.epoch)] == [2, 4, 8, 8, 8, 4, 2, 1]
+    dv = analysis.divergence(real_reductions["interleaved"].where(block=1))
+    adds = dv[(dv.line == line_of(REDUCTIONS_CU, "if (tid % (2 * k) == 0)")) & (dv.op == "st")]
+    assert [int(adds.active[adds.epoch == e].sum()) for e in np.unique(adds.epoch)] == [
+        128,
+        64,
+        32,
+        16,
+        8,
+        4,
+        2,
+        1,
+    ]
+
+
+def test_real_unrolled_reduction_counts_the_same_steps(real_reductions):
+    """With the block size fixed the compiler unrolls the loop; the trace-based counts do not care."""
+    t = real_reductions["unrolled"]
+    sc = analysis.step_counts(t, "s")
+    assert sc.ops[sc.block == 0].tolist() == [0, 128, 64, 32, 16, 8, 4, 2, 1]
+    assert analysis.work_summary(t, "s", block=1) == dict(steps=8, work=255, max_threads=128, barriers=9)
+    assert analysis.totals(t)["barrier_steps"] == 9
+    assert analysis.bank_conflicts(t).ways.max() == 1
+
+
+def test_real_tile_column_with_and_without_padding(memory_module):
+    course, mod = memory_module
+    x, out = course.asarray(np.arange(1024, dtype=np.float32)), course.zeros(1024, np.float32)
+    t = mod.get_function("tile_column").trace((1,), (32, 32), (x, out))
+    by_line = analysis.bank_conflicts_by_line(t)
+    ways = dict(zip(by_line.line.tolist(), by_line.max_ways.tolist()))
+    assert ways[line_of(MEMORY_CU, "// column of tile")] == 32
+    assert ways[line_of(MEMORY_CU, "// column of padded")] == 1
+    assert ways[line_of(MEMORY_CU, "tile[y][x] =")] == 1
+    st = analysis.steps(t, "tile")  # a static __shared__ array, found by its source name
+    reads = st[(st.op == "ld") & (st.warp == 3)]
+    assert reads.index.tolist() == [lane * 32 + 3 for lane in range(32)]
+
+
+@pytest.mark.parametrize("stride, sectors", [(1, 4), (2, 8), (32, 32)])
+def test_real_coalesced_and_strided_reads(memory_module, stride, sectors):
+    course, mod = memory_module
+    x, y = course.asarray(np.zeros(64 * stride, np.float32)), course.zeros(64, np.float32)
+    t = mod.get_function("reads").trace((2,), (32,), (x, y, np.int32(stride)))
+    sc = analysis.sectors(t)
+    reads = sc[(sc.line == line_of(MEMORY_CU, "// read")) & (sc.op == "ld")]
+    assert reads.sectors.tolist() == [sectors, sectors] and reads.ideal.tolist() == [4, 4]
+    writes = sc[sc.op == "st"]
+    assert writes.sectors.tolist() == [4, 4]
+
+
+def test_real_vector_load_is_one_request_of_8_bytes_per_lane(memory_module):
+    course, mod = memory_module
+    x, y = course.asarray(np.zeros(64, np.float32)), course.zeros(32, np.float32)
+    t = mod.get_function("pairs").trace((1,), (32,), (x, y))
+    sc = analysis.sectors(t)
+    load = sc[sc.op == "ld"]
+    assert load.lane_bytes.tolist() == [8] and load.sectors.tolist() == [8] and load.bytes.tolist() == [256]
+    st = analysis.steps(t, "x")
+    assert st.index.tolist() == list(range(64))  # each lane covers two floats
+
+
+def test_real_shared_doubles(memory_module):
+    course, mod = memory_module
+    x, y = course.asarray(np.arange(64, dtype=np.float64)), course.zeros(32, np.float64)
+    t = mod.get_function("doubles").trace((1,), (32,), (x, y))
+    bc = analysis.bank_conflicts(t)
+    assert set(bc.lane_bytes.tolist()) == {8}
+    ld = bc[(bc.line == line_of(MEMORY_CU, "// shared doubles")) & (bc.op == "ld")]
+    assert sorted(ld.ways.tolist()) == [2, 4]  # s[t]: two clean half-warps; s[2t]: 2-way in each
+    assert bc.phases.max() == 2
+
+
+def test_real_histogram_atomics(memory_module):
+    course, mod = memory_module
+    data = np.arange(64, dtype=np.uint32) % 3
+    hist = course.zeros(8, np.uint32)
+    t = mod.get_function("histogram").trace((2,), (32,), (course.asarray(data), hist))
+    assert course.asnumpy(hist)[:3].tolist() == [22, 21, 21]
+    ct = analysis.contention(t, "hist")
+    assert ct.max_lanes.tolist() == [11, 11] and ct.bins.tolist() == [3, 3]
+    assert analysis.totals(t)["atomics"] == 64

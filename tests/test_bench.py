@@ -41,7 +41,9 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> dict:
 def rec(topic: str, kernel: str, kind: str, size: Any, ms: float, *, copy_ms: float, cupy_ms: float,
         dtype: str = "float32", dist: str | None = None) -> dict:  # fmt: skip
     """A synthetic record: one run of `ms` milliseconds."""
-    return bench.make_record(topic, kernel, kind, size, dtype, dist, [ms], copy_ms=copy_ms, cupy_ms=cupy_ms, env=ENV)
+    return bench.make_record(
+        topic, kernel, kind, size, dtype, dist, [ms], copy_ms=copy_ms, cupy_ms=cupy_ms, env=ENV
+    )
 
 
 def reduction_records(sizes: tuple[int, ...] = (2**16, 2**20, 2**24)) -> list[dict]:
@@ -160,7 +162,7 @@ def test_histogram_distributions() -> None:
 
 def test_host_inputs_per_topic() -> None:
     (x,) = bench.host_inputs("reduction", 1000, "int32")
-    assert x.dtype == np.int32 and x.shape == (1000,) and -8 <= x.min() and x.max() < 8
+    assert x.dtype == np.int32 and x.shape == (1000,) and x.min() >= -8 and x.max() < 8
     (a,) = bench.host_inputs("transpose", (1111, 113), "float32")
     assert a.dtype == np.float32 and a.shape == (1111, 113)
     x, y = bench.host_inputs("dot", 512, "float32")
@@ -182,9 +184,9 @@ def test_input_sets_are_separate_copies(emulator_backend: course.Device) -> None
 
 
 def test_register_and_replace(registry: dict) -> None:
-    bench.register("reduction", "reduce1", lambda inputs: (lambda: None))
-    bench.register("reduction", "reduce2", lambda inputs: (lambda: None), dtypes=["int32"])
-    bench.register("reduction", "reduce1", lambda inputs: (lambda: None), dtypes=("float32",))
+    bench.register("reduction", "reduce1", lambda inputs: lambda: None)
+    bench.register("reduction", "reduce2", lambda inputs: lambda: None, dtypes=["int32"])
+    bench.register("reduction", "reduce1", lambda inputs: lambda: None, dtypes=("float32",))
     cases = bench.registered("reduction")
     assert [c.kernel for c in cases] == ["reduce1", "reduce2"]
     assert cases[0].accepts("float32") and not cases[0].accepts("int32")
@@ -202,7 +204,7 @@ def test_register_and_replace(registry: dict) -> None:
 )
 def test_register_rejects(registry: dict, topic: str, kernel: str, dtypes: Any, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        bench.register(topic, kernel, lambda inputs: (lambda: None), dtypes=dtypes)
+        bench.register(topic, kernel, lambda inputs: lambda: None, dtypes=dtypes)
 
 
 def test_as_steps() -> None:
@@ -287,7 +289,9 @@ def test_record_fields_and_ratios() -> None:
 
 def test_record_median_of_runs() -> None:
     times = [1.0] * 10 + [3.0] * 11
-    r = bench.make_record("dot", "dot2", "kernel", 2**20, "float32", None, times, copy_ms=1.0, cupy_ms=1.0, env=ENV)
+    r = bench.make_record(
+        "dot", "dot2", "kernel", 2**20, "float32", None, times, copy_ms=1.0, cupy_ms=1.0, env=ENV
+    )
     assert r["ms"] == 3.0 and r["ms_min"] == 1.0 and r["ms_max"] == 3.0 and r["runs"] == 21
 
 
@@ -341,7 +345,11 @@ def test_plot_labels_dtype_and_distribution_when_several() -> None:
         rec("reduction", "reduce3", "kernel", n, 1.0, copy_ms=1.0, cupy_ms=1.0, dtype=dt)
         for n in (2**16, 2**20)
         for dt in ("float32", "int32")
-    ] + [rec("histogram", "hist1", "kernel", 2**16, 1.0, copy_ms=1.0, cupy_ms=1.0, dtype="uint8", dist="skewed")]
+    ] + [
+        rec(
+            "histogram", "hist1", "kernel", 2**16, 1.0, copy_ms=1.0, cupy_ms=1.0, dtype="uint8", dist="skewed"
+        )
+    ]
     bench.plot(records, ax)
     labels = {line.get_label() for line in ax.get_lines()}
     assert labels == {"reduce3 float32", "reduce3 int32", "hist1 uint8 skewed"}  # no copy rows: no ceiling
@@ -542,7 +550,7 @@ def test_cli_on_the_emulator_writes_nothing(
 ) -> None:  # fmt: skip
     monkeypatch.setattr(bench, "load_topic_modules", lambda topics: [])
     assert bench.main(["scan", "--out", str(tmp_path / "out")]) == 0
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert "Timings need a GPU" in err and "Nothing is written" in err
     assert "1/1" in err  # the progress bar
     assert not (tmp_path / "out").exists()

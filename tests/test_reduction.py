@@ -87,11 +87,15 @@ class TestArticleBugs:
         grid = n // 128  # the article's launch: as many blocks as for kernel 1
         t = reduction.trace("reduce7_article", x, block=128, blocks=grid)
         loads = t.where(space="global", op="ld")
-        per_thread = np.bincount(loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1)))
+        per_thread = np.bincount(
+            loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1))
+        )
         assert per_thread.max() == 2  # one pair per thread: "multiple elements" never happens
         t = reduction.trace("reduce7", x, block=128, blocks=4)
         loads = t.where(space="global", op="ld")
-        per_thread = np.bincount(loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1)))
+        per_thread = np.bincount(
+            loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1))
+        )
         assert per_thread.min() == n // (4 * 128)
 
     def test_the_timer_is_written_by_every_thread(self, emulator_backend):

@@ -265,8 +265,9 @@ def _exact_mul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p, e = _two_prod(a, b)
     s, t = _two_sum(p, c)
-    rest = t + e
+    rest, rest_err = _two_sum(t, e)
     hi, lo = _two_sum(s, rest)  # renormalised: hi is the nearest double to the exact value
+    lo = lo + rest_err
     keep = ~np.isfinite(s) | (rest == 0)  # infinities, and the sign of an exact zero (-0 + -0)
     return np.where(keep, s, hi), np.where(keep, 0.0, lo)
 
@@ -339,13 +340,14 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     )
     p, e = _two_prod(a, b)
     r, t = _two_sum(p, c)
-    fused = r + (t + e)
+    rest, rest_err = _two_sum(t, e)
+    fused = r + rest  # one rounding of the exact value, unless t + e itself was rounded
     finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
     # Dekker's split is exact only away from underflow and overflow; zeros need their IEEE sign
     big = 2.0**990
     risky = finite & (
         (np.abs(p) < 2.0**-960) | (np.abs(p) > big) | (np.abs(a) > big) | (np.abs(b) > big)
-        | (np.abs(c) > big) | (fused == 0) | ~np.isfinite(fused)
+        | (np.abs(c) > big) | (fused == 0) | ~np.isfinite(fused) | (rest_err != 0)
     )  # fmt: skip
     out = np.where(finite, fused, a * b + c)
     for k in zip(*np.nonzero(risky)):
@@ -983,6 +985,8 @@ def _mov(instr: Instr, ctx: Any) -> Op:
 @builds("cvt")
 def _cvt(instr: Instr, ctx: Any) -> Op:
     types = [p for p in instr.parts if p in DT]
+    if len(types) != 2 or any(p in instr.parts for p in ("tf32", "e4m3x2", "e5m2x2", "rna")):
+        raise UnsupportedInstruction(f"the emulator does not implement the conversion '{instr.opcode}'")
     dt, st = dtype(types[0]), dtype(types[1])
     mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), "")
     sat, ftz = "sat" in instr.parts, "ftz" in instr.parts
