@@ -540,6 +540,7 @@ class Machine:
         if kind == "exit":
             self.state[t] = EXIT
             self.barrier_pending = True
+            self.record_sync(op.instr, idx, "exit")
         elif kind == "bar":
             self.pc[t] = p + 1
         elif kind == "call":

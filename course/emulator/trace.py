@@ -24,7 +24,7 @@ EVENT_COLUMNS: dict[str, Any] = {
     "ptx_line": np.int32,  # line in the PTX text
     "line": np.int32,  # line in the .cu source (0 where unknown)
     "space": "U6",  # global, shared, local, const, param, reg (shuffles), sync (barriers)
-    "op": "U5",  # ld, st, atom, red, shfl, vote, match, bar
+    "op": "U5",  # ld, st, atom, red, shfl, vote, match, bar, exit
     "opcode": "U32",  # the full PTX opcode, e.g. "atom.global.add.u32"
     "mask": np.uint32,  # active lanes, bit i = lane i
     "size": np.int16,  # bytes per lane (16 for a .v4.f32 access)

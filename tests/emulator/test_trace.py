@@ -99,7 +99,8 @@ def test_a_million_threads_traced_with_a_block_filter(emulator_backend):
     t = k.trace((n // 256,), (256,), (course.asarray(x), y, np.int32(n)), blocks=range(0, 4096, 1024))
     np.testing.assert_array_equal(course.asnumpy(y), 2 * x)
     assert sorted(set(t.block)) == [0, 1024, 2048, 3072]
-    assert len(t) == 4 * 8 * 2  # 4 blocks x 8 warps x (load + store)
+    assert len(t.where(space="global")) == 4 * 8 * 2  # 4 blocks x 8 warps x (load + store)
+    assert len(t.where(op="exit")) == 4 * 8  # and each warp's exit
 
 
 def test_thread_ids_and_lanes_agree_with_masks(mod, rng):
