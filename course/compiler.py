@@ -98,20 +98,22 @@ def _nvrtc(
         for name in names:
             _check(nvrtc.nvrtcAddNameExpression(prog, name.encode())[0], name)
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        # NVRTC writes into the buffer it is given: never hand it a bytes object (an empty log
+        # is one byte, and b" " * 1 is CPython's shared b" ", which it would overwrite)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(max(size, 1))
         nvrtc.nvrtcGetProgramLog(prog, log)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(explain_log(log.decode(errors="replace").rstrip("\x00 \n"), source))
+            raise CompileError(explain_log(bytes(log).decode(errors="replace").rstrip("\x00 \n"), source))
         _, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * size
+        ptx = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, ptx)
         lowered = {}
         for name in names:
             err, low = nvrtc.nvrtcGetLoweredName(prog, name.encode())
             _check(err, name)
             lowered[name] = low.decode()
-        return ptx.decode().rstrip("\x00"), lowered
+        return bytes(ptx).decode().rstrip("\x00"), lowered
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

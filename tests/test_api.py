@@ -227,3 +227,12 @@ def test_trace_writes_outputs_like_a_launch(backend, rng):
     assert set(t.buffers[b].name for b in np.unique(loads.buffer[loads.buffer >= 0])) == {"x", "y"}
     last = loads.select(loads.warp == 3)
     assert bin(int(last.mask[0])).count("1") == n - 96  # only the lanes with i < n load
+
+
+def test_compiling_leaves_python_bytes_alone(tmp_path, monkeypatch):
+    """NVRTC writes its log into the buffer it is given; a shared bytes object must never be it."""
+    import struct
+
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))  # a fresh cache: NVRTC really runs
+    compiler.compile_ptx(SAXPY + "\n// fresh\n")
+    assert struct.pack("<B", 32) == b" " and b" "[0] == 32
