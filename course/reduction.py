@@ -65,7 +65,7 @@ VERSIONS: dict[str, Version] = {
         ),
         Version("reduce4_article", "first add during load, as in the article", 2,
                 article_bug="reads x[i + blockDim.x] past the end when n is not a multiple of 2*block"),
-        Version("reduce5_article", "unroll the last warp, as in the article", 2, blocks=(64, 128, 256, 512, 1024),
+        Version("reduce5_article", "unroll the last warp, as in the article", 2,
                 article_bug="warp-synchronous volatile code races since Volta; blocks < 64 read past shared memory"),
         Version("reduce6_article", "completely unrolled, as in the article", 2, template=True,
                 article_bug="the same warp-synchronous race as kernel 5"),
@@ -238,3 +238,75 @@ def _bench_setup(name: str) -> bench.Setup:
 
 for _name in STORY + BEYOND:
     bench.register("reduction", _name, _bench_setup(_name))
+
+
+# ---------------------------------------------------------------- the interactive panel
+
+
+def metrics(t: Trace) -> dict[str, Any]:
+    """The numbers the reduction story is about, read from a trace of one block."""
+    from . import analysis
+
+    out: dict[str, Any] = {}
+    names = {b.name for b in t.buffers}
+    if "sdata" in names:
+        work = analysis.work_summary(t, "sdata", block=int(t.block[0]) if len(t) else 0)
+        out["barrier steps"] = work["steps"]
+        out["additions in shared memory"] = work["work"]
+    shared = analysis.bank_conflicts(t)
+    if len(shared):
+        out["shared requests"] = len(shared)
+        out["worst bank conflict"] = f"{int(shared.ways.max())}-way"
+        out["shared wavefronts"] = int(shared.ways.sum())
+    div = analysis.divergence(t)
+    if len(div):
+        partial = div.active < div.lanes if "lanes" in div.dtype.names else div.active < 32
+        out["warp instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
+    glob = analysis.sectors(t.where(op="ld"))
+    if len(glob):
+        out["global sectors per load"] = round(float(glob.sectors.sum()) / len(glob), 2)
+    return out
+
+
+def time_ms(name: str, x: np.ndarray, block: int) -> float:
+    """Median GPU time of the whole sum (version `name`, then the block sums), in ms."""
+    out, launches = device_total(name, gpu.asarray(x), block=block)
+
+    def run() -> None:
+        for step in launches:
+            step()
+
+    return float(np.median(bench.time_runs([run], runs=20)))
+
+
+def panel(version: str = "reduce1", n: int = 1000, block: int = 128) -> Any:
+    """The reduction panel: every version, N and block size, drawn from the trace of block 0."""
+    from . import draw, widgets
+
+    def run(name: str, x: np.ndarray, b: int) -> Any:
+        return total(name, x, block=b)
+
+    def check(got: Any, x: np.ndarray) -> str:
+        return "" if matches(got, x) else f"got {got}, NumPy says {reference(x)}"
+
+    def picture(ax: Any, t: Trace) -> Any:
+        if "sdata" in {b.name for b in t.buffers}:
+            return draw.reduction_tree(ax, t, "sdata")
+        return draw.grid_stride_map(ax, t, "x")
+
+    spec = widgets.Spec(
+        title="Reduction",
+        versions={name: v.title for name, v in VERSIONS.items()},
+        blocks=lambda name: VERSIONS[name].blocks,
+        make_input=lambda n, rng: np.arange(1, n + 1, dtype=np.uint32),  # the article's 1 + 2 + ... + N
+        run=run,
+        check=check,
+        trace=lambda name, x, b: trace(name, x, block=b),
+        draw=picture,
+        metrics=metrics,
+        time_ms=time_ms,
+        version=version,
+        n=n,
+        block=block,
+    )
+    return widgets.panel(spec)

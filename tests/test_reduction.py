@@ -9,6 +9,7 @@ import course
 from course import reduction
 
 CORRECT = reduction.STORY + reduction.BEYOND + ("reduce3_timed",)
+# reduce5_article works for blocks of 64 and more (its race needs the checker to show)
 
 
 def _sizes(block: int) -> list[int]:
@@ -68,12 +69,9 @@ class TestArticleBugs:
 
     def test_kernel5_small_blocks_read_past_shared_memory(self, emulator_backend):
         x = np.arange(1, 1001, dtype=np.uint32)
-        with pytest.raises(ValueError, match="needs a block size in"):
-            reduction.total("reduce5_article", x, block=32)
-        k = reduction.kernel("reduce5_article", np.uint32, 64)
-        out = course.zeros(16, np.int64)
         with pytest.raises(course.OutOfBoundsError, match=r"shared offset 256.*sdata\[tid \+ 32\]"):
-            k((16,), (32,), (course.asarray(x), out, np.int32(1000)), shared_mem=32 * 8)
+            reduction.total("reduce5_article", x, block=32)
+        assert reduction.total("reduce5_article", x, block=64) == 500500
         assert reduction.total("reduce5", x, block=32) == 500500
 
     def test_kernel7_reads_past_the_end(self, emulator_backend):
