@@ -260,7 +260,7 @@ def metrics(t: Trace) -> dict[str, Any]:
         out["shared wavefronts"] = int(shared.ways.sum())
     div = analysis.divergence(t)
     if len(div):
-        partial = div.active < div.lanes if "lanes" in div.dtype.names else div.active < 32
+        partial = div.active < div.lanes
         out["warp instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
     glob = analysis.sectors(t.where(op="ld"))
     if len(glob):
@@ -270,7 +270,7 @@ def metrics(t: Trace) -> dict[str, Any]:
 
 def time_ms(name: str, x: np.ndarray, block: int) -> float:
     """Median GPU time of the whole sum (version `name`, then the block sums), in ms."""
-    out, launches = device_total(name, gpu.asarray(x), block=block)
+    _, launches = device_total(name, gpu.asarray(x), block=block)
 
     def run() -> None:
         for step in launches:
