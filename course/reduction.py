@@ -260,7 +260,7 @@ def metrics(t: Trace) -> dict[str, Any]:
         out["shared wavefronts"] = int(shared.ways.sum())
     div = analysis.divergence(t)
     if len(div):
-        partial = div.active < div.lanes
+        partial = div.active < div.possible
         out["warp instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
     glob = analysis.sectors(t.where(op="ld"))
     if len(glob):
