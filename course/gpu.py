@@ -131,7 +131,22 @@ class EmulatorArray:
 
     def __init__(self, data: np.ndarray, *, initialized: bool = True):
         self._data = np.ascontiguousarray(data)
-        self.initialized = initialized  # False for course.empty(): the checker reads this
+        # per element (flat): written since course.empty()? None once all are; the checker reads it
+        self._written: np.ndarray | None = None
+        self.initialized = initialized
+
+    @property
+    def initialized(self) -> bool:
+        """Whether every element holds a value (False for course.empty() until kernels wrote it all)."""
+        return self._written is None
+
+    @initialized.setter
+    def initialized(self, value: bool) -> None:
+        self._written = None if value else np.zeros(self._data.size, bool)
+
+    def initialized_elements(self) -> np.ndarray:
+        """Per element (flat, C order): whether it was ever written since course.empty()."""
+        return np.ones(self._data.size, bool) if self._written is None else self._written.copy()
 
     shape = property(lambda self: self._data.shape)
     dtype = property(lambda self: self._data.dtype)
@@ -147,7 +162,9 @@ class EmulatorArray:
         return self._data.copy()
 
     def copy(self) -> EmulatorArray:
-        return EmulatorArray(self._data.copy(), initialized=self.initialized)
+        out = EmulatorArray(self._data.copy())
+        out._written = None if self._written is None else self._written.copy()
+        return out
 
     def fill(self, value: Any) -> None:
         self._data.fill(value)

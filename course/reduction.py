@@ -125,18 +125,18 @@ def check_block(v: Version, block: int) -> None:
         raise ValueError(f"{v.name} needs a block size in {list(v.blocks)}; got {block!r}")
 
 
-def grid_size(name: str, n: int, block: int, blocks: int | None = None) -> int:
+def grid_size(name: str, n: int, block: int, grid: int | None = None) -> int:
     """Blocks to launch: enough to cover n, or for grid-stride kernels a few per SM.
 
-    `blocks` overrides the choice (the article launches kernel 7 with n/block blocks).
+    `grid` overrides the choice (the article launches kernel 7 with n/block blocks).
     """
     v = version(name)
     if n < 1:
         raise ValueError(f"n must be at least 1, not {n}")
-    if blocks is not None:
-        if blocks < 1:
-            raise ValueError(f"blocks must be at least 1, not {blocks}")
-        return int(blocks)
+    if grid is not None:
+        if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 1:
+            raise ValueError(f"grid must be a number of blocks, at least 1; got {grid!r}")
+        return int(grid)
     covering = -(-n // (block * v.per_thread))
     if not v.grid_stride:
         return covering
@@ -160,7 +160,7 @@ def _as_input(x: Any) -> Any:
     return x
 
 
-def launch(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> tuple[Any, bench.Launch]:
+def launch(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> tuple[Any, bench.Launch]:
     """Prepare (not run) version `name` on x: its output array and the launch."""
     v = version(name)
     dx = _as_input(x)
@@ -168,13 +168,13 @@ def launch(name: str, x: Any, *, block: int = 128, blocks: int | None = None) ->
     if n >= 2**31:
         raise ValueError(f"the kernels index with int: n must be below 2**31, not {n}")
     acc = accumulator(dx.dtype)
-    grid = grid_size(name, n, block, blocks)
-    out = gpu.zeros(1 if v.name == "reduce_single_pass" else grid, acc)
-    extra = {"partial": gpu.zeros(grid, acc), "time": gpu.zeros(1, np.int64)}
+    blocks = grid_size(name, n, block, grid)
+    out = gpu.zeros(1 if v.name == "reduce_single_pass" else blocks, acc)
+    extra = {"partial": gpu.zeros(blocks, acc), "time": gpu.zeros(1, np.int64)}
     args: tuple = (dx, *[extra[e] for e in v.extra_args if e == "partial"], out, np.int32(n))
     args += tuple(extra[e] for e in v.extra_args if e == "time")
     k = kernel(name, dx.dtype, block)
-    return out, bench.Launch(k, (grid,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block))
+    return out, bench.Launch(k, (blocks,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block))
 
 
 def device_total(name: str, x: Any, *, block: int = BENCH_BLOCK) -> tuple[Any, list[bench.Launch]]:
@@ -187,16 +187,16 @@ def device_total(name: str, x: Any, *, block: int = BENCH_BLOCK) -> tuple[Any, l
     return total_out, [first, second]
 
 
-def block_sums(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> Any:
+def block_sums(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> Any:
     """Launch version `name` on x; return its output array (one sum per block)."""
-    out, run = launch(name, x, block=block, blocks=blocks)
+    out, run = launch(name, x, block=block, grid=grid)
     run()
     return out
 
 
-def total(name: str, x: Any, *, block: int = 128, blocks: int | None = None) -> Any:
+def total(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> Any:
     """The sum of x by version `name`: the block sums added on the host, as the article does."""
-    return finish(block_sums(name, x, block=block, blocks=blocks))
+    return finish(block_sums(name, x, block=block, grid=grid))
 
 
 def finish(out: Any) -> Any:
@@ -205,9 +205,11 @@ def finish(out: Any) -> Any:
     return sums.sum(dtype=sums.dtype)
 
 
-def trace(name: str, x: Any, *, block: int = 128, blocks: int | None = None, **trace_kw: Any) -> Trace:
-    """Run version `name` on the emulator and return its trace (the output is discarded)."""
-    _, run = launch(name, x, block=block, blocks=blocks)
+def trace(name: str, x: Any, *, block: int = 128, grid: int | None = None, **trace_kw: Any) -> Trace:
+    """Run version `name` on the emulator and return its trace (the output is discarded).
+
+    `trace_kw` goes to Kernel.trace: `blocks=[0]` records block 0 only, `spaces={"shared"}`."""
+    _, run = launch(name, x, block=block, grid=grid)
     return run.kernel.trace(run.grid, run.block, run.args, shared_mem=run.shared_mem, **trace_kw)
 
 
@@ -310,3 +312,56 @@ def panel(version: str = "reduce1", n: int = 1000, block: int = 128) -> Any:
         block=block,
     )
     return widgets.panel(spec)
+
+
+# ---------------------------------------------------------------- numbers the notebook tells the story with
+
+
+def step_table(name: str, n: int = 256, block: int = 256, dtype: Any = np.float32) -> list[dict[str, Any]]:
+    """Block 0's tree step by step: threads and warps that add, warps with idle lanes, worst
+    bank conflict of the step's shared accesses. Read from the trace of version `name`.
+
+    float32 by default: 4-byte shared words, one per bank, as in Harris's slides (the
+    article's long long words take two banks, so every access counts at least 2 ways)."""
+    from . import analysis
+
+    t = trace(name, np.arange(1, n + 1).astype(dtype), block=block, blocks=[0])
+    counts = analysis.step_counts(t, "sdata")
+    shared = analysis.bank_conflicts(t)
+    div = analysis.divergence(t.where(space="shared"))
+    rows = []
+    for c in counts[counts.ops > 0]:
+        epochs = (shared.epoch >= c.first_epoch) & (shared.epoch <= c.last_epoch) & (shared.op == "st")
+        writers = div[(div.epoch >= c.first_epoch) & (div.epoch <= c.last_epoch) & (div.op == "st")]
+        rows.append({
+            "step": int(c.stage), "threads adding": int(c.threads), "warps busy": int(c.warps),
+            "of them divergent": int((writers.active < writers.possible).sum()),
+            "worst bank conflict": f"{int(shared.ways[epochs].max()) if epochs.any() else 0}-way",
+        })  # fmt: skip
+    return rows
+
+
+def loads_per_thread(name: str, n: int, block: int = 128, grid: int | None = None) -> dict[str, int]:
+    """How many elements of x each thread loaded (min and max over threads), from the trace."""
+    t = trace(name, np.ones(n, np.uint32), block=block, grid=grid, spaces={"global"})
+    loads = t.where(op="ld")
+    x_id = t.buffer_id("x")
+    lanes = loads.lanes() & (loads.buffer == x_id)
+    per_elem = max(1, int(loads.size[0]) // 4) if len(loads) else 1
+    thread = loads.thread_ids()[lanes] + block * np.repeat(loads.block, lanes.sum(axis=1))
+    blocks = grid_size(name, n, block, grid)
+    counts = np.bincount(thread, minlength=blocks * block) * per_elem
+    return {"blocks": blocks, "fewest": int(counts.min()), "most": int(counts.max())}
+
+
+def writes_to(name: str, buffer: str, n: int = 512, block: int = 128) -> int:
+    """How many threads stored to `buffer` (e.g. the article's `time`) in one launch."""
+    t = trace(name, np.ones(n, np.uint32), block=block, spaces={"global"})
+    stores = t.where(op="st")
+    return int((stores.buffer == t.buffer_id(buffer)).sum())
+
+
+def warp_syncs(name: str, block: int = 128) -> int:
+    """__syncwarp() calls warp 0 of block 0 makes: 0 for the article's warp-synchronous code."""
+    t = trace(name, np.ones(4 * block, np.uint32), block=block, blocks=[0], spaces={"sync"})
+    return int(((t.opcode == "bar.warp.sync") & (t.warp == 0)).sum())

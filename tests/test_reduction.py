@@ -83,13 +83,13 @@ class TestArticleBugs:
         n = 4096
         x = np.ones(n, np.uint32)
         grid = n // 128  # the article's launch: as many blocks as for kernel 1
-        t = reduction.trace("reduce7_article", x, block=128, blocks=grid)
+        t = reduction.trace("reduce7_article", x, block=128, grid=grid)
         loads = t.where(space="global", op="ld")
         per_thread = np.bincount(
             loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1))
         )
         assert per_thread.max() == 2  # one pair per thread: "multiple elements" never happens
-        t = reduction.trace("reduce7", x, block=128, blocks=4)
+        t = reduction.trace("reduce7", x, block=128, grid=4)
         loads = t.where(space="global", op="ld")
         per_thread = np.bincount(
             loads.thread_ids()[loads.lanes()] + 128 * np.repeat(loads.block, loads.lanes().sum(1))

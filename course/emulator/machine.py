@@ -59,6 +59,19 @@ def _storage(t: str) -> np.dtype:
 
 
 @dataclass
+class Fault:
+    """What the KernelFault being raised is about, as data: the bug checker turns it into a finding."""
+
+    kind: str  # out-of-bounds, misaligned, barrier (a block's threads at different bar.sync), collective
+    pc: int  # the instruction (-1 for a barrier: see the threads' bar_pc)
+    threads: np.ndarray  # machine thread ids at fault (barrier: every thread of the block)
+    addr: np.ndarray | None = None  # their addresses (collective: the mask's lanes that are elsewhere)
+    space: str = ""
+    op: str = ""
+    size: int = 0
+
+
+@dataclass
 class SharedVar:
     name: str
     offset: int
@@ -228,7 +241,10 @@ class _Builder:
             self.prefix = "" if self.is_entry else fn.name + "::"
             for ins in fn.instrs:
                 self.index = len(code)
-                code.append(ops.build(ins, self))
+                op = ops.build(ins, self)
+                if ins.parts[0] in ("membar", "fence"):  # recorded: the bug checker orders blocks by them
+                    op.run = lambda m, idx, ins=ins: m.record_sync(ins, idx, "fence")
+                code.append(op)
         return Compiled(
             name=self.entry.name, code=code, storage=self.reg_types, shared=self.shared,
             static_shared=static, dynamic_offset=dyn_off, dynamic_names=frozenset(dynamic[:1] and [dynamic[0].split("$")[0]]),
@@ -338,9 +354,16 @@ def run_kernel(
     kernel_name: str | None = None,
     recorder: TraceRecorder | None = None,
     budget: int | None = None,
+    written: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Trace | None:
-    """Run one launch. Arrays in `args` are written in place. Returns a Trace if recording."""
-    m = Machine(program, entry, grid, block, args, shared_mem, kernel_name or entry, recorder, budget)
+    """Run one launch. Arrays in `args` are written in place. Returns a Trace if recording.
+
+    `written`: (array, byte mask) pairs; every byte of the array a thread stores to (or updates
+    atomically) is set True in its mask (how `course.empty` arrays learn what is initialised).
+    """
+    m = Machine(
+        program, entry, grid, block, args, shared_mem, kernel_name or entry, recorder, budget, written=written
+    )
     with np.errstate(all="ignore"):
         m.run()
     return m.trace() if recorder is not None else None
@@ -358,6 +381,8 @@ class Machine:
         kernel_name: str,
         recorder: TraceRecorder | None,
         budget: int | None,
+        *,
+        written: list[tuple[np.ndarray, np.ndarray]] | None = None,
     ):
         self.program = program
         self.fn = program.entry(entry)
@@ -385,6 +410,8 @@ class Machine:
         self.shared_offsets = np.array([s.offset for s in self.k.shared], np.int64)
         self.shared_sizes = [shared_mem if s.name in self.k.dynamic_names else s.size for s in self.k.shared]
         self.shared_itemsize: dict[int, int] = {}
+        self.fault: Fault | None = None  # what the KernelFault being raised is about (for the checker)
+        self.written = {self.mem.add_buffer("", a): mask for a, mask in written or ()}  # base -> byte mask
 
     def _map_args(self, args: list[tuple[str, Any]]) -> None:
         for (cname, value), p in zip(args, self.fn.params):
@@ -618,6 +645,7 @@ class Machine:
             tids = np.flatnonzero((bp == p) & (st == BAR))
             where.append(f"threads {_ranges(tids)} wait {self.program.where(self.k.code[int(p)].instr)}")
         exited = np.flatnonzero(st[: self.tpb] == EXIT)
+        self.fault = Fault("barrier", -1, slot * self.tpb_pad + np.arange(self.tpb))
         if len(exited):
             where.append(f"threads {_ranges(exited)} have exited")
         raise BarrierError(
@@ -640,6 +668,7 @@ class Machine:
         missing = masks & alive_bits[warp_first >> 5] & ~here
         if missing.any():
             k = int(np.flatnonzero(missing)[0])
+            self.fault = Fault("collective", self.cur_pc, t, missing.astype(np.int64))
             raise BarrierError(
                 f"{self.name}: {self.who(int(t[k]))} runs '{instr.opcode}' with member mask "
                 f"{int(masks[k]):#010x}, but lanes {int(missing[k]):#010x} of its warp are elsewhere "
@@ -846,6 +875,7 @@ class Machine:
         bad = check_alignment(addr, size)
         if bad is not None:
             k = int(np.flatnonzero(bad)[0])
+            self.fault = Fault("misaligned", self.cur_pc, t[bad], addr[bad], space, op, size)
             raise_misaligned(
                 int(addr[k]), size, f"{self.name}: {self.who(int(t[k]))}", self.program.where(instr)
             )
@@ -882,6 +912,9 @@ class Machine:
                 usable = buf.data.size // dt.itemsize * dt.itemsize
                 arr = buf.data[:usable].view(dt)
             groups.append((sel, arr, (a - buf.base) // dt.itemsize))
+            mask = self.written.get(buf.base) if self.written and op != "ld" else None
+            if mask is not None:
+                mask[((a - buf.base)[:, None] + np.arange(size)).reshape(-1)] = True
             if self.recorder is not None:
                 rec_space = buf.space if space == "global" else space
                 if self.recorder.wants_space(rec_space):
@@ -894,6 +927,7 @@ class Machine:
         self, instr: Instr, addr: np.ndarray, inside: np.ndarray, t: np.ndarray, op: str, size: int
     ) -> None:
         k = int(np.flatnonzero(~inside)[0])
+        self.fault = Fault("out-of-bounds", self.cur_pc, t[~inside], addr[~inside], "global", op, size)
         others = int((~inside).sum()) - 1
         verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
         raise_out_of_bounds(
@@ -906,6 +940,7 @@ class Machine:
         self, instr: Instr, space: str, addr: np.ndarray, out: np.ndarray, t: np.ndarray, op: str, size: int
     ) -> None:
         k = int(np.flatnonzero(out)[0])
+        self.fault = Fault("out-of-bounds", self.cur_pc, t[out], addr[out], space, op, size)
         verb = {"ld": "read", "st": "write"}.get(op, f"{op} (atomic)")
         used = self.shared_used if space == "shared" else self.k.local_size
         detail = ""
@@ -1002,10 +1037,10 @@ class Machine:
 
     def trace(self) -> Trace:
         assert self.recorder is not None
-        bufs = [BufferInfo(b.name, b.space, b.itemsize, b.nbytes, b.dtype) for b in self.mem.buffers]
+        bufs = [BufferInfo(b.name, b.space, b.itemsize, b.nbytes, b.dtype, b.base) for b in self.mem.buffers]
         for i, s in enumerate(self.k.shared):
             item = self.shared_itemsize.get(i, 4)
-            bufs.append(BufferInfo(source_name(s.name), "shared", item, self.shared_sizes[i], ""))
+            bufs.append(BufferInfo(source_name(s.name), "shared", item, self.shared_sizes[i], "", s.offset))
         bufs.append(BufferInfo("local", "local", 1, self.k.local_size, ""))
         return self.recorder.build(
             kernel=self.name,

@@ -43,6 +43,7 @@ class BufferInfo:
     itemsize: int  # element size the index column counts in
     nbytes: int
     dtype: str  # NumPy dtype string of the array ("" for untyped memory)
+    base: int = 0  # where it starts: global byte address, or offset in the block's shared window
 
 
 @dataclass
