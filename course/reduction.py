@@ -12,6 +12,7 @@ element, kernels 4-6 two, kernel 7 and later ones a grid-stride loop over a fixe
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -365,3 +366,144 @@ def warp_syncs(name: str, block: int = 128) -> int:
     """__syncwarp() calls warp 0 of block 0 makes: 0 for the article's warp-synchronous code."""
     t = trace(name, np.ones(4 * block, np.uint32), block=block, blocks=[0], spaces={"sync"})
     return int(((t.opcode == "bar.warp.sync") & (t.warp == 0)).sum())
+
+
+def compare_steps(ax: Any, names: Sequence[str], column: str, **kw: Any) -> Any:
+    """Bars of one `step_table` column (a number, or 'N-way') per step, one colour per version."""
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        rows = step_table(name, **kw)
+        values = [int(str(r[column]).split("-")[0]) for r in rows]
+        steps = np.array([r["step"] for r in rows])
+        ax.bar(steps + (k - (len(names) - 1) / 2) * width, values, width, label=name)
+    ax.set_xlabel("tree step")
+    ax.set_ylabel(column)
+    ax.legend()
+    return ax
+
+
+# ---------------------------------------------------------------- the article's table, on this GPU
+
+ARTICLE_SIZES = tuple(131072 * 2**k for k in range(9))  # 131072 ... 33554432
+# Harris's 2007 G80 numbers (4M ints, block 128; peak 86.4 GB/s): ms and GB/s of kernels 1-7
+G80 = {
+    "reduce1": (8.054, 2.083), "reduce2": (3.456, 4.854), "reduce3": (1.722, 9.741),
+    "reduce4": (0.965, 17.377), "reduce5": (0.536, 31.289), "reduce6": (0.381, 43.996),
+    "reduce7": (0.268, 62.671),
+}  # fmt: skip
+G80_PEAK_GBPS = 86.4
+
+
+def peak_gbps() -> float:
+    """The GPU's theoretical DRAM bandwidth, from its memory clock and bus width."""
+    import cupy
+
+    dev = cupy.cuda.Device()
+    clock_khz = dev.attributes["MemoryClockRate"]
+    bus_bits = dev.attributes["GlobalMemoryBusWidth"]
+    return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+
+
+def article_table(
+    sizes: Sequence[int] = ARTICLE_SIZES, block: int = 128, runs: int = 20
+) -> list[dict[str, Any]]:
+    """Kernels 1-7 timed as the article launches them (uint32 in, long long sums, block 128):
+    the first pass only, median of `runs` CUDA-event timings with inputs rotated past L2.
+    On the emulator there is nothing to time: say so."""
+    if gpu.device().backend != "cupy":
+        raise RuntimeError("timings need a GPU: on the emulator, the counts above tell the story")
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        sets = bench.rotation_sets(4 * n, gpu.device().l2_cache_bytes)
+        xs = [gpu.asarray(np.arange(1, n + 1, dtype=np.uint32)) for _ in range(sets)]
+        previous = None
+        for name in STORY:
+            launches = [launch(name, x, block=block, grid=-(-n // block) if name == "reduce7" else None)[1]
+                        for x in xs]  # fmt: skip
+            ms = float(np.median(bench.time_runs(launches, runs=runs)))
+            gbps = 4 * n / ms / 1e6
+            rows.append({"N": n, "kernel": name, "ms": ms, "GB/s": gbps,
+                         "step speedup": previous / ms if previous else 1.0})  # fmt: skip
+            previous = ms
+        del xs
+        bench.free_gpu_memory()
+    first: dict[int, float] = {r["N"]: r["ms"] for r in rows if r["kernel"] == "reduce1"}
+    for r in rows:
+        r["cumulative"] = first[r["N"]] / r["ms"]
+    return rows
+
+
+def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = 4194304) -> list[dict[str, Any]]:
+    """This GPU beside the G80 at 4M elements, each as a share of its own peak bandwidth."""
+    peak = peak_gbps()
+    out = []
+    for name, (ms, gbps) in G80.items():
+        mine = next(r for r in rows if r["N"] == n and r["kernel"] == name)
+        out.append({
+            "kernel": name, "G80 ms": ms, "G80 % of peak": 100 * gbps / G80_PEAK_GBPS,
+            "this GPU ms": mine["ms"], "this GPU GB/s": mine["GB/s"], "% of peak": 100 * mine["GB/s"] / peak,
+        })  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------- exercises
+
+# what reduction.cu defines for the learner; #line keeps the learner's line numbers in messages
+PRELUDE = "typedef ELEM elem_t;\ntypedef ACC acc_t;\n#line 1\n"
+EXERCISE_OPTIONS = ("-DELEM=unsigned int", "-DACC=long long")
+
+
+def _sum_case(n: int, block: int, per_thread: int, extra: Callable[[Trace], str] | None = None) -> Any:
+    from .exercises import Case
+
+    x = (np.arange(n, dtype=np.uint64) * 2654435761 % 1000).astype(np.uint32)  # awkward, not all ones
+    blocks = -(-n // (block * per_thread))
+
+    def run(k: gpu.Kernel) -> tuple[Any, Trace]:
+        out = gpu.zeros(blocks, np.int64)
+        t = k.trace((blocks,), (block,), (gpu.asarray(x), out, np.int32(n)), shared_mem=block * 8)
+        return finish(out), t
+
+    def judge(result: tuple[Any, Trace]) -> str:
+        got, t = result
+        if got != reference(x):
+            return f"the sum is {got}, NumPy says {reference(x)}"
+        return extra(t) if extra else ""
+
+    return Case(f"N={n}, block={block}", run, judge)
+
+
+def exercise_bounds(source: str) -> Any:
+    """Exercise 1: fix kernel 4's load. `source` defines reduce4_mine(const elem_t*, acc_t*, int)."""
+    from . import exercises
+
+    cases = [
+        _sum_case(n, b, 2) for b in (128, 64) for n in (1, 100, 127, 128, 129, 255, 256, 257, 1000, 4099)
+    ]
+    return exercises.check(source, "reduce4_mine", cases, options=EXERCISE_OPTIONS, prelude=PRELUDE)
+
+
+def _uses_shuffles(t: Trace) -> str:
+    """After the last __syncthreads, warp 0 should work in registers: shuffles, not shared memory."""
+    block0 = t.where(block=0, warp=0)
+    if not len(block0):
+        return ""
+    last = block0.epoch.max()
+    tail = block0.select(block0.epoch == last)
+    shared = int((tail.space == "shared").sum())
+    shuffles = int((tail.op == "shfl").sum())
+    if shuffles < 5:
+        return (
+            f"warp 0 made {shuffles} shuffles in the last step (5 or more expected: offsets 16, 8, 4, 2, 1)"
+        )
+    if shared > 3:
+        return f"warp 0 still made {shared} shared-memory accesses in the last step (read sdata[tid] and sdata[tid + 32] once)"
+    return ""
+
+
+def exercise_shuffle(source: str) -> Any:
+    """Exercise 2: the last warp with __shfl_down_sync. `source` defines reduce5_mine like reduce5."""
+    from . import exercises
+
+    cases = [_sum_case(n, b, 2, _uses_shuffles) for b in (64, 128, 256) for n in (1, 129, 1000, 5000)]
+    return exercises.check(source, "reduce5_mine", cases, options=EXERCISE_OPTIONS, prelude=PRELUDE)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import course
-from course import reduction
+from course import reduction, source
 
 CORRECT = reduction.STORY + reduction.BEYOND + ("reduce3_timed",)
 # reduce5_article works for blocks of 64 and more (its race needs the checker to show)
@@ -127,3 +127,45 @@ def test_device_total_finishes_on_the_device(backend, rng, name, dtype):
         run()
     assert len(launches) == (1 if name == "reduce_single_pass" else 2)
     assert reduction.matches(course.asnumpy(out)[0], x)
+
+
+class TestExercises:
+    def test_the_articles_kernel4_fails_the_bounds_exercise_with_its_line(self, emulator_backend):
+        stub = source.kernel_source("reduction.cu", "reduce4_article").replace(
+            "reduce4_article", "reduce4_mine"
+        )
+        verdict = reduction.exercise_bounds(stub)
+        assert not verdict.ok
+        line = next(i for i, s in enumerate(stub.splitlines(), 1) if "x[i + blockDim.x]" in s)
+        assert f"line {line} of kernel.cu" in str(verdict) and "OutOfBoundsError" in str(verdict)
+
+    def test_the_fixed_kernel4_passes(self, emulator_backend):
+        fixed = source.kernel_source("reduction.cu", "reduce4").replace("void reduce4(", "void reduce4_mine(")
+        assert reduction.exercise_bounds(fixed).ok
+
+    def test_a_wrong_sum_is_named(self, emulator_backend):
+        fixed = source.kernel_source("reduction.cu", "reduce4").replace("void reduce4(", "void reduce4_mine(")
+        wrong = fixed.replace("if (i + blockDim.x < n) v += x[i + blockDim.x];", "")
+        verdict = reduction.exercise_bounds(wrong)
+        assert not verdict.ok and "NumPy says" in str(verdict)
+
+    def test_shared_memory_warp_steps_fail_the_shuffle_exercise(self, emulator_backend):
+        stub = (
+            source.kernel_source("reduction.cu", "warp_reduce")
+            + "\n"
+            + source.kernel_source("reduction.cu", "reduce5").replace("void reduce5(", "void reduce5_mine(")
+        )
+        verdict = reduction.exercise_shuffle(stub)
+        assert not verdict.ok and "shuffles" in str(verdict)
+
+    def test_a_shuffle_warp_passes(self, emulator_backend):
+        tail = "if (tid < 32) {\n        acc_t v = sdata[tid] + sdata[tid + 32];\n"
+        tail += "        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);\n"
+        tail += "        if (tid == 0) out[blockIdx.x] = v;\n    }\n}"
+        body = source.kernel_source("reduction.cu", "reduce5").replace("void reduce5(", "void reduce5_mine(")
+        body = body[: body.index("if (tid < 32)")] + tail
+        assert reduction.exercise_shuffle(body).ok
+
+    def test_a_compile_error_is_a_verdict_not_a_crash(self, emulator_backend):
+        verdict = reduction.exercise_bounds("this is not CUDA")
+        assert not verdict.ok and "does not compile" in str(verdict)
