@@ -44,14 +44,13 @@ class Case:
     judge: Callable[[Any], str]  # "" when right, else what is wrong
 
 
-def check(source: str, kernel: str, cases: Iterable[Case], *, options: tuple[str, ...] = (),
-          prelude: str = "") -> Verdict:  # fmt: skip
-    """Compile `source` (after `prelude`), then run every case on the emulator; stop at the first failure."""
+def check(source: str, kernel: str, cases: Iterable[Case], *, options: tuple[str, ...] = ()) -> Verdict:
+    """Compile `source`, then run every case on the emulator; stop at the first failure."""
     previous = gpu.device().backend
     gpu.set_backend("emulator")  # bounds-checked, and the same answer on every machine
     try:
         try:
-            k = gpu.Module(code=prelude + source, options=options).get_function(kernel)
+            k = gpu.Module(code=source, options=options).get_function(kernel)
         except (CourseError, KeyError) as exc:
             return Verdict(False, [f"it does not compile: {_first_lines(str(exc))}"])
         passed = 0

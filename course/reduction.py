@@ -448,9 +448,8 @@ def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = 4194304) -> list[
 
 # ---------------------------------------------------------------- exercises
 
-# what reduction.cu defines for the learner; #line keeps the learner's line numbers in messages
-PRELUDE = "typedef ELEM elem_t;\ntypedef ACC acc_t;\n#line 1\n"
-EXERCISE_OPTIONS = ("-DELEM=unsigned int", "-DACC=long long")
+# the learner's kernel sees the types of reduction.cu as macros, so its line numbers stay its own
+EXERCISE_OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
 
 
 def _sum_case(n: int, block: int, per_thread: int, extra: Callable[[Trace], str] | None = None) -> Any:
@@ -480,7 +479,7 @@ def exercise_bounds(source: str) -> Any:
     cases = [
         _sum_case(n, b, 2) for b in (128, 64) for n in (1, 100, 127, 128, 129, 255, 256, 257, 1000, 4099)
     ]
-    return exercises.check(source, "reduce4_mine", cases, options=EXERCISE_OPTIONS, prelude=PRELUDE)
+    return exercises.check(source, "reduce4_mine", cases, options=EXERCISE_OPTIONS)
 
 
 def _uses_shuffles(t: Trace) -> str:
@@ -506,4 +505,4 @@ def exercise_shuffle(source: str) -> Any:
     from . import exercises
 
     cases = [_sum_case(n, b, 2, _uses_shuffles) for b in (64, 128, 256) for n in (1, 129, 1000, 5000)]
-    return exercises.check(source, "reduce5_mine", cases, options=EXERCISE_OPTIONS, prelude=PRELUDE)
+    return exercises.check(source, "reduce5_mine", cases, options=EXERCISE_OPTIONS)

@@ -136,7 +136,7 @@ class TestExercises:
         )
         verdict = reduction.exercise_bounds(stub)
         assert not verdict.ok
-        line = next(i for i, s in enumerate(stub.splitlines(), 1) if "x[i + blockDim.x]" in s)
+        line = next(i for i, s in enumerate(stub.splitlines(), 1) if "? x[i] + x[i + blockDim.x]" in s)
         assert f"line {line} of kernel.cu" in str(verdict) and "OutOfBoundsError" in str(verdict)
 
     def test_the_fixed_kernel4_passes(self, emulator_backend):
