@@ -84,9 +84,11 @@ class Panel:
         self._set_blocks(first, spec.block)
         self.status = w.HTML()
         self.metrics = w.HTML()
-        self.output = w.Output()
+        # the picture travels as PNG bytes in an Image widget: no display messages, so a panel
+        # behaves the same in JupyterLab, under nbval and in plain pytest
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%"))
         self.widget = w.VBox(
-            [w.HBox([self.version, self.block]), self.n, self.status, self.metrics, self.output]
+            [w.HBox([self.version, self.block]), self.n, self.status, self.metrics, self.image]
         )
         self.runs = 0
         self.last: dict[str, Any] = {}
@@ -135,18 +137,14 @@ class Panel:
         return result
 
     def _draw(self, trace: Trace) -> None:
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
 
-        fig, ax = plt.subplots(figsize=self.spec.figsize)
-        self.spec.draw(ax, trace)
-        plt.close(fig)  # shown through the Output widget, not by the inline backend
+        fig = Figure(figsize=self.spec.figsize)  # not pyplot: the inline backend must not show it too
+        self.spec.draw(fig.add_subplot(), trace)
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=72, bbox_inches="tight")
+        self.image.value = png.getvalue()
         self.figure = fig
-        if _in_kernel():
-            from IPython.display import display
-
-            self.output.clear_output(wait=True)
-            with self.output:
-                display(fig)
 
     def _show(self, r: Mapping[str, Any]) -> None:
         if r["error"]:
@@ -154,8 +152,7 @@ class Panel:
                 f"<b style='color:#d62728'>✗ the kernel failed</b>: <code>{html.escape(r['error'])}</code>"
             )
             self.metrics.value = ""
-            if _in_kernel():
-                self.output.clear_output()
+            self.image.value = b""
             return
         verdict = "✓ matches NumPy" if r["ok"] else f"✗ wrong: {html.escape(r['problem'])}"
         timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(gpu.device().name)}" if "ms" in r else ""
@@ -185,15 +182,6 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
-
-
-def _in_kernel() -> bool:
-    """Whether a Jupyter kernel is there to show output widgets (not so under plain pytest)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return get_ipython() is not None
 
 
 def panel(spec: Spec) -> Panel:
