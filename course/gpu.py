@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from . import compiler
 from .emulator import Program, TraceRecorder, run_kernel
 from .emulator.trace import Trace
 from .errors import BackendUnavailable, LaunchError
+
+if TYPE_CHECKING:
+    from .checks import Findings
 
 BACKENDS = ("cupy", "emulator")
 
@@ -356,15 +359,20 @@ class Kernel:
                 kern.max_dynamic_shared_size_bytes = shared_mem
             kern(grid3, block3, tuple(args), shared_mem=shared_mem)
         else:
-            run_kernel(
-                self.module.program,
-                self.ptx_name,
-                grid3,
-                block3,
-                self._emulator_args(args),
-                shared_mem,
-                kernel_name=self.name,
-            )
+            trackers = _write_trackers(args)
+            try:
+                run_kernel(
+                    self.module.program,
+                    self.ptx_name,
+                    grid3,
+                    block3,
+                    self._emulator_args(args),
+                    shared_mem,
+                    kernel_name=self.name,
+                    written=[(a._data, mask) for a, mask in trackers],
+                )
+            finally:
+                _note_writes(trackers)
 
     def trace(
         self,
@@ -387,22 +395,40 @@ class Kernel:
         host = [EmulatorArray(a.get()) if _is_cupy_array(a) else a for a in args]
         grid3, block3, shared_mem = self.validate(grid, block, host, shared_mem, EMULATED)
         recorder = TraceRecorder(blocks=blocks, spaces=spaces)
-        trace = run_kernel(
-            self.module.program,
-            self.ptx_name,
-            grid3,
-            block3,
-            self._emulator_args(host),
-            shared_mem,
-            kernel_name=self.name,
-            recorder=recorder,
-            budget=budget,
-        )
+        trackers = _write_trackers(host)
+        try:
+            trace = run_kernel(
+                self.module.program,
+                self.ptx_name,
+                grid3,
+                block3,
+                self._emulator_args(host),
+                shared_mem,
+                kernel_name=self.name,
+                recorder=recorder,
+                budget=budget,
+                written=[(a._data, mask) for a, mask in trackers],
+            )
+        finally:
+            _note_writes(trackers)
         for orig, h in zip(args, host):
             if _is_cupy_array(orig):
                 orig.set(h._data)
         assert trace is not None
         return trace
+
+    def check(
+        self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, budget: int | None = None
+    ) -> Findings:
+        """Run on the emulator (whatever the backend) and name every bug the launch shows.
+
+        Out-of-bounds and misaligned accesses, races, reads of uninitialised memory and
+        barriers that part of a block misses: see `course.checks`. The launch runs on copies
+        of the arrays, so the caller's are untouched. An empty list means nothing was found.
+        """
+        from .checks import check
+
+        return check(self, grid, block, args, shared_mem=shared_mem, budget=budget)
 
     # -- validation
 
@@ -465,6 +491,22 @@ class Kernel:
             else:
                 out.append((p.name, a))
         return out
+
+
+def _write_trackers(args: Any) -> list[tuple[EmulatorArray, np.ndarray]]:
+    """A byte mask for each argument that course.empty() made and kernels have not filled yet."""
+    out: dict[int, tuple[EmulatorArray, np.ndarray]] = {}
+    for a in args:
+        if isinstance(a, EmulatorArray) and a._written is not None:
+            out[id(a)] = (a, np.repeat(a._written, a.itemsize))
+    return list(out.values())
+
+
+def _note_writes(trackers: list[tuple[EmulatorArray, np.ndarray]]) -> None:
+    """After a launch: an element is initialised once all its bytes were written."""
+    for a, mask in trackers:
+        done = np.asarray(mask.reshape(-1, a.itemsize).all(axis=1), bool)
+        a._written = None if done.all() else done
 
 
 def _dims(what: str, value: Any, limits: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -1,0 +1,541 @@
+"""The bug checker: each kind of bug found on the right line, nothing found in correct kernels,
+and the sanitizer cross-check script's non-GPU parts (programs, checker column, table)."""
+
+from __future__ import annotations
+
+import importlib.util
+import stat
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import course
+from course import checks, reduction
+from course.checks import Finding, Findings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_crosscheck() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "sanitizer_crosscheck", ROOT / "scripts" / "sanitizer_crosscheck.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cc = _load_crosscheck()
+SMALL = [p for p in cc.programs() if p.source]
+BUGGY = [p for p in SMALL if p.expected]
+TWINS = [p for p in SMALL if not p.expected]
+CORRECT_VERSIONS = [name for name, v in reduction.VERSIONS.items() if not v.article_bug]
+REDUCTION_CU = course.compiler.read_kernel("reduction.cu").splitlines()
+
+
+@pytest.fixture(autouse=True)
+def _emulator(emulator_backend: course.Device) -> Any:
+    yield
+
+
+def check(source: str, name: str, grid: Any, block: Any, args: tuple, shared_mem: int = 0) -> Findings:
+    return course.Module(code=source).get_function(name).check(grid, block, args, shared_mem=shared_mem)
+
+
+def line_of(source: str | list[str], text: str) -> int:
+    """The 1-based line whose stripped text is `text` (exactly one)."""
+    lines = source.splitlines() if isinstance(source, str) else source
+    hits = [n for n, ln in enumerate(lines, 1) if ln.split("//")[0].strip() == text]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]
+
+
+# ---------------------------------------------------------------- buggy kernels and their twins
+
+ALSO = {"early_return": {"uninitialized"}}  # the early-returned threads also leave s[] unwritten
+
+
+@pytest.mark.parametrize("prog", BUGGY, ids=lambda p: p.name)
+def test_each_buggy_kernel_is_flagged_with_its_kind_and_line(prog: Any) -> None:
+    found = cc.checker_findings(prog)
+    assert found.kinds() == {prog.expected} | ALSO.get(prog.name, set()), str(found)
+    lines = {n for f in found.of(prog.expected) for n in f.lines}
+    assert set(prog.bug_lines()) <= lines, (prog.bug_lines(), str(found))
+    for f in found:
+        assert f.explanation and f.examples and f.count >= 1
+        assert all(text for text in f.code), f  # every line's source is quoted
+
+
+@pytest.mark.parametrize("prog", TWINS, ids=lambda p: p.name)
+def test_each_fixed_twin_is_clean(prog: Any) -> None:
+    found = cc.checker_findings(prog)
+    assert found == [], str(found)
+
+
+def test_off_by_one_names_buffer_element_thread_and_bounds() -> None:
+    (f,) = cc.checker_findings(cc.program("off_by_one"))
+    assert (f.kind, f.buffer, f.space, f.elements, f.count) == ("out-of-bounds", "x", "global", (1000,), 1)
+    assert f.blocks == ((7, 0, 0),) and f.threads == ((104, 0, 0),)  # i = 7 * 128 + 104 = 1000
+    assert "1000 elements" in f.explanation and "999" in f.explanation
+    assert "if (i <= n) y[i] = x[i];" in str(f)
+
+
+def test_races_say_between_whom() -> None:
+    scopes = {
+        "missing_barrier": ("shared", "s", "between warps"),
+        "volatile_warp": ("shared", "s", "within a warp"),
+        "block_counter": ("global", "count", "between blocks"),
+    }
+    for name, (space, buffer, scope) in scopes.items():
+        (f,) = cc.checker_findings(cc.program(name))
+        assert (f.space, f.buffer, f.scope) == (space, buffer, scope), str(f)
+        assert any("reads" in e and "writes" in e for e in f.examples), f.examples
+    # the volatile warp reduction: lane 0 reads s[16] while lane 16 updates it, with no __syncwarp()
+    (f,) = cc.checker_findings(cc.program("volatile_warp"))
+    assert 16 in f.elements or f.element_count >= 16
+    assert "__syncwarp" in f.explanation
+
+
+def test_half_loaded_shared_array_lists_the_unwritten_elements() -> None:
+    (f,) = cc.checker_findings(cc.program("half_loaded"))
+    assert (f.kind, f.space, f.buffer, f.element_count, f.count) == ("uninitialized", "shared", "s", 32, 64)
+    assert f.elements == (32, 33, 34)
+    assert f.threads[0] == (31, 0, 0)  # thread 31 reads s[63 - 31] = s[32]
+
+
+def test_barrier_in_if_names_who_arrives_and_who_left() -> None:
+    (f,) = cc.checker_findings(cc.program("barrier_in_if"))
+    assert f.count == 2 and f.blocks == ((0, 0, 0), (1, 0, 0))
+    assert "threads 0-63 reach" in f.examples[0] and "threads 64-127 never do" in f.examples[0]
+    (g,) = cc.checker_findings(cc.program("split_barrier"))  # the emulator's BarrierError, as a finding
+    assert "threads 0-31 wait at line" in g.examples[0] and "threads 32-63 wait at line" in g.examples[0]
+
+
+def test_loop_trip_counts_that_differ_around_a_barrier() -> None:
+    src = r"""
+extern "C" __global__ void rounds(float* y, const int* trips) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    for (int r = 0; r < trips[t]; ++r) {
+        s[t] = r;
+        __syncthreads();  // @FIRST
+        y[t] += s[63 - t];
+        __syncthreads();
+    }
+}
+"""
+    trips = np.full(64, 3, np.int32)
+    clean = check(src, "rounds", 1, 64, (course.zeros(64, np.float32), course.asarray(trips)))
+    assert clean == [], str(clean)
+    trips[40:] = 2  # the threads of warp 1 from 40 on leave the loop a round early
+    found = check(src, "rounds", 1, 64, (course.zeros(64, np.float32), course.asarray(trips)))
+    (f,) = found.of("barrier-divergence")
+    first = next(n for n, ln in enumerate(src.splitlines(), 1) if "@FIRST" in ln)
+    assert f.lines[0] == first, str(f)
+    assert "5th barrier" in f.examples[0] and "threads 40-63 never do" in f.examples[0], f.examples
+
+
+def test_misaligned_access_names_the_byte() -> None:
+    (f,) = cc.checker_findings(cc.program("misaligned"))
+    assert (f.kind, f.buffer, f.count) == ("misaligned", "bytes", 32)
+    assert "4 bytes at byte 1 of bytes" in f.examples[0]
+
+
+def test_shuffle_with_lanes_missing_from_its_mask() -> None:
+    src = r"""
+extern "C" __global__ void partial_shuffle(int* x) {
+    int v = x[threadIdx.x];
+    if (threadIdx.x < 16) v = __shfl_sync(0xffffffffu, v, 20);
+    x[threadIdx.x] = v;
+}
+"""
+    (f,) = check(src, "partial_shuffle", 1, 32, (course.asarray(np.arange(32, dtype=np.int32)),))
+    assert f.kind == "barrier-divergence" and f.lines == (
+        line_of(src, "if (threadIdx.x < 16) v = __shfl_sync(0xffffffffu, v, 20);"),
+    )
+    assert "lanes 0-15" in f.examples[0] and "16-31" in f.examples[0]
+
+
+# ---------------------------------------------------------------- what is not a race
+
+SHARED_PATTERNS = r"""
+extern "C" __global__ void broadcast(float* y) {
+    __shared__ float s[32];
+    if (threadIdx.x == 0) s[0] = blockIdx.x;
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + threadIdx.x] = s[0];  // every thread reads one word: a broadcast
+}
+
+extern "C" __global__ void own_word(float* y) {
+    volatile __shared__ float s[64];
+    s[threadIdx.x] = threadIdx.x;
+    s[threadIdx.x] = s[threadIdx.x] * 2.0f;  // a thread's own read, then write
+    y[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
+}
+
+// volatile, or the compiler forwards 42 to every lane (a race is undefined behaviour)
+extern "C" __global__ void lane_zero(float* y, int sync) {
+    volatile __shared__ float s[32];
+    if (threadIdx.x == 0) s[0] = 42.0f;  // @WRITE
+    if (sync) __syncwarp();
+    y[threadIdx.x] = s[0];  // @READ
+}
+
+extern "C" __global__ void histogram(const int* v, unsigned* out, int zero) {
+    __shared__ unsigned bins[8];
+    if (zero && threadIdx.x < 8) bins[threadIdx.x] = 0;
+    __syncthreads();
+    atomicAdd(&bins[v[blockIdx.x * blockDim.x + threadIdx.x]], 1u);  // @ATOM
+    __syncthreads();
+    if (threadIdx.x < 8) atomicAdd(&out[threadIdx.x], bins[threadIdx.x]);
+}
+"""
+
+
+def _marked(tag: str) -> int:
+    return next(n for n, ln in enumerate(SHARED_PATTERNS.splitlines(), 1) if f"@{tag}" in ln)
+
+
+def test_a_broadcast_and_a_threads_own_read_then_write_are_not_races() -> None:
+    for name in ("broadcast", "own_word"):
+        found = check(SHARED_PATTERNS, name, 2, 64, (course.zeros(128, np.float32),))
+        assert found == [], str(found)
+
+
+def test_lanes_of_one_warp_need_syncwarp_between_a_write_and_the_reads() -> None:
+    y = course.zeros(32, np.float32)
+    assert check(SHARED_PATTERNS, "lane_zero", 1, 32, (y, np.int32(1))) == []
+    (f,) = check(SHARED_PATTERNS, "lane_zero", 1, 32, (y, np.int32(0)))
+    assert (f.kind, f.scope, f.lines) == ("race", "within a warp", (_marked("WRITE"), _marked("READ")))
+
+
+def test_shared_atomics_never_race_but_read_garbage_when_not_zeroed() -> None:
+    v = course.asarray(np.arange(256, dtype=np.int32) % 8)
+    args = (v, course.zeros(8, np.uint32))
+    assert check(SHARED_PATTERNS, "histogram", 2, 128, (*args, np.int32(1))) == []
+    (f,) = check(SHARED_PATTERNS, "histogram", 2, 128, (*args, np.int32(0)))
+    assert (f.kind, f.buffer, f.lines, f.element_count) == ("uninitialized", "bins", (_marked("ATOM"),), 8)
+
+
+CHAIN = r"""
+// block b waits for block b - 1's total, adds its own and publishes it (a chained scan's carry)
+extern "C" __global__ void chain(const int* x, volatile int* flag, int* total, int fence) {
+    int b = blockIdx.x;
+    if (threadIdx.x == 0) {
+        int carry = 0;
+        if (b > 0) {
+            while (flag[b - 1] == 0) {}
+            carry = total[b - 1];  // @READ
+        }
+        total[b] = carry + x[b];  // @WRITE
+        if (fence) __threadfence();
+        flag[b] = 1;
+    }
+}
+"""
+
+
+def test_a_fence_then_flag_protocol_orders_blocks_and_without_the_fence_it_races() -> None:
+    def args() -> tuple:
+        return (
+            course.asarray(np.arange(1, 5, dtype=np.int32)),
+            course.zeros(4, np.int32),
+            course.zeros(4, np.int32),
+        )
+
+    assert check(CHAIN, "chain", 4, 32, (*args(), np.int32(1))) == []
+    (f,) = check(CHAIN, "chain", 4, 32, (*args(), np.int32(0)))
+    assert (f.kind, f.buffer, f.scope) == ("race", "total", "between blocks")
+    assert set(f.lines) == {
+        line_of(CHAIN, "carry = total[b - 1];"),
+        line_of(CHAIN, "total[b] = carry + x[b];"),
+    }
+
+
+# ---------------------------------------------------------------- uninitialised global memory
+
+
+FILL = r"""
+extern "C" __global__ void fill_first(float* out, int m) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < m) out[i] = 1.0f;
+}
+
+extern "C" __global__ void accumulate(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] += x[i];
+}
+"""
+
+
+def test_course_empty_is_tracked_per_element_across_launches() -> None:
+    mod = course.Module(code=FILL)
+    fill, acc = mod.get_function("fill_first"), mod.get_function("accumulate")
+    x, out = course.asarray(np.ones(256, np.float32)), course.empty(256, np.float32)
+    args = (x, out, np.int32(256))
+    assert {f.kind for f in acc.check(2, 128, args)} == {"uninitialized"}
+    assert not out.initialized  # check() ran on a copy: nothing was written
+    fill(2, 128, (out, np.int32(100)))  # a real launch writes out[0..99]
+    (f,) = acc.check(2, 128, args)
+    assert (f.element_count, f.elements) == (156, (100, 101, 102))
+    fill(2, 128, (out, np.int32(256)))
+    assert out.initialized and acc.check(2, 128, args) == []
+    assert course.zeros(4).initialized and course.asarray(np.ones(4)).initialized
+
+
+def test_check_leaves_the_callers_arrays_and_device_variables_alone() -> None:
+    x = np.arange(1000, dtype=np.uint32)
+    out, run = reduction.launch("reduce_single_pass", x, block=64)
+    before = [course.asnumpy(a).copy() if hasattr(a, "shape") else a for a in run.args]
+    assert run.kernel.check(run.grid, run.block, run.args) == []
+    for b, a in zip(before, run.args):
+        if hasattr(a, "shape"):
+            np.testing.assert_array_equal(course.asnumpy(a), b)
+    run()  # blocks_done is back at 0: the real launch still finds its last block
+    assert course.asnumpy(out)[0] == x.sum()
+
+
+def test_an_array_passed_twice_stays_one_array() -> None:
+    src = r"""
+extern "C" __global__ void shift(const float* x, float* y, int n) {
+    int i = threadIdx.x;
+    if (i + 1 < n) y[i] = x[i + 1];
+}
+"""
+    a = course.asarray(np.arange(64, dtype=np.float32))
+    (f,) = check(src, "shift", 1, 64, (a, a, np.int32(64)))  # in place: warps read what others write
+    assert (f.kind, f.buffer) == ("race", "x")
+
+
+def test_check_validates_like_a_launch() -> None:
+    k = course.Module(code=FILL).get_function("accumulate")
+    with pytest.raises(TypeError):
+        k.check(1, 32, (course.zeros(4), course.zeros(4), 4))  # a Python int for an int
+    with pytest.raises(course.LaunchError):
+        k.check(1, 2048, (course.zeros(4), course.zeros(4), np.int32(4)))
+
+
+# ---------------------------------------------------------------- every course kernel
+
+
+@pytest.mark.parametrize("name", CORRECT_VERSIONS)
+@pytest.mark.parametrize(("n", "block"), [(1, 32), (1000, 64), (5000, 256)])
+def test_every_correct_reduction_is_clean(name: str, n: int, block: int) -> None:
+    x = np.arange(n, dtype=np.uint32)
+    _, run = reduction.launch(name, x, block=block)
+    found = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+    assert found == [], str(found)
+
+
+def test_a_float_reduction_is_clean_too() -> None:
+    _, run = reduction.launch("reduce7", np.linspace(-1, 1, 3000, dtype=np.float32), block=128)
+    assert run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("reduce4_article", "sdata[tid] = (i < n) ? x[i] + x[i + blockDim.x] : 0;"),
+     ("reduce7_article", "sdata[tid] += x[i] + x[i + blockSize];")],
+)  # fmt: skip
+def test_article_loads_past_the_end_when_n_is_not_a_multiple_of_two_blocks(name: str, text: str) -> None:
+    _, run = reduction.launch(name, np.arange(1000, dtype=np.uint32), block=64)
+    (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+    assert (f.kind, f.buffer, f.lines, min(f.elements)) == (
+        "out-of-bounds",
+        "x",
+        (line_of(REDUCTION_CU, text),),
+        1000,
+    )
+    _, run = reduction.launch(name, np.arange(4096, dtype=np.uint32), block=64)
+    assert (
+        "out-of-bounds"
+        not in run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem).kinds()
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("reduce5_article", "sdata[tid] += sdata[tid + 16];"),
+     ("reduce6_article", "if (blockSize >= 32) sdata[tid] += sdata[tid + 16];"),
+     ("reduce7_article", "if (blockSize >= 32) sdata[tid] += sdata[tid + 16];")],
+)  # fmt: skip
+@pytest.mark.parametrize("block", [64, 256])
+def test_article_warp_synchronous_code_races(name: str, text: str, block: int) -> None:
+    _, run = reduction.launch(name, np.arange(4 * 2 * block, dtype=np.uint32), block=block)
+    (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+    assert (f.kind, f.space, f.buffer, f.scope) == ("race", "shared", "sdata", "within a warp")
+    assert line_of(REDUCTION_CU, text) in f.lines and len(f.lines) == 6
+
+
+def test_article_timing_races_on_time() -> None:
+    _, run = reduction.launch("reduce3_timed", np.arange(1000, dtype=np.uint32), block=128)
+    (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+    assert (f.kind, f.space, f.buffer, f.scope) == ("race", "global", "time", "between blocks")
+    assert f.lines == (line_of(REDUCTION_CU, "*time = clock64() - start;"),)
+
+
+def test_checking_a_64_block_256_thread_reduction_takes_well_under_a_second() -> None:
+    x = np.arange(64 * 256 * 2, dtype=np.uint32)
+    for name in ("reduce3", "reduce5_article"):
+        _, run = reduction.launch(name, x[: 64 * 256 * reduction.VERSIONS[name].per_thread], block=256)
+        assert run.grid == (64,)
+        best = float("inf")
+        for _ in range(2):  # the first may compile
+            start = time.perf_counter()
+            run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+            best = min(best, time.perf_counter() - start)
+        assert best < 1.0, f"{name}: {best:.2f} s"
+
+
+# ---------------------------------------------------------------- the findings list
+
+
+def test_findings_print_as_text_and_html_and_compare_as_lists() -> None:
+    found: Findings = cc.checker_findings(cc.program("early_return"))
+    assert issubclass(Findings, list) and found.kinds() == {"barrier-divergence", "uninitialized"}
+    assert [f.kind for f in found] == ["uninitialized", "barrier-divergence"]  # in the order of KINDS
+    text = str(found)
+    assert text.startswith("rotate: 2 findings") and "[barrier-divergence] line" in text
+    assert "__syncthreads();" in text and "e.g. block (7, 0, 0)" in text
+    html = found._repr_html_()
+    assert html.count("<tr>") == 3 and "barrier-divergence" in html
+    assert found.of("race") == [] and len(found.of("uninitialized")) == 1
+    with pytest.raises(ValueError):
+        found.of("deadlock")
+    clean = Findings([], "k")
+    assert clean == [] and str(clean) == "k: no bugs found" and "no bugs" in clean._repr_html_()
+    assert set(checks.KINDS) == {"out-of-bounds", "race", "uninitialized", "barrier-divergence", "misaligned"}
+    assert Finding("race", (3,), "why").count == 1
+
+
+# ---------------------------------------------------------------- the cross-check script (no GPU)
+
+
+def test_crosscheck_programs_cover_the_course_and_every_kind() -> None:
+    progs = cc.programs()
+    names = [p.name for p in progs]
+    assert len(names) == len(set(names))
+    assert set(reduction.VERSIONS) <= set(names)
+    assert {p.expected for p in progs} == {"", *checks.KINDS}
+    for p in progs:
+        if p.name in reduction.VERSIONS:
+            assert bool(p.expected) == bool(reduction.VERSIONS[p.name].article_bug)
+        elif p.expected:
+            assert p.bug_lines(), p.name
+            assert f"{p.name}_fixed" in names, p.name
+    default = cc.programs(twins=False)
+    assert not any(p.twin for p in default) and len(default) == len(progs) - len(TWINS)
+
+
+def test_crosscheck_commands_and_sanitizer_reports() -> None:
+    cmd = cc.sanitizer_command("/opt/cs", "racecheck", "off_by_one")
+    assert cmd[:5] == ["/opt/cs", "--tool", "racecheck", "--error-exitcode", "99"]
+    assert cmd[-3:] == [str(cc.SCRIPT), "--run", "off_by_one"] and sys.executable in cmd
+    assert cc.sanitizer_command("cs", "memcheck", "x", pool=False)[-1] == "--no-pool"
+    log = (
+        "========= COMPUTE-SANITIZER\n"
+        "========= Invalid __global__ read of size 4 bytes\n"
+        "=========     at copy+0x80 in kernel.cu:3\n"
+        "========= ERROR SUMMARY: 1 error\n"
+    )
+    assert cc.first_report(log) == "Invalid __global__ read of size 4 bytes (ERROR SUMMARY: 1 error)"
+    assert (
+        cc.first_report("Traceback...\nCUDARuntimeError: misaligned address")
+        == "CUDARuntimeError: misaligned address"
+    )
+    cells = [cc.ToolResult(rc).cell for rc in (99, 0, 3, None)]
+    assert cells == ["**flagged**", "clean", f"program failed (rc {cc.APP_FAILED})", "timeout"]
+
+
+HEADER = "| program | expected bug | memcheck | racecheck | synccheck | initcheck | course checker |"
+
+
+def test_crosscheck_checker_only_table(tmp_path: Path) -> None:
+    out = tmp_path / "docs" / "table.md"
+    assert (
+        cc.main([str(out), "--checker-only", "--programs", "reduce3,reduce4_article,off_by_one,half_loaded"])
+        == 0
+    )
+    text = out.read_text()
+    assert HEADER in text and "--checker-only" in text and "not run" in text
+    rows = {ln.split("|")[1].strip(" `"): ln for ln in text.splitlines() if ln.startswith("| `")}
+    assert set(rows) == {"reduce3", "reduce4_article", "off_by_one", "half_loaded"}
+    assert rows["reduce3"].rstrip(" |").endswith("clean")
+    assert "out-of-bounds (line 3)" in rows["off_by_one"]
+    assert "uninitialized (line 6)" in rows["half_loaded"]
+    assert "4 of 4 programs" in text
+
+
+def test_crosscheck_with_a_stand_in_sanitizer(tmp_path: Path) -> None:
+    """The GPU half's plumbing, with a fake compute-sanitizer that flags memcheck runs only."""
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *"--version"*) echo "Version 2099.1.0"; exit 0;; esac\n'
+        'if [ "$2" = memcheck ]; then echo "========= Invalid __global__ read of size 4 bytes";'
+        ' echo "========= ERROR SUMMARY: 1 error"; exit 99; fi\n'
+        "exit 0\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    out = tmp_path / "table.md"
+    assert (
+        cc.main(
+            [
+                str(out),
+                "--sanitizer",
+                str(fake),
+                "--programs",
+                "off_by_one,reduce3",
+                "--tools",
+                "memcheck,initcheck",
+            ]
+        )
+        == 0
+    )
+    text = out.read_text()
+    assert "compute-sanitizer Version 2099.1.0" in text and "--tool TOOL --error-exitcode 99" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `off_by_one`"))
+    assert [c.strip() for c in row.split("|")[3:7]] == ["**flagged**", "not run", "not run", "clean"]
+    assert "- `off_by_one`, memcheck: Invalid __global__ read of size 4 bytes" in text
+
+
+CAS_MAX = r"""
+__device__ void atomic_max(float* p, float v) {
+    int old = __float_as_int(*p), assumed;  // @READ a plain read, checked by the CAS below
+    do {
+        assumed = old;
+        if (__int_as_float(assumed) >= v) break;
+        old = atomicCAS((int*)p, assumed, __float_as_int(v));
+    } while (assumed != old);
+}
+
+extern "C" __global__ void block_max(const float* x, float* out, int reset_late) {
+    __shared__ float m;
+    if (!reset_late && threadIdx.x == 0) m = -1e30f;
+    __syncthreads();
+    if (reset_late && threadIdx.x == 64) m = -1e30f;  // @RESET in the atomics' interval
+    atomic_max(&m, x[blockIdx.x * blockDim.x + threadIdx.x]);
+    atomic_max(out, x[blockIdx.x * blockDim.x + threadIdx.x]);
+    __syncthreads();
+}
+"""
+
+
+def test_a_compare_and_swap_loop_is_not_a_race_but_a_plain_reset_beside_atomics_is() -> None:
+    def args(late: int) -> tuple:
+        x = course.asarray(np.random.default_rng(0).standard_normal(256).astype(np.float32))
+        return (x, course.asarray(np.full(1, -1e30, np.float32)), np.int32(late))
+
+    found = check(CAS_MAX, "block_max", 2, 128, args(0))
+    assert found == [], str(found)
+    found = check(CAS_MAX, "block_max", 2, 128, args(1))
+    reset = next(n for n, ln in enumerate(CAS_MAX.splitlines(), 1) if "@RESET" in ln)
+    assert {f.kind for f in found} <= {"race", "uninitialized"} and found.of("race"), str(found)
+    assert all(f.space == "shared" and reset in f.lines for f in found.of("race")), str(found)
