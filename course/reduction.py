@@ -506,3 +506,9 @@ def exercise_shuffle(source: str) -> Any:
 
     cases = [_sum_case(n, b, 2, _uses_shuffles) for b in (64, 128, 256) for n in (1, 129, 1000, 5000)]
     return exercises.check(source, "reduce5_mine", cases, options=EXERCISE_OPTIONS)
+
+
+def check(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> Any:
+    """The checker's findings for version `name` on x (races, bounds, uninitialised reads, barriers)."""
+    _, run = launch(name, x, block=block, grid=grid)
+    return run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
