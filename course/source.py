@@ -50,11 +50,10 @@ class Code:
     def __repr__(self) -> str:
         return self.text
 
-    def _repr_html_(self) -> str:
-        from IPython.display import Code as IPythonCode
-
-        html: str = IPythonCode(self.text, language="cuda")._repr_html_()
-        return html
+    def _repr_markdown_(self) -> str:
+        # fenced Markdown: JupyterLab highlights it, and unlike Pygments' HTML the text does not
+        # depend on the versions installed, so nbval compares the same output everywhere
+        return f"```cuda\n{self.text}\n```"
 
 
 def show(filename: str, *names: str) -> Code:
