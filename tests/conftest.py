@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -25,31 +27,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@contextlib.contextmanager
+def _using(name: str):
+    previous = course.device().backend
+    course.set_backend(name)
+    try:
+        yield course.device()
+    finally:
+        course.set_backend(previous)
+
+
 @pytest.fixture
 def emulator_backend():
     """Run the test on the emulator, whatever the machine has."""
-    previous = course.device().backend
-    course.set_backend("emulator")
-    yield course.device()
-    course.set_backend(previous)
+    with _using("emulator") as device:
+        yield device
 
 
 @pytest.fixture
 def cupy_backend():
     """Run the test on the GPU through CuPy (mark the test `gpu`)."""
-    previous = course.device().backend
-    course.set_backend("cupy")
-    yield course.device()
-    course.set_backend(previous)
+    with _using("cupy") as device:
+        yield device
 
 
 @pytest.fixture(params=["emulator", pytest.param("cupy", marks=pytest.mark.gpu)])
 def backend(request):
     """Run the test once on the emulator and, where there is a GPU, once through CuPy."""
-    previous = course.device().backend
-    course.set_backend(request.param)
-    yield course.device()
-    course.set_backend(previous)
+    with _using(request.param) as device:
+        yield device
 
 
 @pytest.fixture
