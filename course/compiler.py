@@ -47,13 +47,15 @@ def nvrtc_version() -> tuple[int, int]:
 
 
 def compile_options(options: tuple[str, ...]) -> tuple[str, ...]:
-    """The user's options plus line info, the kernels folder and a default target."""
+    """The user's options plus line info, CuPy's -ftz=true, the kernels folder and a default target."""
     opts = tuple(options)
     if not any(o.startswith(("-arch", "--gpu-architecture")) for o in opts):
         opts = (f"-arch={DEFAULT_ARCH}",) + opts
     if "-lineinfo" not in opts and "--generate-line-info" not in opts:
         opts += ("-lineinfo",)
-    return opts + (f"-I{KERNELS}",)
+    # CuPy compiles every RawModule with -ftz=true (float32 subnormals flush to zero), so the
+    # emulator's PTX must be built the same way for both backends to give the same answers
+    return opts + ("-ftz=true", f"-I{KERNELS}")
 
 
 def compile_ptx(

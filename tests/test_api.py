@@ -236,3 +236,10 @@ def test_compiling_leaves_python_bytes_alone(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))  # a fresh cache: NVRTC really runs
     compiler.compile_ptx(SAXPY + "\n// fresh\n")
     assert struct.pack("<B", 32) == b" " and b" "[0] == 32
+
+
+def test_float32_subnormals_flush_as_cupy_compiles():
+    """CuPy's RawModule always adds -ftz=true; the emulator's PTX must come from the same options."""
+    ptx = compiler.compile_ptx(SAXPY).ptx
+    assert "fma.rn.ftz.f32" in ptx
+    assert "-ftz=true" in compiler.compile_options(())

@@ -68,6 +68,7 @@ class Program:
     make: Callable[[np.random.Generator], Launch]
     reference: Callable[[Args], dict[int, Any]]
     ptx_must_contain: tuple[str, ...] = ()
+    ptx_must_not_contain: tuple[str, ...] = ()  # tells apart programs whose PTX shares the markers above
     rtol: float = 0.0
     atol: float = 0.0
     name_expressions: tuple[str, ...] = ()
@@ -239,6 +240,28 @@ def round_f32(x: Fraction | int, mode: str = "rn") -> np.float32:
     return np.float32(round_exact(x, mode))
 
 
+F32_TINY = np.float32(2.0**-126)  # the smallest normal float32
+NO_EMIN = -(2**20)  # round_exact's emin for a format with no subnormals: `bits` of precision at any exponent
+
+
+def ftz32(a: Any) -> np.ndarray:
+    """Values as a float32 instruction with .ftz leaves them: rounded to float32, subnormals flushed.
+
+    Every kernel is compiled with -ftz=true (as CuPy does), so float32 arithmetic carries .ftz: it reads a
+    subnormal operand as a zero of its sign, and turns a result below the smallest normal into a zero of
+    its sign. A reference follows it by flushing each operation's inputs and its result. The GPU judges a
+    result after rounding it to 24 bits as if the exponent had no lower limit, not on the subnormal grid:
+    on an H200 __fmul_rn(2^-126, 1 - 2^-24) is 0, although the subnormal grid rounds it up to 2^-126. So
+    `a` is float32 values, or float64 values that are exact results (or rounded to 24 bits already), and
+    this rounds them to nearest that way before it flushes.
+    """
+    a = np.asarray(a, np.float64)
+    scale = np.where(np.abs(a) < 2.0**-100, 2.0**128, 1.0)  # powers of two: exact, and no float32 subnormals
+    with np.errstate(over="ignore"):
+        r = (a * scale).astype(np.float32).astype(np.float64) / scale
+    return np.where(np.abs(r) < F32_TINY, np.copysign(0.0, a), r).astype(np.float32)
+
+
 def round_f64(x: Fraction | int, mode: str = "rn") -> float:
     return round_exact(x, mode, 53, -1022)
 
@@ -321,7 +344,7 @@ def check_grid_stride(trace: Trace, launch: Launch) -> None:
 for _n in (1, 31, 33, 49, 51, 149, 151, 3001):
     program(
         id=f"saxpy_grid_stride_n{_n}", source=SAXPY, kernel="saxpy", make=saxpy_make(_n),
-        reference=saxpy_reference, ptx_must_contain=("fma.rn.f32", "ld.global.f32", "st.global.f32"),
+        reference=saxpy_reference, ptx_must_contain=("fma.rn.ftz.f32", "ld.global.f32", "st.global.f32"),
         check_trace=check_grid_stride,
     )  # fmt: skip
 
@@ -378,7 +401,7 @@ def check_matmul(trace: Trace, launch: Launch) -> None:
 
 program(
     id="matmul_tiled_37x53x29", source=MATMUL, kernel="matmul", make=matmul_make, reference=matmul_reference,
-    rtol=1e-5, ptx_must_contain=("bar.sync", "ld.shared.f32", "st.shared.f32", "fma.rn.f32"),
+    rtol=1e-5, ptx_must_contain=("bar.sync", "ld.shared.f32", "st.shared.f32", "fma.rn.ftz.f32"),
     expect=(Expect("STORE_C", {"space": "global", "op": "st"}, buffer="C"),
             Expect("LOAD_B", {"space": "global", "op": "ld"}, buffer="B")),
     check_trace=check_matmul,
@@ -1644,8 +1667,9 @@ def floats_reference(args: Args) -> dict[int, Any]:
 program(
     id="float_ops_exact_rounding", source=FLOATS, kernel="fops", make=floats_make, reference=floats_reference,
     check_trace=elementwise("a"),
-    ptx_must_contain=("fma.rn.f32", "sqrt.rn.f32", "rcp.rn.f32", "div.rn.f32", "cvt.rni.f32.f32",
-                      "cvt.rmi.f32.f32", "cvt.rpi.f32.f32", "cvt.rzi.f32.f32", "abs.f32"),
+    ptx_must_contain=("fma.rn.ftz.f32", "sqrt.rn.ftz.f32", "rcp.rn.ftz.f32", "div.rn.ftz.f32",
+                      "cvt.rni.f32.f32", "cvt.rmi.ftz.f32.f32", "cvt.rpi.ftz.f32.f32", "cvt.rzi.f32.f32",
+                      "abs.ftz.f32"),
 )  # fmt: skip
 
 
@@ -1738,8 +1762,7 @@ def saturate(v: np.ndarray, lo: int, hi: int, dtype: Any) -> np.ndarray:
 
 def convert_reference(args: Args) -> dict[int, Any]:
     f, iv, uv, dv = args[:4]
-    with np.errstate(over="ignore"):
-        d2f = dv.astype(np.float32)
+    f, d2f = ftz32(f), ftz32(dv)  # cvt.*.ftz: float32 subnormals in (and out of double -> float) are zeros
     return {
         4: saturate(np.rint(f), I32_MIN, I32_MAX, np.int32),
         5: saturate(np.trunc(f), 0, M32, np.uint32),
@@ -1759,9 +1782,9 @@ program(
     id="float_int_conversions_saturating", source=CONVERT, kernel="convert", make=convert_make,
     check_trace=elementwise("f"),
     reference=convert_reference,
-    ptx_must_contain=("cvt.rni.s32.f32", "cvt.rzi.u32.f32", "cvt.rzi.s32.f32", "cvt.sat.f32.f32",
-                      "cvt.rn.f32.s32", "cvt.rz.f32.s32", "cvt.rn.f32.u64", "cvt.rni.s32.f64", "cvt.rn.f32.f64",
-                      "cvt.rmi.s64.f32"),
+    ptx_must_contain=("cvt.rni.ftz.s32.f32", "cvt.rzi.ftz.u32.f32", "cvt.rzi.ftz.s32.f32",
+                      "cvt.ftz.sat.f32.f32", "cvt.rn.f32.s32", "cvt.rz.f32.s32", "cvt.rn.f32.u64",
+                      "cvt.rni.s32.f64", "cvt.rn.ftz.f32.f64", "cvt.rmi.ftz.s64.f32"),
 )  # fmt: skip
 
 
@@ -1793,11 +1816,8 @@ def doubles_make(rng: np.random.Generator) -> Launch:
 
 def doubles_reference(args: Args) -> dict[int, Any]:
     a, b, c = args[:3]
-    with np.errstate(over="ignore"):
-        fb = b.astype(np.float32).astype(np.float64)
-    mixed = fb * 0.25 - c.astype(np.float32).astype(
-        np.float64
-    )  # a power-of-two product is exact: no fma doubt
+    fb, fc = ftz32(b).astype(np.float64), ftz32(c).astype(np.float64)  # (float) is cvt.rn.ftz.f32.f64
+    mixed = fb * 0.25 - fc  # a power-of-two product is exact: no fma doubt
     return {
         3: fma64(a, b, c),
         4: np.sqrt(a),
@@ -1811,7 +1831,8 @@ def doubles_reference(args: Args) -> dict[int, Any]:
 program(
     id="double_precision_ops", source=DOUBLES, kernel="dops", make=doubles_make, reference=doubles_reference,
     check_trace=elementwise("a"),
-    ptx_must_contain=("fma.rn.f64", "sqrt.rn.f64", "div.rn.f64", "rcp.rn.f64", "cvt.rn.f32.f64", "cvt.f64.f32"),
+    ptx_must_contain=("fma.rn.f64", "sqrt.rn.f64", "div.rn.f64", "rcp.rn.f64", "cvt.rn.ftz.f32.f64",
+                      "cvt.ftz.f64.f32"),
 )  # fmt: skip
 
 
@@ -1858,11 +1879,18 @@ def softmax_reference(args: Args) -> dict[int, Any]:
     return {1: (e / e.sum(axis=1, keepdims=True)).astype(np.float32)}
 
 
-for _exp, _rtol, _ptx in (("expf", 1e-5, "ex2.approx.ftz.f32"), ("__expf", 1e-4, "ex2.approx.f32")):
+# both end in the hardware ex2.approx (.ftz, like all their float32 arithmetic); only expf's accurate
+# range reduction rounds toward -inf (fma.rm), so that instruction tells the library from the intrinsic
+SOFTMAX_REDUCTION = ("fma.rm.ftz.f32",)
+for _exp, _rtol, _has, _lacks in (
+    ("expf", 1e-5, SOFTMAX_REDUCTION, ()),
+    ("__expf", 1e-4, (), SOFTMAX_REDUCTION),
+):
     program(
         id=f"softmax_{_exp.strip('_')}{'_fast' if _exp.startswith('__') else ''}", source=SOFTMAX,
         kernel="softmax", options=(f"-DEXP={_exp}",), make=softmax_make, reference=softmax_reference,
-        rtol=_rtol, atol=1e-12, ptx_must_contain=(_ptx, "shfl.sync.bfly.b32", "max.f32", "bar.sync"),
+        rtol=_rtol, atol=1e-12, ptx_must_not_contain=_lacks,
+        ptx_must_contain=("ex2.approx.ftz.f32", *_has, "shfl.sync.bfly.b32", "max.ftz.f32", "bar.sync"),
         expect=(Expect(None, {"op": "shfl"}, events=37 * 4 * 2 * 5), Expect(None, {"op": "bar"}, events=37 * 4 * 2 * 2),
                 Expect(None, {"space": "global", "op": "st"}, buffer="y", events=37 * cdiv(300, 32))),
     )  # fmt: skip
@@ -1914,7 +1942,7 @@ program(
     id="transcendentals_accurate_and_fast", source=TRANSCENDENTAL, kernel="transcendental",
     check_trace=elementwise("x"),
     make=transcendental_make, reference=transcendental_reference,
-    ptx_must_contain=("sin.approx.f32", "cos.approx.f32", "lg2.approx"),
+    ptx_must_contain=("sin.approx.ftz.f32", "cos.approx.ftz.f32", "lg2.approx"),
 )  # fmt: skip
 
 
@@ -1953,7 +1981,7 @@ def nans_reference(args: Args) -> dict[int, Any]:
 program(
     id="nan_fminf_fmaxf", source=NANS, kernel="nan_minmax", make=nans_make, reference=nans_reference,
     check_trace=elementwise("a"),
-    ptx_must_contain=("min.f32", "max.f32", "min.f64", "max.f64", "setp.lt.f32"),
+    ptx_must_contain=("min.ftz.f32", "max.ftz.f32", "min.f64", "max.f64", "setp.lt.ftz.f32"),
 )  # fmt: skip
 
 
@@ -2498,8 +2526,9 @@ def directed_sqrt(x: float, mode: str, dtype: Any) -> float:
 
 def rounding_reference(args: Args) -> dict[int, Any]:
     fr = lambda arr: [Fraction(float(v)) for v in arr]  # noqa: E731
-    x, y, u, v = fr(args[0]), fr(args[1]), fr(args[2]), fr(args[3])
-    f32 = lambda vals, mode: [round_f32(t, mode) for t in vals]  # noqa: E731
+    a, b = ftz32(args[0]), ftz32(args[1])  # the float32 intrinsics are .ftz instructions
+    x, y, u, v = fr(a), fr(b), fr(args[2]), fr(args[3])
+    f32 = lambda vals, mode: ftz32([round_exact(t, mode, 24, NO_EMIN) for t in vals])  # noqa: E731
     f64 = lambda vals, mode: [round_f64(t, mode) for t in vals]  # noqa: E731
     add, mul = [a + b for a, b in zip(x, y)], [a * b for a, b in zip(x, y)]
     fma, div = [a * b + a for a, b in zip(x, y)], [a / b for a, b in zip(x, y)]
@@ -2516,8 +2545,8 @@ def rounding_reference(args: Args) -> dict[int, Any]:
         f32(div, "rz"),
         f32(div, "rd"),
         f32(div, "ru"),
-        [directed_sqrt(abs(float(a)), "rd", np.float32) for a in x],
-        [directed_sqrt(abs(float(a)), "ru", np.float32) for a in x],
+        ftz32([directed_sqrt(abs(float(t)), "rd", np.float32) for t in x]),
+        ftz32([directed_sqrt(abs(float(t)), "ru", np.float32) for t in x]),
         f32([1 / b for b in y], "rz"),
         f32([1 / b for b in y], "ru"),
         f32([a - b for a, b in zip(x, y)], "rd"),
@@ -2539,11 +2568,11 @@ def rounding_reference(args: Args) -> dict[int, Any]:
 program(
     id="directed_rounding_intrinsics", source=ROUNDING, kernel="rounding", make=rounding_make,
     reference=rounding_reference, check_trace=elementwise("a"),
-    ptx_must_contain=("add.rz.f32", "add.rm.f32", "add.rp.f32", "mul.rz.f32", "mul.rm.f32", "mul.rp.f32",
-                      "fma.rz.f32", "fma.rm.f32", "fma.rp.f32", "div.rz.f32", "div.rm.f32", "div.rp.f32",
-                      "sqrt.rm.f32", "sqrt.rp.f32", "rcp.rz.f32", "rcp.rp.f32", "sub.rm.f32", "add.rz.f64",
-                      "add.rp.f64", "mul.rm.f64", "mul.rp.f64", "fma.rz.f64", "div.rp.f64", "sqrt.rm.f64",
-                      "rcp.rz.f64"),
+    ptx_must_contain=("add.rz.ftz.f32", "add.rm.ftz.f32", "add.rp.ftz.f32", "mul.rz.ftz.f32",
+                      "mul.rm.ftz.f32", "mul.rp.ftz.f32", "fma.rz.ftz.f32", "fma.rm.ftz.f32", "fma.rp.ftz.f32",
+                      "div.rz.ftz.f32", "div.rm.ftz.f32", "div.rp.ftz.f32", "sqrt.rm.ftz.f32", "sqrt.rp.ftz.f32",
+                      "rcp.rz.ftz.f32", "rcp.rp.ftz.f32", "sub.rm.ftz.f32", "add.rz.f64", "add.rp.f64",
+                      "mul.rm.f64", "mul.rp.f64", "fma.rz.f64", "div.rp.f64", "sqrt.rm.f64", "rcp.rz.f64"),
 )  # fmt: skip
 
 
@@ -3182,16 +3211,34 @@ def ieee_remainder(x: float, y: float) -> float:
     return x if np.isinf(y) else math.remainder(x, y)
 
 
+def nextafter_ftz(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """nextafterf built with .ftz: it steps over the float32 values that are not subnormal.
+
+    So the step from a (flushed) zero towards a nonzero y lands on the smallest normal of y's sign, and
+    a step down from the smallest normal lands on zero; zero towards zero gives y (flushed), as equal
+    values do.
+    """
+    fx, fy = ftz32(x), ftz32(y)
+    from_zero = (fx == 0) & (np.abs(fy) > 0)  # NaN y: not this case, the NaN comes through
+    return np.where(from_zero, np.copysign(F32_TINY, fy), ftz32(np.nextafter(fx, fy))).astype(np.float32)
+
+
 def math_exact_reference(args: Args) -> dict[int, Any]:
     x, y, e = args[:3]
+    # the library's float32 arithmetic is .ftz: it reads a subnormal x as a zero of its sign and flushes
+    # subnormal results (copysignf, signbit and the classifications work on the bits and see x unchanged)
+    fx, fy = ftz32(x), ftz32(y)
     with np.errstate(invalid="ignore"):
-        fmod = np.fmod(x, y)
-        fdim = np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0)).astype(np.float32)
-    mant, expo = np.frexp(x)
-    frac, whole = np.modf(x)
-    rem = np.array([ieee_remainder(float(a), float(b)) for a, b in zip(x, y)], np.float32)
-    ex = [fmod, rem, np.copysign(x, y), fdim, np.nextafter(x, y), np.ldexp(x, e), mant, frac, whole]
-    ix = [expo, expo - 1, np.isnan(y), np.isinf(y), np.signbit(y), np.isfinite(y)]
+        fmod = np.fmod(fx, fy)
+        fdim = np.where(np.isnan(fx) | np.isnan(fy), np.nan, np.where(fx > fy, fx - fy, 0)).astype(np.float32)
+    mant, expo = np.frexp(fx)
+    frac, whole = np.modf(fx)
+    rem = np.array([ieee_remainder(float(a), float(b)) for a, b in zip(fx, fy)], np.float32)
+    scaled = np.ldexp(fx.astype(np.float64), e)  # exact: ftz32 rounds it as mul.rn.ftz does
+    ex = [fmod, rem, np.copysign(x, y), fdim, nextafter_ftz(x, y), scaled, mant, frac, whole]
+    ex = [row if k == 2 else ftz32(row) for k, row in enumerate(ex)]
+    ilogb = np.where(fx == 0, I32_MIN, expo - 1)  # ilogbf(0) is FP_ILOGB0, INT_MIN here
+    ix = [expo, ilogb, np.isnan(y), np.isinf(y), np.signbit(y), np.isfinite(y)]
     return {3: np.array(ex, np.float32), 4: np.array(ix, np.int32)}
 
 
@@ -3201,23 +3248,26 @@ def math_approx_make(rng: np.random.Generator) -> Launch:
 
 
 def math_approx_reference(args: Args) -> dict[int, Any]:
-    x, y = args[0], args[1]
+    # .ftz: subnormal inputs, and the quotients x / 256 ... that underflow in float32, read as zeros of their
+    # sign; the functions themselves are approximations, so only their results are flushed after them
+    x, y = ftz32(args[0]), ftz32(args[1])
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
-    base = (np.abs(x) + np.float32(1)).astype(np.float64)  # rounded to float32 first, as in the kernel
+    f32 = lambda v: ftz32(v).astype(np.float64)  # noqa: E731  # a float32 step of the kernel (v exact)
+    base = f32(np.abs(x) + np.float32(1))  # rounded to float32 first, as in the kernel
     with np.errstate(all="ignore"):
         ap = [
-            1 / np.sqrt((np.abs(x) + np.float32(0.5)).astype(np.float64)),
+            1 / np.sqrt(f32(np.abs(x) + np.float32(0.5))),
             np.hypot(x64, y64),
-            np.tanh(x64 / 256),
-            np.array([math.erf(v / 256) for v in x64]),
-            np.exp2(x64 / 8),
-            np.expm1(x64 / 1024),
+            np.tanh(f32(x64 / 256)),
+            np.array([math.erf(v) for v in f32(x64 / 256)]),
+            np.exp2(f32(x64 / 8)),
+            np.expm1(f32(x64 / 1024)),
             np.log1p(np.abs(y64)),
-            base ** (y64 / 16),
+            base ** f32(y64 / 16),
             np.arctan2(x64, y64),
             np.cbrt(x64),
         ]
-    return {2: np.array(ap).astype(np.float32)}
+    return {2: ftz32(np.array(ap))}
 
 
 def math_double_make(rng: np.random.Generator) -> Launch:
@@ -3238,7 +3288,7 @@ program(
 program(
     id="math_library_float_approximations", source=MATH_APPROX, kernel="math_approx", make=math_approx_make,
     reference=math_approx_reference, rtol=4e-6, atol=1e-42, check_trace=elementwise("a"),
-    ptx_must_contain=("rsqrt.approx.f32", "ex2.approx", "lg2.approx"),
+    ptx_must_contain=("rsqrt.approx.ftz.f32", "ex2.approx", "lg2.approx"),
 )  # fmt: skip
 program(
     id="math_library_double_sin_log_pow_atan", source=MATH_DOUBLE, kernel="math_double", make=math_double_make,
@@ -3492,19 +3542,20 @@ def sign_code(v: np.ndarray) -> np.ndarray:
 
 
 def fma_special_reference(args: Args) -> dict[int, Any]:
-    a, b, c, d = args[:4]
-    f32 = np.array([fma_exact(float(x), float(y), float(z), 24, -126, 2.0**128) for x, y, z in zip(a, b, c)])
-    with np.errstate(over="ignore"):
-        f32 = f32.astype(np.float32)
+    d = args[3]
+    a, b, c = (ftz32(v) for v in args[:3])  # fma.rn.ftz, mul.rn.ftz, sub.ftz: subnormals read as signed zeros
+    f32 = [fma_exact(float(x), float(y), float(z), 24, NO_EMIN, 2.0**128) for x, y, z in zip(a, b, c)]
+    f32 = ftz32(f32)  # and a result below the smallest normal is flushed
     with np.errstate(all="ignore"):
-        unfused = a * b - c
+        unfused = ftz32(ftz32(a.astype(np.float64) * b) - c)  # the float64 product is exact
     f64 = np.array([fma_exact(*map(float, d[3 * i : 3 * i + 3]), 53, -1022, np.inf) for i in range(len(a))])
     return {4: f32, 5: sign_code(f32), 6: unfused, 7: f64, 8: sign_code(f64)}
 
 
 program(
     id="fma_infinities_nans_signed_zeros", source=FMA_SPECIAL, kernel="fma_special", make=fma_special_make,
-    reference=fma_special_reference, ptx_must_contain=("fma.rn.f32", "mul.rn.f32", "fma.rn.f64", "setp.gtu.f64"),
+    reference=fma_special_reference,
+    ptx_must_contain=("fma.rn.ftz.f32", "mul.rn.ftz.f32", "sub.ftz.f32", "fma.rn.f64", "setp.gtu.f64"),
 )  # fmt: skip
 
 

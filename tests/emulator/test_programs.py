@@ -34,6 +34,8 @@ def test_ptx_has_the_instructions_under_test(program: Program) -> None:
     ptx = ptx_of(program)
     missing = [m for m in program.ptx_must_contain if m not in ptx]
     assert not missing, f"{program.id}: the compiler did not emit {missing}"
+    unwanted = [m for m in program.ptx_must_not_contain if m in ptx]
+    assert not unwanted, f"{program.id}: the compiler emitted {unwanted}"
 
 
 @pytest.mark.parametrize("program", BY_ID)
