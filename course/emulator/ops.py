@@ -197,11 +197,23 @@ def _select(c: Any, a: Any, b: Any) -> np.ndarray:
 # -- floating point details
 
 
+FLT_MIN = np.float32(1.1754944e-38)  # the smallest normal float32, 2**-126
+
+
 def _ftz(x: Any) -> Any:
     x = _arr(x)
     if x.dtype == np.float32:
-        return np.where(np.abs(x) < np.float32(1.1754944e-38), np.copysign(np.float32(0), x), x)
+        return np.where(np.abs(x) < FLT_MIN, np.copysign(np.float32(0), x), x)
     return x
+
+
+def _flushes(exact: np.ndarray) -> np.ndarray:
+    """Where an .ftz result becomes zero: the GPU rounds to 24 bits as if the exponent had no
+    lower limit and flushes what is then below 2**-126 (it never rounds up onto 2**-126 from
+    the subnormal grid, as float32 rounding would)."""
+    m, e = np.frexp(np.asarray(exact, np.float64))
+    rounded = np.ldexp(np.round(m * 2.0**24) / 2.0**24, e)
+    return np.isfinite(rounded) & (rounded != 0) & (np.abs(rounded) < float(FLT_MIN))
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -310,18 +322,25 @@ def float_op(
     sat = "sat" in instr.parts
     directed = exact is not None and (mode != "rn" or (instr.parts[0] in ("fma", "mad") and dt == np.float32))
 
+    flush32 = ftz and dt == np.float32
+
     def f(*xs: Any) -> Any:
+        hi = None
         if ftz:
             xs = tuple(_ftz(x) for x in xs)
-        if directed:
+        if directed or (flush32 and exact is not None):
             assert exact is not None
             hi, err = exact(*[_arr(x).astype(np.float64) for x in xs])
             r = _round_exact(hi, err, mode, dt)
         else:
             r = _arr(fn(*xs)).astype(dt, copy=False)
-        if sat:
-            r = np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)).astype(dt)
-        return _ftz(r) if ftz else r
+            if flush32:
+                hi = _arr(fn(*[_arr(x).astype(np.float64) for x in xs]))
+        if sat:  # NaN -> 0, and -0 + 0 is +0 as on the GPU
+            r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
+        if flush32:
+            r = np.where(_flushes(hi), np.copysign(np.float32(0), hi), _ftz(r)).astype(dt)
+        return r
 
     return simple(instr, ctx, f)
 
@@ -349,7 +368,11 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         (np.abs(p) < 2.0**-960) | (np.abs(p) > big) | (np.abs(a) > big) | (np.abs(b) > big)
         | (np.abs(c) > big) | (fused == 0) | ~np.isfinite(fused) | (rest_err != 0)
     )  # fmt: skip
-    out = np.where(finite, fused, a * b + c)
+    with np.errstate(all="ignore"):
+        special = a * b + c
+    # a finite product that overflows float64 plus an infinite c is c (the product is exact)
+    special = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, special)
+    out = np.where(finite, fused, special)
     for k in zip(*np.nonzero(risky)):
         out[k] = _fma_exact(float(a[k]), float(b[k]), float(c[k]))
     return out
@@ -1005,8 +1028,10 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
                 r = _round_exact(a.astype(np.float64), 0.0, mode, dt)
             else:
                 r = a.astype(dt)
-            if sat:
-                r = np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)).astype(dt)
+            if sat:  # NaN -> 0, and -0 + 0 is +0 as on the GPU
+                r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
+            if ftz and dt == np.float32:  # a double too small for a normal float flushes
+                r = np.where(_flushes(a), np.copysign(np.float32(0), a), r).astype(dt)
             return r
         if st.kind == "f":  # float -> int: round, then saturate (PTX always saturates here)
             rnd = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, "": np.trunc}[mode or ""]

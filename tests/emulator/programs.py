@@ -1768,7 +1768,7 @@ def convert_reference(args: Args) -> dict[int, Any]:
         5: saturate(np.trunc(f), 0, M32, np.uint32),
         6: saturate(np.trunc(f), I32_MIN, I32_MAX, np.int32),
         7: saturate(np.trunc(f), 0, M32, np.uint32),
-        8: np.clip(f, np.float32(0), np.float32(1)),
+        8: np.where(f > 0, np.minimum(f, np.float32(1)), np.float32(0)),  # .sat: -0 (and NaN) give +0
         9: np.array([round_f32(int(v)) for v in iv], np.float32),
         10: np.array([round_f32(int(v), "rz") for v in iv], np.float32),
         11: np.array([round_f32(int(v)) for v in uv], np.float32),
@@ -3524,6 +3524,8 @@ def fma_special_make(rng: np.random.Generator) -> Launch:
 def fma_exact(a: float, b: float, c: float, bits: int, emin: int, big: float) -> float:
     """IEEE fma rounded to nearest: specials as in float64 arithmetic, finite values exactly."""
     if not all(np.isfinite([a, b, c])):
+        if np.isfinite(a) and np.isfinite(b) and np.isinf(c):
+            return float(c)  # the exact product is finite, however large: c wins
         with np.errstate(all="ignore"):
             return float(np.float64(a) * b + c)
     exact = Fraction(a) * Fraction(b) + Fraction(c)
