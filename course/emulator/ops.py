@@ -339,6 +339,7 @@ def float_op(
         if sat:  # NaN -> 0, and -0 + 0 is +0 as on the GPU
             r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
         if flush32:
+            assert hi is not None
             r = np.where(_flushes(hi), np.copysign(np.float32(0), hi), _ftz(r)).astype(dt)
         return r
 
