@@ -97,7 +97,8 @@ class Memory:
         n = best.nbytes // best.itemsize
         if off < 0:
             return f"{-off} bytes before buffer '{best.name}' (index {off // best.itemsize}, length {n})"
-        return f"buffer '{best.name}' at index {off // best.itemsize}, but its length is {n} elements ({best.nbytes} bytes)"
+        plural = "element" if n == 1 else "elements"
+        return f"buffer '{best.name}' at index {off // best.itemsize}, but its length is {n} {plural} ({best.nbytes} bytes)"
 
     def typed(self, j: int, dtype: np.dtype) -> np.ndarray | None:
         key = (j, dtype)
