@@ -6,7 +6,7 @@ buffers, `machine` schedules warps, and `trace` records what every warp touched.
 
 from __future__ import annotations
 
-from .machine import Program, run_kernel
+from .machine import Program, run_kernel, set_budget
 from .trace import BufferInfo, Trace, TraceRecorder
 
-__all__ = ["BufferInfo", "Program", "Trace", "TraceRecorder", "run_kernel"]
+__all__ = ["BufferInfo", "Program", "Trace", "TraceRecorder", "run_kernel", "set_budget"]

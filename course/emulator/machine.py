@@ -44,12 +44,19 @@ MODULE_VARS_BASE = 0x6000_0000_0000
 MAX_CALL_DEPTH = 32
 
 
-def set_budget(steps: int) -> None:
-    """Change the default instruction budget (scheduler steps per launch)."""
-    global DEFAULT_BUDGET
-    if steps < 1:
-        raise ValueError("the budget must be a positive number of steps")
-    DEFAULT_BUDGET = int(steps)
+# thread-instructions a launch may run: about ten seconds of emulation, so a launch far too big
+# for the emulator (or a runaway grid-stride loop) stops with an error instead of hanging
+DEFAULT_WORK = 500_000_000
+
+
+def set_budget(steps: int | None = None, *, work: int | None = None) -> None:
+    """Change the default budgets: scheduler steps per launch, and thread-instructions per launch."""
+    global DEFAULT_BUDGET, DEFAULT_WORK
+    for name, value in (("steps", steps), ("work", work)):
+        if value is not None and value < 1:
+            raise ValueError(f"the {name} budget must be positive, not {value}")
+    DEFAULT_BUDGET = int(steps) if steps is not None else DEFAULT_BUDGET
+    DEFAULT_WORK = int(work) if work is not None else DEFAULT_WORK
 
 
 def _storage(t: str) -> np.dtype:
@@ -398,6 +405,7 @@ class Machine:
         self.recorder = recorder
         self.budget = budget or DEFAULT_BUDGET
         self.steps = 0
+        self.work = 0  # thread-instructions executed
         self.mem = Memory()
         self.params: dict[str, bytes] = {}
         self.param_names: dict[str, str] = {}
@@ -507,10 +515,13 @@ class Machine:
                     return
             uniform = None
             for p, idx in groups:
+                self.work += self.T if idx is None else len(idx)
                 nxt = self._execute(code[p], p, idx)
                 if idx is None and nxt is not None and len(groups) == 1:
                     uniform = nxt
             self.steps += 1
+            if self.work > DEFAULT_WORK:
+                self._out_of_work()
             if self.barrier_pending:
                 self._release_barriers()
                 uniform = None
@@ -679,6 +690,14 @@ class Machine:
                 f"{int(masks[k]):#010x}, but lanes {int(missing[k]):#010x} of its warp are elsewhere "
                 f"(diverged) {self.program.where(instr)}"
             )
+
+    def _out_of_work(self) -> None:
+        raise InstructionBudgetExceeded(
+            f"{self.name} has run {self.work:,} thread-instructions on the emulator "
+            f"({self.nblocks} blocks of {self.tpb} threads) and is not finished: that is more than "
+            "the emulator should take on (it would run for minutes). Use a smaller N, a GPU, or "
+            "course.emulator.set_budget(work=...) if you mean it"
+        )
 
     def _out_of_budget(self) -> None:
         running = np.flatnonzero(self.state == RUN)

@@ -116,3 +116,21 @@ def test_thread_ids_and_lanes_agree_with_masks(mod, rng):
     tid = t.thread_ids()
     assert ((tid >= 0) == lanes).all()
     assert tid.max() < 256
+
+
+def test_a_launch_too_big_for_the_emulator_stops_with_a_clear_error(emulator_backend, monkeypatch):
+    from course.emulator import machine
+
+    src = r"""
+    extern "C" __global__ void spin(int* out, int n) {
+        int s = 0;
+        for (int i = 0; i < n; ++i) s += i;
+        out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    }"""
+    k = course.Module(code=src).get_function("spin")
+    out = course.zeros(64 * 256, np.int32)
+    monkeypatch.setattr(machine, "DEFAULT_WORK", 2_000_000)
+    with pytest.raises(course.InstructionBudgetExceeded, match=r"thread-instructions.*smaller N"):
+        k((64,), (256,), (out, np.int32(10_000)))
+    k((64,), (256,), (out, np.int32(10)))  # a small launch still runs
+    assert course.asnumpy(out)[0] == 45
