@@ -359,20 +359,7 @@ class Kernel:
                 kern.max_dynamic_shared_size_bytes = shared_mem
             kern(grid3, block3, tuple(args), shared_mem=shared_mem)
         else:
-            trackers = _write_trackers(args)
-            try:
-                run_kernel(
-                    self.module.program,
-                    self.ptx_name,
-                    grid3,
-                    block3,
-                    self._emulator_args(args),
-                    shared_mem,
-                    kernel_name=self.name,
-                    written=[(a._data, mask) for a, mask in trackers],
-                )
-            finally:
-                _note_writes(trackers)
+            self._emulate(grid3, block3, args, shared_mem)
 
     def trace(
         self,
@@ -395,22 +382,7 @@ class Kernel:
         host = [EmulatorArray(a.get()) if _is_cupy_array(a) else a for a in args]
         grid3, block3, shared_mem = self.validate(grid, block, host, shared_mem, EMULATED)
         recorder = TraceRecorder(blocks=blocks, spaces=spaces)
-        trackers = _write_trackers(host)
-        try:
-            trace = run_kernel(
-                self.module.program,
-                self.ptx_name,
-                grid3,
-                block3,
-                self._emulator_args(host),
-                shared_mem,
-                kernel_name=self.name,
-                recorder=recorder,
-                budget=budget,
-                written=[(a._data, mask) for a, mask in trackers],
-            )
-        finally:
-            _note_writes(trackers)
+        trace = self._emulate(grid3, block3, host, shared_mem, recorder=recorder, budget=budget)
         for orig, h in zip(args, host):
             if _is_cupy_array(orig):
                 orig.set(h._data)
@@ -429,6 +401,27 @@ class Kernel:
         from .checks import check
 
         return check(self, grid, block, args, shared_mem=shared_mem, budget=budget)
+
+    def _emulate(
+        self,
+        grid3: Any,
+        block3: Any,
+        args: Any,
+        shared_mem: int,
+        *,
+        recorder: Any = None,
+        budget: int | None = None,
+    ) -> Trace | None:
+        """One launch on the emulator, keeping track of which elements of course.empty() arrays it wrote."""
+        trackers = _write_trackers(args)
+        try:
+            return run_kernel(
+                self.module.program, self.ptx_name, grid3, block3, self._emulator_args(args), shared_mem,
+                kernel_name=self.name, recorder=recorder, budget=budget,
+                written=[(a._data, mask) for a, mask in trackers],
+            )  # fmt: skip
+        finally:
+            _note_writes(trackers)
 
     # -- validation
 
