@@ -271,6 +271,12 @@ def metrics(t: Trace) -> dict[str, Any]:
     return out
 
 
+def launch_facts(name: str, n: int, block: int) -> dict[str, Any]:
+    """The launch for N elements: blocks, and how many elements each thread handles at most."""
+    blocks = grid_size(name, n, block)
+    return {"grid": f"{blocks} blocks of {block}", "elements per thread (at most)": -(-n // (blocks * block))}
+
+
 def time_ms(name: str, x: np.ndarray, block: int) -> float:
     """Median GPU time of the whole sum (version `name`, then the block sums), in ms."""
     _, launches = device_total(name, gpu.asarray(x), block=block)
@@ -308,6 +314,7 @@ def panel(version: str = "reduce1", n: int = 1000, block: int = 128) -> Any:
         draw=picture,
         metrics=metrics,
         time_ms=time_ms,
+        launch_facts=launch_facts,
         version=version,
         n=n,
         block=block,
@@ -512,3 +519,50 @@ def check(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> An
     """The checker's findings for version `name` on x (races, bounds, uninitialised reads, barriers)."""
     _, run = launch(name, x, block=block, grid=grid)
     return run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
+
+
+def lanes_per_warp(name: str, n: int = 256, block: int = 256) -> np.ndarray:
+    """(steps, warps) active lanes of each warp in each tree step of block 0, from the trace:
+    the shared-memory stores of the step (one row per step that added)."""
+    from . import analysis
+
+    t = trace(name, np.arange(1, n + 1, dtype=np.float32), block=block, blocks=[0], spaces={"shared"})
+    counts = analysis.step_counts(t, "sdata")
+    stores = t.where(op="st")
+    warps = -(-block // 32)
+    rows = []
+    for c in counts[counts.ops > 0]:
+        in_step = stores.select((stores.epoch >= c.first_epoch) & (stores.epoch <= c.last_epoch))
+        lanes = np.zeros(warps, int)
+        np.maximum.at(lanes, in_step.warp, in_step.lanes().sum(axis=1))
+        rows.append(lanes)
+    return np.array(rows)
+
+
+def draw_lanes(ax: Any, name: str, **kw: Any) -> Any:
+    """Heat map of `lanes_per_warp`: a full warp is 32; anything between 0 and 32 is divergence."""
+    grid = lanes_per_warp(name, **kw)
+    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=32, aspect="auto")
+    for (step, warp), v in np.ndenumerate(grid):
+        ax.text(
+            warp, step, str(v), ha="center", va="center", color="white" if v < 20 else "black", fontsize=8
+        )
+    ax.set_xlabel("warp")
+    ax.set_ylabel("tree step")
+    ax.set_yticks(range(len(grid)), [str(k + 1) for k in range(len(grid))])
+    ax.set_title(f"{name}: active lanes per warp")
+    return image
+
+
+def tradeoff(
+    n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))
+) -> list[dict[str, Any]]:
+    """Kernel 7 with (block, grid) choices: elements per thread against tree work, from traces."""
+    rows = []
+    for block, grid in configs:
+        loads = loads_per_thread("reduce7", n, block=block, grid=grid)
+        rows.append({
+            "block": block, "blocks": grid, "elements per thread": loads["most"],
+            "barrier steps per block": int(np.log2(block)), "tree additions in all": grid * (block - 1),
+        })  # fmt: skip
+    return rows

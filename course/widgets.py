@@ -53,6 +53,7 @@ class Spec:
     draw: Callable[[Any, Trace], Any]  # (axes, trace) -> artists
     metrics: Callable[[Trace], Mapping[str, Any]]
     time_ms: Callable[[str, np.ndarray, int], float] | None = None  # GPU only
+    launch_facts: Callable[[str, int, int], Mapping[str, Any]] | None = None  # grid, work per thread
     version: str = ""
     n: int = 1000
     block: int = 128
@@ -124,7 +125,8 @@ class Panel:
             result.update(answer=answer, ok=not problem, problem=problem)
             shown = x[: max(1, min(n, 2 * block))]  # one block's worth is what the picture shows
             trace = spec.trace(version, shown, block)
-            result["metrics"] = dict(spec.metrics(trace))
+            facts = dict(spec.launch_facts(version, n, block)) if spec.launch_facts else {}
+            result["metrics"] = facts | dict(spec.metrics(trace))
             if spec.time_ms is not None and gpu.device().backend == "cupy":
                 result["ms"] = spec.time_ms(version, x, block)
             self._draw(trace)

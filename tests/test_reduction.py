@@ -169,3 +169,18 @@ class TestExercises:
     def test_a_compile_error_is_a_verdict_not_a_crash(self, emulator_backend):
         verdict = reduction.exercise_bounds("this is not CUDA")
         assert not verdict.ok and "does not compile" in str(verdict)
+
+
+def test_lanes_per_warp_show_divergence(emulator_backend):
+    interleaved = reduction.lanes_per_warp("reduce1")
+    sequential = reduction.lanes_per_warp("reduce3")
+    assert interleaved.shape == sequential.shape == (8, 8)  # 8 steps, 8 warps of a 256-thread block
+    assert (interleaved[0] == 16).all()  # tid % 2 == 0: half the lanes of every warp
+    assert sequential[0].tolist() == [32, 32, 32, 32, 0, 0, 0, 0]  # whole warps, the rest idle
+    assert interleaved.sum() == sequential.sum() == 255  # the same additions, spread differently
+
+
+def test_tradeoff_counts_work_per_thread_from_the_trace(emulator_backend):
+    rows = reduction.tradeoff(4096, configs=((32, 64), (256, 2)))
+    assert [r["elements per thread"] for r in rows] == [2, 8]  # 4096 / (64*32), 4096 / (2*256)
+    assert rows[1]["tree additions in all"] < rows[0]["tree additions in all"]

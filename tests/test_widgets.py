@@ -72,3 +72,14 @@ def test_log_sizes_cover_awkward_values():
     sizes = widgets.log_sizes(4096)
     assert {1, 31, 32, 33, 1000, 4095, 4096} <= set(sizes) and max(sizes) == 4096
     assert np.all(np.diff(sizes) > 0)
+
+
+def test_the_panel_shows_the_grid_and_the_work_per_thread(panel):
+    panel.version.value = "reduce7"
+    panel.n.value = 1 << 16
+    facts = panel.last["metrics"]
+    assert facts["grid"].endswith("blocks of 128")
+    blocks = int(facts["grid"].split()[0])
+    assert facts["elements per thread (at most)"] == -(-(1 << 16) // (blocks * 128))
+    panel.block.value = 32
+    assert panel.last["metrics"]["elements per thread (at most)"] >= facts["elements per thread (at most)"]
