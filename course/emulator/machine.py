@@ -631,8 +631,7 @@ class Machine:
         flat = release.reshape(-1)
         for p in np.unique(bp[release]):
             op = self.k.code[int(p)]
-            red = _bar_reduction(op)
-            if red is not None:
+            if "red" in op.instr.parts:  # __syncthreads_count / _and / _or: combine the block's votes
                 self._finish_bar_red(op, flat & (self.bar_pc == p))
         self.state[flat] = RUN
         self.epoch[ready] += 1
@@ -1105,10 +1104,6 @@ class _RegCtx:
 
     def storage(self, name: str) -> np.dtype:
         return self.k.storage[name]
-
-
-def _bar_reduction(op: ops.Op) -> bool | None:
-    return True if "red" in op.instr.parts else None
 
 
 def source_name(symbol: str) -> str:
