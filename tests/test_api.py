@@ -243,3 +243,17 @@ def test_float32_subnormals_flush_as_cupy_compiles():
     ptx = compiler.compile_ptx(SAXPY).ptx
     assert "fma.rn.ftz.f32" in ptx
     assert "-ftz=true" in compiler.compile_options(())
+
+
+def test_module_from_a_path(tmp_path, backend, rng):
+    cu = tmp_path / "mine.cu"
+    cu.write_text(SAXPY)
+    k = course.Module(path=cu).get_function("saxpy")
+    x, y = rng.standard_normal(50).astype(np.float32), np.zeros(50, np.float32)
+    dy = course.asarray(y)
+    k((1,), (64,), (np.float32(3), course.asarray(x), dy, np.int32(50)))
+    np.testing.assert_allclose(course.asnumpy(dy), 3 * x, rtol=1e-6)
+    with pytest.raises(TypeError, match="exactly one of code="):
+        course.Module(code=SAXPY, path=cu)
+    with pytest.raises(TypeError, match="exactly one of code="):
+        course.Module()
