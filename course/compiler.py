@@ -55,7 +55,31 @@ def compile_options(options: tuple[str, ...]) -> tuple[str, ...]:
         opts += ("-lineinfo",)
     # CuPy compiles every RawModule with -ftz=true (float32 subnormals flush to zero), so the
     # emulator's PTX must be built the same way for both backends to give the same answers
-    return opts + ("-ftz=true", f"-I{KERNELS}")
+    headers = tuple(f"-I{d}" for d in cuda_include_dirs())
+    return opts + ("-ftz=true", f"-I{KERNELS}", *headers)
+
+
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Where CUDA's headers are: the nvidia-cuda-runtime and nvidia-cuda-cccl wheels, else a
+    CUDA toolkit (CUDA_PATH, CUDA_HOME). NVRTC alone has no cuda_fp16.h, cooperative_groups.h
+    or cuda/std; directories are taken in that order until both kinds are found."""
+    roots: list[Path] = []
+    try:
+        import nvidia
+
+        roots += [Path(r) / "cu13" / "include" for r in nvidia.__path__]
+    except ImportError:
+        pass
+    roots += [Path(os.environ[v]) / "include" for v in ("CUDA_PATH", "CUDA_HOME") if v in os.environ]
+    found: list[str] = []
+    wanted = {"cuda_fp16.h": False, "nv/target": False, "cuda/std/type_traits": False}
+    for root in roots:
+        for d in (root, root / "cccl"):
+            if d.is_dir() and any((d / name).exists() and not seen for name, seen in wanted.items()):
+                found.append(str(d))
+                for name in wanted:
+                    wanted[name] = wanted[name] or (d / name).exists()
+    return tuple(dict.fromkeys(found))
 
 
 def compile_ptx(

@@ -257,3 +257,24 @@ def test_module_from_a_path(tmp_path, backend, rng):
         course.Module(code=SAXPY, path=cu)
     with pytest.raises(TypeError, match="exactly one of code="):
         course.Module()
+
+
+def test_cuda_headers_come_from_the_wheels(backend, rng):
+    """cuda_fp16.h and cooperative_groups.h, which NVRTC alone lacks, compile and run."""
+    src = r"""
+    #include <cuda_fp16.h>
+    #include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    extern "C" __global__ void warp_sums(const float* x, float* out, int n) {
+        cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        float v = __half2float(__float2half(i < n ? x[i] : 0.0f));
+        for (int o = 16; o > 0; o >>= 1) v += warp.shfl_down(v, o);
+        if (warp.thread_rank() == 0) out[i / 32] = v;
+    }"""
+    n = 100
+    x = rng.standard_normal(n).astype(np.float32)
+    out = course.zeros(4, np.float32)
+    course.Module(code=src).get_function("warp_sums")((1,), (128,), (course.asarray(x), out, np.int32(n)))
+    halves = np.pad(x.astype(np.float16).astype(np.float32), (0, 28))
+    np.testing.assert_allclose(course.asnumpy(out), halves.reshape(4, 32).sum(axis=1), rtol=1e-5, atol=1e-5)
