@@ -348,13 +348,20 @@ def _bank_counts(trace: Trace, events: np.ndarray) -> np.ndarray:
     return out
 
 
-def _event_columns(trace: Trace, ev: np.ndarray) -> dict[str, np.ndarray]:
+def _event_ids(trace: Trace, ev: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns that say which warp instruction each row is, and where in the source."""
     return dict(
         event=ev.astype(np.int64),
         block=trace.columns["block"][ev],
         warp=trace.warp[ev],
         epoch=trace.epoch[ev],
         line=trace.line[ev],
+    )
+
+
+def _event_columns(trace: Trace, ev: np.ndarray) -> dict[str, np.ndarray]:
+    return dict(
+        **_event_ids(trace, ev),
         pc=trace.pc[ev],
         op=trace.op[ev],
         lane_bytes=trace.size[ev],
@@ -519,11 +526,7 @@ def divergence(trace: Trace) -> np.recarray:
     ev = np.flatnonzero(trace.space != "sync")
     possible = np.clip(trace.threads_per_block - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
     return _table(
-        event=ev.astype(np.int64),
-        block=trace.columns["block"][ev],
-        warp=trace.warp[ev],
-        epoch=trace.epoch[ev],
-        line=trace.line[ev],
+        **_event_ids(trace, ev),
         space=trace.space[ev],
         op=trace.op[ev],
         active=_popcount(trace.mask[ev]),

@@ -171,9 +171,10 @@ def launch(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> t
     acc = accumulator(dx.dtype)
     blocks = grid_size(name, n, block, grid)
     out = gpu.zeros(1 if v.name == "reduce_single_pass" else blocks, acc)
-    extra = {"partial": gpu.zeros(blocks, acc), "time": gpu.zeros(1, np.int64)}
-    args: tuple = (dx, *[extra[e] for e in v.extra_args if e == "partial"], out, np.int32(n))
-    args += tuple(extra[e] for e in v.extra_args if e == "time")
+    # the one-pass kernel takes a scratch array before `out`; the timed one a clock word after `n`
+    partial = (gpu.zeros(blocks, acc),) if "partial" in v.extra_args else ()
+    clock = (gpu.zeros(1, np.int64),) if "time" in v.extra_args else ()
+    args: tuple = (dx, *partial, out, np.int32(n), *clock)
     k = kernel(name, dx.dtype, block)
     return out, bench.Launch(k, (blocks,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block))
 
