@@ -266,7 +266,7 @@ def _fault_finding(m: Machine, fault: Fault) -> Finding:
     slots = t // m.tpb_pad
     blocks = [_coords(int(m.block_ids[s]), m.grid) for s in slots]
     threads = [_coords(int(x % m.tpb_pad), m.block) for x in t]
-    line = m.k.code[fault.pc].instr.cu_line
+    line = m.k.code[fault.pc].instr.line
     verb = _VERBS.get(fault.op, "accesses")
     names, elements, limits = [], [], []
     for a in fault.addr.tolist():
@@ -344,7 +344,7 @@ def _barrier_fault(m: Machine, fault: Fault, source: list[str]) -> Finding:
         here = fault.threads[fault.threads // LANES == warps[0]]
         first = int(here[0])
         block = _coords(int(m.block_ids[first // m.tpb_pad]), m.grid)
-        line = m.k.code[fault.pc].instr.cu_line
+        line = m.k.code[fault.pc].instr.line
         missing = int(fault.addr[bad[0]])
         opcode = m.k.code[fault.pc].instr.opcode
         example = (
@@ -368,7 +368,7 @@ def _barrier_fault(m: Machine, fault: Fault, source: list[str]) -> Finding:
     ltid = t % m.tpb_pad
     parts, lines = [], []
     for pc in np.unique(bar_pc[state == BAR]):
-        line = m.k.code[int(pc)].instr.cu_line
+        line = m.k.code[int(pc)].instr.line
         lines.append(line)
         parts.append(f"threads {_ranges(ltid[(state == BAR) & (bar_pc == pc)])} wait at line {line}")
     if (state == EXIT).any():

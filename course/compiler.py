@@ -94,7 +94,9 @@ def compile_ptx(
         raise TypeError("source must be a non-empty string of CUDA C")
     opts = compile_options(tuple(options))
     key = hashlib.sha256(
-        json.dumps([source, filename, opts, list(name_expressions), nvrtc_version()]).encode()
+        json.dumps(
+            [source, filename, opts, list(name_expressions), nvrtc_version(), _course_headers(source)]
+        ).encode()
     ).hexdigest()
     path = cache_dir() / "ptx" / f"{key}.json"
     try:
@@ -111,6 +113,12 @@ def compile_ptx(
     except OSError:
         pass  # a read-only cache only costs time
     return Compiled(source, filename, opts, ptx, lowered)
+
+
+def _course_headers(source: str) -> list[str]:
+    """The text of every course header the source includes (they change the PTX, so the cache key)."""
+    names = re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.M)
+    return [(KERNELS / n).read_text() for n in names if (KERNELS / n).is_file()]
 
 
 def _nvrtc(

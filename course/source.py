@@ -14,15 +14,22 @@ from .compiler import read_kernel
 
 
 def kernel_source(filename: str, name: str) -> str:
-    """The text of function `name` in `course/kernels/<filename>`, with the comment block above it."""
+    """The text of function `name` in `course/kernels/<filename>`, with the comment block above it.
+
+    A function the file takes from a course header it includes (`common.cuh`) is found there."""
     text = read_kernel(filename)
     lines = text.splitlines()
     pattern = re.compile(r"\b" + re.escape(name) + r"\s*\(")
-    start = next(
-        (i for i, ln in enumerate(lines) if pattern.search(ln) and not ln.lstrip().startswith(("//", "*"))),
+    start = next(  # a definition starts at the left margin; calls and comments do not
+        (i for i, ln in enumerate(lines) if pattern.search(ln) and ln[:1].strip() and ln[0] not in "/*#"),
         None,
     )
     if start is None:
+        for header in re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, re.M):
+            try:
+                return kernel_source(header, name)
+            except (KeyError, FileNotFoundError):
+                continue
         raise KeyError(f"no function {name!r} in {filename}")
     while start > 0 and (
         lines[start - 1].lstrip().startswith(("//", "template")) or not lines[start - 1].strip()

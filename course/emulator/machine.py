@@ -144,9 +144,12 @@ class Program:
         files = self.module.files
         fname = files.get(instr.cu_file, "the kernel").split("/")[-1]
         lines = self.source.splitlines()
-        if instr.cu_file == min(files, default=1) and 1 <= instr.cu_line <= len(lines):
-            return f"at line {instr.cu_line} of {fname}: `{lines[instr.cu_line - 1].strip()}`"
-        return f"at line {instr.cu_line} of {fname} (PTX: {instr.text})"
+        if instr.cu_file == self.module.main_file and 1 <= instr.line <= len(lines):
+            return f"at line {instr.line} of {fname}: `{lines[instr.line - 1].strip()}`"
+        inside = f"line {instr.cu_line} of {fname} (PTX: {instr.text})"
+        if 1 <= instr.line <= len(lines):  # code inlined from a header: name the call too
+            return f"at line {instr.line}: `{lines[instr.line - 1].strip()}`, in {inside}"
+        return f"at {inside}"
 
 
 class _Builder:
@@ -1053,7 +1056,7 @@ class Machine:
         self.recorder.add({
             "block": self.block_ids[slot], "warp": wave_warp % self.warps_per_block, "epoch": self.epoch[slot],
             "step": np.full(nrow, self.steps), "pc": np.full(nrow, self.cur_pc),
-            "ptx_line": np.full(nrow, instr.ptx_line), "line": np.full(nrow, instr.cu_line),
+            "ptx_line": np.full(nrow, instr.ptx_line), "line": np.full(nrow, instr.line),
             "space": np.full(nrow, space), "op": np.full(nrow, op), "opcode": np.full(nrow, instr.opcode),
             "mask": mask, "size": np.full(nrow, size), **per_lane,
         })  # fmt: skip

@@ -29,6 +29,9 @@ class Instr:
     text: str
     function: str = ""
     cu_file: int = 1
+    # the line of the compiled .cu file this instruction belongs to: cu_line itself, or for code
+    # inlined from a header (`common.cuh`) the line of the call in the .cu file; 0 if none
+    line: int = 0
 
 
 @dataclass
@@ -71,6 +74,11 @@ class PtxModule:
     functions: dict[str, Function]
     variables: list[Variable]  # module-scope .global/.const/.shared
     files: dict[int, str]
+
+    @property
+    def main_file(self) -> int:
+        """The index (in `files`) of the compiled .cu file, as opposed to headers it includes."""
+        return _main_file(self.files)
 
     @property
     def entries(self) -> dict[str, Function]:
@@ -130,10 +138,19 @@ def parse(text: str) -> PtxModule:
             depth -= c == "}"
             i += 1
         first_line = lines.count("\n", 0, body_start) + 1
-        fn = _function(m, lines[body_start : i - 1], first_line)
+        fn = _function(m, lines[body_start : i - 1], first_line, _main_file(files))
         functions[fn.name] = fn
         pos = i
     return PtxModule(version, target, functions, variables, files)
+
+
+def _main_file(files: dict[int, str]) -> int:
+    """The index of the compiled .cu file: the first one that is not a header."""
+    sources = [i for i, path in sorted(files.items()) if not path.endswith((".h", ".cuh", ".hpp"))]
+    return sources[0] if sources else min(files, default=1)
+
+
+_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)(?:\s+\d+)?(?:.*\binlined_at\s+(\d+)\s+(\d+))?")
 
 
 def _strip_comments_keep_lines(text: str) -> str:
@@ -185,7 +202,7 @@ def _initializer(text: str, typ: str, count: int) -> bytes:
     return out.ljust(count * TYPE_SIZES[typ], b"\0")
 
 
-def _function(head: re.Match, body: str, first_line: int) -> Function:
+def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Function:
     name = head["name"]
     fn = Function(
         name=name,
@@ -199,7 +216,8 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
     )
     for d in re.finditer(r"\.(reqntid|maxntid)\s+([\d,\s]+)", head["dirs"] or ""):
         fn.directives[d[1]] = [int(x) for x in d[2].replace(",", " ").split()]
-    cu_line, cu_file = 0, 1
+    cu_line, cu_file, line = 0, 1, 0
+    sites: dict[tuple[int, int], int] = {}  # a header line's place -> the .cu line it was inlined at
     unplaced: list[Instr] = []
     scopes: list[dict[str, str]] = []  # register renames of the nested { } blocks
     pending = ""  # a statement that spans lines (calls do)
@@ -216,10 +234,21 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
             pending = stmts.pop()
         for stmt in stmts:
             if stmt.split()[0] == ".loc":
-                cu_file, cu_line = int(stmt.split()[1]), int(stmt.split()[2])
+                loc = _LOC.match(stmt)
+                if not loc:
+                    continue
+                cu_file, cu_line = int(loc[1]), int(loc[2])
+                if cu_file == main:
+                    line = cu_line
+                elif loc[3]:  # inlined: at a .cu line, or at a header line itself inlined somewhere
+                    at = (int(loc[3]), int(loc[4]))
+                    line = at[1] if at[0] == main else sites.get(at, line)
+                else:
+                    line = 0  # a header's own (not inlined) function
+                sites[(cu_file, cu_line)] = line
                 if cu_line:  # line 0 marks code the compiler hoisted: it serves the next real line
                     for ins in unplaced:
-                        ins.cu_file, ins.cu_line = cu_file, cu_line
+                        ins.cu_file, ins.cu_line, ins.line = cu_file, cu_line, line
                     unplaced = []
             elif stmt.endswith(":") and " " not in stmt:
                 fn.labels[stmt[:-1]] = len(fn.instrs)
@@ -243,13 +272,14 @@ def _function(head: re.Match, body: str, first_line: int) -> Function:
                 instr = _instruction(stmt, line_no, cu_line, name)
                 if any(scopes):
                     _rename(instr, scopes)
-                instr.cu_file = cu_file
+                instr.cu_file, instr.line = cu_file, line
                 fn.instrs.append(instr)
                 if cu_line == 0:
                     unplaced.append(instr)
     last = next((i for i in reversed(fn.instrs) if i.cu_line), None)
     for ins in unplaced:  # hoisted code with no real line after it
-        ins.cu_file, ins.cu_line = (last.cu_file, last.cu_line) if last else (ins.cu_file, 0)
+        if last:
+            ins.cu_file, ins.cu_line, ins.line = last.cu_file, last.cu_line, last.line
     return fn
 
 

@@ -294,25 +294,9 @@ __global__ void reduce7(const elem_t* x, acc_t* out, int n) {
 
 // ---- Beyond the article.
 // Warp shuffles: lanes exchange registers directly, no shared memory and no __syncwarp
-// needed (the _sync shuffle is the synchronisation). A block needs one shared slot per warp.
-__device__ acc_t warp_sum(acc_t v) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-// The sum of v over the block, valid in thread 0. The caller owns `scratch` (32 slots).
-__device__ acc_t block_sum(acc_t v, acc_t* scratch) {
-    unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = (lane < (blockDim.x + 31) / 32) ? scratch[lane] : (acc_t)0;
-        v = warp_sum(v);
-    }
-    return v;
-}
+// needed (the _sync shuffle is the synchronisation). warp_sum and block_sum come from
+// common.cuh, shared with the dot product and the scan; a block needs one shared slot per warp.
+#include "common.cuh"
 
 // 8. Grid-stride loop + shuffle reduction: kernel 7's idea without its shared-memory tree.
 extern "C" __global__ void reduce_shfl(const elem_t* x, acc_t* out, int n) {
