@@ -9,6 +9,8 @@ t = k.trace((blocks,), (threads,), (x, out, np.int32(n)), shared_mem=threads * 4
 
 from __future__ import annotations
 
+from .arrays import EmulatorArray, asarray, asnumpy, empty, zeros
+from .backend import Device, device, set_backend
 from .errors import (
     BackendUnavailable,
     BarrierError,
@@ -21,7 +23,7 @@ from .errors import (
     OutOfBoundsError,
     UnsupportedInstruction,
 )
-from .gpu import Device, EmulatorArray, Kernel, Module, asarray, asnumpy, device, empty, set_backend, zeros
+from .gpu import Kernel, Module
 
 __all__ = [
     "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",

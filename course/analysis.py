@@ -11,12 +11,12 @@ trace passed in, so `trace.select(...)`/`trace.where(...)` results stay comparab
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from .emulator.ptx import source_name
 from .emulator.trace import LANES, Trace
 
 BANKS = 32
@@ -75,11 +75,7 @@ def buffer_index(trace: Trace, name: str) -> int:
     `__shared__` array by its source name (PTX calls it e.g. `_ZZ9transposePfS_E4tile`).
     Where several match (a module's unused `extern __shared__ s[]` beside a kernel's static
     `s`), the one this trace touches wins."""
-    hits = []
-    for i, b in enumerate(trace.buffers):
-        m = re.match(r"_ZZ.*E(\d+)([A-Za-z_]\w*)$", b.name)
-        if b.name == name or (m and m[2][: int(m[1])] == name):
-            hits.append(i)
+    hits = [i for i, b in enumerate(trace.buffers) if name in (b.name, source_name(b.name))]
     if not hits:
         raise KeyError(f"no buffer {name!r} in this trace; it has {[b.name for b in trace.buffers]}")
     touched = [i for i in hits if (trace.buffer == i).any()]

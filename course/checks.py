@@ -30,17 +30,13 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .analysis import MEMORY_OPS, element_size
-from .emulator.machine import BAR, EXIT, Fault, Machine
-from .emulator.trace import LANES, Trace, TraceRecorder
-from .errors import BarrierError, MisalignedAccessError, OutOfBoundsError
-
-if TYPE_CHECKING:
-    from .gpu import Kernel
+from .emulator import FaultReport, Trace, id_ranges
+from .emulator.trace import LANES
 
 KINDS = ("out-of-bounds", "race", "uninitialized", "barrier-divergence", "misaligned")
 EXAMPLES = 3  # instances spelled out per finding
@@ -148,44 +144,20 @@ class Findings(list[Finding]):
 # ---------------------------------------------------------------- the check
 
 
-def check(
-    kernel: Kernel, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, budget: int | None = None
+def findings(
+    trace: Trace, fault: FaultReport | None = None, *, initialized: dict[str, np.ndarray] | None = None
 ) -> Findings:
-    """Run `kernel` once on the emulator, on copies of `args`, and return every bug it showed.
+    """Every bug a checked launch showed: its fault (from `course.emulator.run_checked`), then the
+    races, uninitialised reads and barrier divergence in its trace.
 
-    Module-scope `__device__` variables are restored afterwards, so checking changes nothing.
-    Faults other than bad accesses and barriers (an assert, a runaway loop) still raise.
+    `initialized` maps a global buffer's name to a byte mask of what held a value at launch; buffers
+    not in it count as initialised. `Kernel.check` is the way to call this.
     """
-    from . import gpu
-
-    host = _host_copies(args) if isinstance(args, (tuple, list)) else args
-    grid3, block3, shared_mem = kernel.validate(grid, block, host, shared_mem, gpu.EMULATED)
-    program = kernel.module.program
-    saved = {name: data.copy() for name, (_, data, _) in program.module_vars.items()}
-    m = Machine(
-        program, kernel.ptx_name, grid3, block3, kernel._emulator_args(host), shared_mem,
-        kernel.name, TraceRecorder(), budget,
-    )  # fmt: skip
-    found: list[Finding] = []
-    try:
-        with np.errstate(all="ignore"):
-            m.run()
-    except (OutOfBoundsError, MisalignedAccessError, BarrierError):
-        if m.fault is None:
-            raise
-        found.append(_fault_finding(m, m.fault))
-    finally:
-        for name, data in saved.items():
-            program.module_vars[name][1][:] = data
-    trace = m.trace()
-    initialized: dict[int, np.ndarray] = {}
-    for a in host:
-        if isinstance(a, gpu.EmulatorArray) and a._written is not None and a.size:
-            base = next((b.base for b in m.mem.buffers if b.data.ctypes.data == a._data.ctypes.data), None)
-            if base is not None:
-                initialized[base] = np.repeat(a._written, a.itemsize)
-    found += find(trace, initialized=initialized)
-    return Findings(sorted(found, key=_order), kernel.name)
+    found = [_fault_finding(trace, fault)] if fault is not None else []
+    bases = {b.name: b.base for b in trace.buffers if b.space == "global"}
+    masks = {bases[name]: mask for name, mask in (initialized or {}).items() if name in bases}
+    found += find(trace, initialized=masks)
+    return Findings(sorted(found, key=_order), trace.kernel)
 
 
 def find(trace: Trace, *, initialized: dict[int, np.ndarray] | None = None) -> Findings:
@@ -204,21 +176,6 @@ def _order(f: Finding) -> tuple[int, int, str]:
     return (KINDS.index(f.kind), min(f.lines, default=0), f.buffer)
 
 
-def _host_copies(args: tuple | list) -> list[Any]:
-    """Emulator copies of the array arguments; an array passed twice stays one array (in-place kernels)."""
-    from . import gpu
-
-    copies: dict[int, Any] = {}
-    out = []
-    for a in args:
-        if isinstance(a, gpu.EmulatorArray) or gpu._is_cupy_array(a):
-            if id(a) not in copies:
-                copies[id(a)] = a.copy() if isinstance(a, gpu.EmulatorArray) else gpu.EmulatorArray(a.get())
-            a = copies[id(a)]
-        out.append(a)
-    return out
-
-
 # ---------------------------------------------------------------- words
 
 
@@ -229,17 +186,6 @@ def _coords(linear: int, dims: tuple[int, int, int]) -> Dim3:
 
 def _fmt(c: Dim3) -> str:
     return f"({c[0]}, {c[1]}, {c[2]})"
-
-
-def _ranges(ids: Any) -> str:
-    """0-15,32 for [0..15, 32]."""
-    runs: list[list[int]] = []
-    for x in sorted({int(i) for i in ids}):
-        if runs and x == runs[-1][1] + 1:
-            runs[-1][1] = x
-        else:
-            runs.append([x, x])
-    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs) or "none"
 
 
 def _ordinal(n: int) -> str:
@@ -254,134 +200,87 @@ def _code(source: list[str], lines: tuple[int, ...]) -> tuple[str, ...]:
 _VERBS = {"ld": "reads", "st": "writes", "atom": "atomically updates", "red": "atomically updates"}
 
 
-# ---------------------------------------------------------------- faults the emulator raised
+# ---------------------------------------------------------------- faults the emulator stopped at
 
 
-def _fault_finding(m: Machine, fault: Fault) -> Finding:
-    source = m.program.source.splitlines()
-    if fault.kind in ("barrier", "collective"):
-        return _barrier_fault(m, fault, source)
-    t = fault.threads
-    assert fault.addr is not None
-    slots = t // m.tpb_pad
-    blocks = [_coords(int(m.block_ids[s]), m.grid) for s in slots]
-    threads = [_coords(int(x % m.tpb_pad), m.block) for x in t]
-    line = m.k.code[fault.pc].instr.line
+def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
+    if fault.kind == "barrier":
+        return _barrier_fault(trace, fault)
+    if fault.kind == "collective":
+        return _collective_fault(trace, fault)
     verb = _VERBS.get(fault.op, "accesses")
-    names, elements, limits = [], [], []
-    for a in fault.addr.tolist():
-        name, index, length, itemsize = _locate(m, fault.space, int(a), fault.size)
-        names.append(name)
-        elements.append(index)
-        limits.append((length, itemsize))
+    names = [a.buffer for a in fault.accesses]
     name = max(set(names), key=names.count)
     keep = sorted(
-        (i for i, n in enumerate(names) if n == name), key=lambda i: (blocks[i][::-1], threads[i][::-1])
+        (a for a in fault.accesses if a.buffer == name), key=lambda a: (a.block[::-1], a.thread[::-1])
     )
-    length, itemsize = limits[keep[0]]
+    first = keep[0]
     if fault.kind == "misaligned":  # name the byte, not an element: the address is between elements
-        elements = [e * lim[1] + int(a) % lim[1] for e, lim, a in zip(elements, limits, fault.addr.tolist())]
+        places = [a.byte for a in keep]
         examples = tuple(
-            f"block {_fmt(blocks[i])} thread {_fmt(threads[i])} {verb} {fault.size} bytes at byte "
-            f"{elements[i]} of {names[i]}"
-            for i in keep[:EXAMPLES]
+            f"block {_fmt(a.block)} thread {_fmt(a.thread)} {verb} {fault.size} bytes at byte {a.byte} of {a.buffer}"
+            for a in keep[:EXAMPLES]
         )
-    else:
-        examples = tuple(
-            f"block {_fmt(blocks[i])} thread {_fmt(threads[i])} {verb} {names[i]}[{elements[i]}]"
-            for i in keep[:EXAMPLES]
-        )
-    if fault.kind == "misaligned":
         explanation = (
             f"a {fault.size}-byte access must start at a multiple of {fault.size} bytes; this one "
             f"{verb} `{name}` at a byte offset that is not (a pointer cast from a byte offset?)"
         )
     else:
-        idx = [elements[i] for i in keep]
-        side = "before the start" if max(idx) < 0 else "past the end"
+        places = [a.element for a in keep]
+        examples = tuple(
+            f"block {_fmt(a.block)} thread {_fmt(a.thread)} {verb} {a.buffer}[{a.element}]"
+            for a in keep[:EXAMPLES]
+        )
+        side = "before the start" if max(places) < 0 else "past the end"
         explanation = (
-            f"{verb} `{name}` {side}: it has {length} elements (indices 0 to {length - 1}"
-            f"{f', {itemsize} bytes each' if itemsize > 1 else ''}); every index a thread uses must "
+            f"{verb} `{name}` {side}: it has {first.length} elements (indices 0 to {first.length - 1}"
+            f"{f', {first.itemsize} bytes each' if first.itemsize > 1 else ''}); every index a thread uses must "
             "be checked against the length (`if (i < n)`), for each access it makes"
         )
-        if fault.space == "shared" and length == 0:
+        if fault.space == "shared" and first.length == 0:
             explanation = (
                 f"{verb} `{name}`, which has no memory at all: an `extern __shared__` array gets the "
                 "launch's dynamic shared memory, and this launch gave none (pass shared_mem=...)"
             )
     return Finding(
-        kind=fault.kind, lines=(line,), explanation=explanation, buffer=name,
-        space=fault.space, blocks=tuple(dict.fromkeys(blocks))[:EXAMPLES],
-        threads=tuple(dict.fromkeys(threads))[:EXAMPLES],
-        elements=tuple(dict.fromkeys(elements[i] for i in keep))[:EXAMPLES],
-        element_count=len(set(elements[i] for i in keep)), count=len(t),
-        examples=examples, code=_code(source, (line,)),
+        kind=fault.kind, lines=fault.lines, explanation=explanation, buffer=name, space=fault.space,
+        blocks=tuple(dict.fromkeys(a.block for a in keep))[:EXAMPLES],
+        threads=tuple(dict.fromkeys(a.thread for a in keep))[:EXAMPLES],
+        elements=tuple(dict.fromkeys(places))[:EXAMPLES], element_count=len(set(places)),
+        count=len(fault.accesses), examples=examples, code=_code(trace.source, fault.lines),
     )  # fmt: skip
 
 
-def _locate(m: Machine, space: str, addr: int, size: int) -> tuple[str, int, int, int]:
-    """(buffer name, element index, length in elements, itemsize) for a stray address."""
-    if space == "global":
-        bufs = [b for b in m.mem.buffers if b.name]
-        best = min(bufs, key=lambda b: min(abs(addr - b.base), abs(addr - (b.base + b.nbytes))))
-        item = max(best.itemsize, 1)
-        return best.name, (addr - best.base) // item, best.nbytes // item, item
-    if space == "shared" and len(m.k.shared):
-        from .emulator.machine import source_name
-
-        i = max(int(np.searchsorted(m.shared_offsets, addr, side="right")) - 1, 0)
-        var = m.k.shared[i]
-        item = m.shared_itemsize.get(i, size)
-        return source_name(var.name), (addr - var.offset) // item, m.shared_sizes[i] // item, item
-    return f"{space} memory", addr, m.k.local_size if space == "local" else m.shared_used, 1
-
-
-def _barrier_fault(m: Machine, fault: Fault, source: list[str]) -> Finding:
-    if fault.kind == "collective":
-        assert fault.addr is not None
-        bad = np.flatnonzero(fault.addr)
-        warps = fault.threads[bad] // LANES  # machine-wide warp ids of the warps missing lanes
-        here = fault.threads[fault.threads // LANES == warps[0]]
-        first = int(here[0])
-        block = _coords(int(m.block_ids[first // m.tpb_pad]), m.grid)
-        line = m.k.code[fault.pc].instr.line
-        missing = int(fault.addr[bad[0]])
-        opcode = m.k.code[fault.pc].instr.opcode
-        example = (
-            f"block {_fmt(block)} warp {(first % m.tpb_pad) // LANES}: lanes {_ranges(here % LANES)} run "
-            f"{opcode}, lanes {_ranges(i for i in range(LANES) if missing >> i & 1)} of its mask are elsewhere"
-        )
-        return Finding(
-            kind="barrier-divergence", lines=(line,), blocks=(block,), count=len(np.unique(fault.threads[bad] // m.tpb_pad)),
-            explanation=(
-                f"`{opcode}` names lanes in its member mask that are not there (diverged or exited): every "
-                "lane in the mask must reach the same *_sync call; move it out of the branch, or pass "
-                "__activemask()"
-            ),
-            threads=tuple(_coords(int(x % m.tpb_pad), m.block) for x in here[:EXAMPLES]),
-            examples=(example,), code=_code(source, (line,)),
-        )  # fmt: skip
-    slot = int(fault.threads[0]) // m.tpb_pad
-    block = _coords(int(m.block_ids[slot]), m.grid)
-    t = fault.threads
-    state, bar_pc = m.state[t], m.bar_pc[t]
-    ltid = t % m.tpb_pad
-    parts, lines = [], []
-    for pc in np.unique(bar_pc[state == BAR]):
-        line = m.k.code[int(pc)].instr.line
-        lines.append(line)
-        parts.append(f"threads {_ranges(ltid[(state == BAR) & (bar_pc == pc)])} wait at line {line}")
-    if (state == EXIT).any():
-        parts.append(f"threads {_ranges(ltid[state == EXIT])} have exited")
-    lines_t = tuple(dict.fromkeys(lines))
+def _collective_fault(trace: Trace, fault: FaultReport) -> Finding:
+    assert fault.block is not None
+    example = (
+        f"block {_fmt(fault.block)} warp {fault.warp}: lanes {id_ranges(fault.lanes_here)} run "
+        f"{fault.opcode}, lanes {id_ranges(fault.lanes_missing)} of its mask are elsewhere"
+    )
     return Finding(
-        kind="barrier-divergence", lines=lines_t, blocks=(block,),
+        kind="barrier-divergence", lines=fault.lines, blocks=(fault.block,), count=fault.blocks_affected,
+        explanation=(
+            f"`{fault.opcode}` names lanes in its member mask that are not there (diverged or exited): every "
+            "lane in the mask must reach the same *_sync call; move it out of the branch, or pass "
+            "__activemask()"
+        ),
+        threads=fault.threads, examples=(example,), code=_code(trace.source, fault.lines),
+    )  # fmt: skip
+
+
+def _barrier_fault(trace: Trace, fault: FaultReport) -> Finding:
+    assert fault.block is not None
+    parts = [f"threads {id_ranges(threads)} wait at line {line}" for line, threads in fault.waiting]
+    if fault.exited:
+        parts.append(f"threads {id_ranges(fault.exited)} have exited")
+    return Finding(
+        kind="barrier-divergence", lines=fault.lines, blocks=(fault.block,),
         explanation=(
             "threads of one block wait at different __syncthreads() calls, which never meet: a barrier "
             "inside a branch that not every thread takes; put the __syncthreads() where all threads reach it"
         ),
-        threads=tuple(_coords(int(x), m.block) for x in ltid[state == BAR][:EXAMPLES]),
-        examples=(f"block {_fmt(block)}: " + "; ".join(parts),), code=_code(source, lines_t),
+        threads=fault.threads,
+        examples=(f"block {_fmt(fault.block)}: " + "; ".join(parts),), code=_code(trace.source, fault.lines),
     )  # fmt: skip
 
 
@@ -916,8 +815,8 @@ def barrier_divergence(trace: Trace) -> list[Finding]:
         exit_line = hits[0][3]
         lines = (bar_line,) if exit_line == bar_line else (bar_line, exit_line)
         examples = [
-            f"block {_fmt(_coords(blk, trace.grid))}: threads {_ranges(arrived)} reach the "
-            f"__syncthreads() on line {bar_line} ({_ordinal(k + 1)} barrier); threads {_ranges(left)} "
+            f"block {_fmt(_coords(blk, trace.grid))}: threads {id_ranges(arrived)} reach the "
+            f"__syncthreads() on line {bar_line} ({_ordinal(k + 1)} barrier); threads {id_ranges(left)} "
             f"never do: they finished at line {el}"
             for blk, arrived, left, el, k in hits[:EXAMPLES]
         ]

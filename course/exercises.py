@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gpu
+from . import backend, gpu
 from .errors import CourseError
 
 
@@ -46,8 +46,8 @@ class Case:
 
 def check(source: str, kernel: str, cases: Iterable[Case], *, options: tuple[str, ...] = ()) -> Verdict:
     """Compile `source`, then run every case on the emulator; stop at the first failure."""
-    previous = gpu.device().backend
-    gpu.set_backend("emulator")  # bounds-checked, and the same answer on every machine
+    previous = backend.device().backend
+    backend.set_backend("emulator")  # bounds-checked, and the same answer on every machine
     try:
         try:
             k = gpu.Module(code=source, options=options).get_function(kernel)
@@ -66,7 +66,7 @@ def check(source: str, kernel: str, cases: Iterable[Case], *, options: tuple[str
             passed += 1
         return Verdict(True, [f"all {passed} cases right"])
     finally:
-        gpu.set_backend(previous)
+        backend.set_backend(previous)
 
 
 def _first_lines(text: str, n: int = 4) -> str:

@@ -1,256 +1,37 @@
 """One kernel API over two backends: a real GPU through CuPy, or the course's SIMT emulator.
 
 The call shape mirrors `cupy.RawModule` / `cupy.RawKernel`, so code written here runs
-unchanged in plain CuPy. Unlike CuPy, every launch is checked first: launch limits,
-shared memory, and each argument against the kernel's declared parameters.
+unchanged in plain CuPy. Unlike CuPy, every launch is checked first: launch limits, shared
+memory, and each argument against the kernel's declared parameters (scalar widths, pointer
+element types). The checks run once per argument signature; later launches with arguments
+of the same kinds cost what a CuPy launch costs.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from . import compiler
-from .emulator import Program, TraceRecorder, run_kernel
-from .emulator.trace import Trace
-from .errors import BackendUnavailable, LaunchError
+from . import checks, compiler, params
+from .arrays import EmulatorArray, backend_of, emulator_copies, is_cupy_array, is_device_array
+from .backend import EMULATED, Device, device
+from .emulator import Program, Trace, TraceRecorder, run_checked, run_kernel
+from .emulator.ptx import source_name
+from .errors import LaunchError
 
-if TYPE_CHECKING:
-    from .checks import Findings
-
-BACKENDS = ("cupy", "emulator")
-
-
-@dataclass(frozen=True)
-class Device:
-    """The active backend and the limits every launch is validated against."""
-
-    backend: str
-    name: str
-    max_threads_per_block: int
-    max_block_dims: tuple[int, int, int]
-    max_grid_dims: tuple[int, int, int]
-    shared_memory_per_block: int  # static + dynamic without opting in
-    shared_memory_per_block_optin: int  # the most a kernel may ask for
-    warp_size: int
-    sm_count: int
-    l2_cache_bytes: int
-    compute_capability: tuple[int, int]
-    shared_memory_banks: int = 32
-    bank_bytes: int = 4
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.backend} backend, {self.sm_count} SMs)"
-
-
-EMULATED = Device(
-    backend="emulator",
-    name="SIMT emulator (H100-like)",
-    max_threads_per_block=1024,
-    max_block_dims=(1024, 1024, 64),
-    max_grid_dims=(2**31 - 1, 65535, 65535),
-    shared_memory_per_block=48 * 1024,
-    shared_memory_per_block_optin=227 * 1024,
-    warp_size=32,
-    sm_count=132,
-    l2_cache_bytes=50 * 1024 * 1024,
-    compute_capability=(9, 0),
-)
-
-_active: Device | None = None
-
-
-def device() -> Device:
-    """The device kernels run on: CuPy's GPU if one works, else the emulator.
-
-    `COURSE_BACKEND=cupy` or `=emulator` forces the choice.
-    """
-    global _active
-    if _active is None:
-        _active = _choose(os.environ.get("COURSE_BACKEND", "").strip().lower() or None)
-    return _active
-
-
-def set_backend(name: str | None) -> Device:
-    """Switch backend for this process ("cupy", "emulator", or None for automatic)."""
-    global _active
-    if name is not None and name not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS} or None, not {name!r}")
-    _active = _choose(name)
-    return _active
-
-
-def _choose(name: str | None) -> Device:
-    if name not in (None, *BACKENDS):
-        raise BackendUnavailable(f"COURSE_BACKEND must be 'cupy' or 'emulator', not {name!r}")
-    if name == "emulator":
-        return EMULATED
-    try:
-        return _cupy_device()
-    except Exception as exc:  # no CuPy, no GPU, or a driver too old: all mean "no GPU here"
-        if name == "cupy":
-            raise BackendUnavailable(f"COURSE_BACKEND=cupy but CuPy cannot use a GPU: {exc}") from exc
-        return EMULATED
-
-
-def _cupy_device() -> Device:
-    import cupy
-
-    if not cupy.cuda.is_available():
-        raise BackendUnavailable("cupy.cuda.is_available() is False")
-    cupy.empty(1)  # the first allocation is where a missing or old driver shows up
-    p = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    return Device(
-        backend="cupy",
-        name=p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"]),
-        max_threads_per_block=p["maxThreadsPerBlock"],
-        max_block_dims=tuple(p["maxThreadsDim"]),
-        max_grid_dims=tuple(p["maxGridSize"]),
-        shared_memory_per_block=p["sharedMemPerBlock"],
-        shared_memory_per_block_optin=p.get("sharedMemPerBlockOptin", p["sharedMemPerBlock"]),
-        warp_size=p["warpSize"],
-        sm_count=p["multiProcessorCount"],
-        l2_cache_bytes=p["l2CacheSize"],
-        compute_capability=(p["major"], p["minor"]),
-    )
-
-
-# ---------------------------------------------------------------- arrays
-
-
-class EmulatorArray:
-    """An array in the emulator's 'device memory': a C-contiguous NumPy array underneath.
-
-    Like a CuPy array it does not turn into a NumPy array implicitly: use
-    `course.asnumpy(a)` or `a.get()`.
-    """
-
-    __array_priority__ = 100
-
-    def __init__(self, data: np.ndarray, *, initialized: bool = True):
-        self._data = np.ascontiguousarray(data)
-        # per element (flat): written since course.empty()? None once all are; the checker reads it
-        self._written: np.ndarray | None = None
-        self.initialized = initialized
-
-    @property
-    def initialized(self) -> bool:
-        """Whether every element holds a value (False for course.empty() until kernels wrote it all)."""
-        return self._written is None
-
-    @initialized.setter
-    def initialized(self, value: bool) -> None:
-        self._written = None if value else np.zeros(self._data.size, bool)
-
-    def initialized_elements(self) -> np.ndarray:
-        """Per element (flat, C order): whether it was ever written since course.empty()."""
-        return np.ones(self._data.size, bool) if self._written is None else self._written.copy()
-
-    shape = property(lambda self: self._data.shape)
-    dtype = property(lambda self: self._data.dtype)
-    size = property(lambda self: self._data.size)
-    nbytes = property(lambda self: self._data.nbytes)
-    ndim = property(lambda self: self._data.ndim)
-    itemsize = property(lambda self: self._data.itemsize)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def get(self) -> np.ndarray:
-        return self._data.copy()
-
-    def copy(self) -> EmulatorArray:
-        out = EmulatorArray(self._data.copy())
-        out._written = None if self._written is None else self._written.copy()
-        return out
-
-    def fill(self, value: Any) -> None:
-        self._data.fill(value)
-        self.initialized = True
-
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise TypeError(
-            "an emulator array does not convert to NumPy implicitly (nor does a CuPy array); "
-            "use course.asnumpy(a)"
-        )
-
-    def __repr__(self) -> str:
-        return f"EmulatorArray({np.array2string(self._data, threshold=20)}, dtype={self.dtype})"
-
-
-def _is_cupy_array(a: Any) -> bool:
-    return type(a).__module__.startswith("cupy") and hasattr(a, "data") and hasattr(a, "get")
-
-
-def asarray(a: Any, dtype: Any = None) -> Any:
-    """`a` as an array of the active backend (a copy unless it already is one)."""
-    if isinstance(a, EmulatorArray) or _is_cupy_array(a):
-        a = asnumpy(a) if _backend_of(a) != device().backend else a
-    if device().backend == "cupy":
-        import cupy
-
-        return cupy.asarray(a, dtype=dtype)
-    if isinstance(a, EmulatorArray):
-        return a if dtype is None or np.dtype(dtype) == a.dtype else EmulatorArray(a._data.astype(dtype))
-    return EmulatorArray(np.array(a, dtype=dtype, order="C", copy=True))
-
-
-def asnumpy(a: Any) -> np.ndarray:
-    """A NumPy copy of an array of either backend (NumPy input passes through)."""
-    if isinstance(a, EmulatorArray):
-        return a.get()
-    if _is_cupy_array(a):
-        return a.get()
-    return np.asarray(a)
-
-
-def empty(shape: Any, dtype: Any = np.float32) -> Any:
-    """An uninitialised array. On the emulator it holds garbage bytes (0xFF), as a GPU would."""
-    if device().backend == "cupy":
-        import cupy
-
-        return cupy.empty(shape, dtype)
-    data = np.empty(shape, dtype)
-    data.view(np.uint8).fill(0xFF)
-    return EmulatorArray(data, initialized=False)
-
-
-def zeros(shape: Any, dtype: Any = np.float32) -> Any:
-    if device().backend == "cupy":
-        import cupy
-
-        return cupy.zeros(shape, dtype)
-    return EmulatorArray(np.zeros(shape, dtype))
-
-
-def _backend_of(a: Any) -> str:
-    return "emulator" if isinstance(a, EmulatorArray) else "cupy"
-
-
-# ---------------------------------------------------------------- modules and kernels
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One kernel parameter: PTX's view (type, size) and the C source's (name, type)."""
-
-    name: str
-    ptx_type: str
-    size: int
-    c_type: str  # "" when the source declaration could not be read
-    is_pointer: bool | None  # None when unknown (a 64-bit parameter with no source info)
-
-    def describe(self) -> str:
-        return f"{self.c_type or self.ptx_type} {self.name}".strip()
+Dim3 = tuple[int, int, int]
 
 
 class Module:
-    """CUDA C source compiled for the active backend, like `cupy.RawModule`."""
+    """CUDA C source compiled for the active backend, like `cupy.RawModule`.
+
+    `filename` names the source in NVRTC's messages and the emulator's (default kernel.cu, or
+    the file's name with `path=`).
+    """
 
     def __init__(
         self,
@@ -259,23 +40,26 @@ class Module:
         path: str | os.PathLike[str] | None = None,
         options: tuple[str, ...] | list[str] = (),
         name_expressions: tuple[str, ...] | list[str] = (),
+        filename: str | None = None,
     ):
         if (code is None) == (path is None):
             raise TypeError("give exactly one of code= (CUDA C text) or path= (a .cu file)")
         if path is not None:
             code = Path(path).read_text()
-            filename = Path(path).name
-        else:
-            filename = "kernel.cu"
+            filename = filename or Path(path).name
         if isinstance(options, str) or isinstance(name_expressions, str):
             raise TypeError("options and name_expressions are tuples of strings, not one string")
-        self.code: str = code  # type: ignore[assignment]
+        assert code is not None
+        self.code = code
         self.options = tuple(options)
         self.name_expressions = tuple(name_expressions)
         self.compiled = compiler.compile_ptx(
-            self.code, filename=filename, options=self.options, name_expressions=self.name_expressions
+            code,
+            filename=filename or "kernel.cu",
+            options=self.options,
+            name_expressions=self.name_expressions,
         )
-        self.program = Program(self.compiled.ptx, self.code)
+        self.program = Program(self.compiled.ptx, code)
         self._cupy_module: Any = None
 
     @classmethod
@@ -287,15 +71,9 @@ class Module:
         name_expressions: tuple[str, ...] | list[str] = (),
     ) -> Module:
         """A module from `course/kernels/<name>`."""
-        code = compiler.read_kernel(name)
-        mod = cls.__new__(cls)
-        mod.code, mod.options, mod.name_expressions = code, tuple(options), tuple(name_expressions)
-        mod.compiled = compiler.compile_ptx(
-            code, filename=name, options=mod.options, name_expressions=mod.name_expressions
+        return cls(
+            compiler.read_kernel(name), options=options, name_expressions=name_expressions, filename=name
         )
-        mod.program = Program(mod.compiled.ptx, code)
-        mod._cupy_module = None
-        return mod
 
     @property
     def kernel_names(self) -> list[str]:
@@ -303,7 +81,18 @@ class Module:
 
     def get_function(self, name: str) -> Kernel:
         """The kernel called `name`: an extern "C" name, or a template as in name_expressions."""
-        return _kernel(self, name)
+        entries = self.program.module.entries
+        ptx_name = self.compiled.lowered_names.get(name, name)
+        if ptx_name not in entries:
+            base = name.split("<")[0]
+            hits = [e for e in entries if source_name(e) == base]
+            if name in self.name_expressions or len(hits) != 1:
+                raise KeyError(
+                    f"no kernel {name!r} in this module; kernels are {sorted(entries)}"
+                    + ("; templates need name_expressions=(...)" if "<" in name else "")
+                )
+            ptx_name = hits[0]
+        return Kernel(self, name, ptx_name)
 
     def cupy_module(self) -> Any:
         if self._cupy_module is None:
@@ -316,24 +105,13 @@ class Module:
         return self._cupy_module
 
 
-def _kernel(module: Module, name: str) -> Kernel:
-    entries = module.program.module.entries
-    ptx_name = module.compiled.lowered_names.get(name, name)
-    if ptx_name not in entries:
-        base = name.split("<")[0]
-        hits = [e for e in entries if e == base or _demangled_base(e) == base]
-        if name in module.name_expressions or len(hits) != 1:
-            raise KeyError(
-                f"no kernel {name!r} in this module; kernels are {sorted(entries)}"
-                + ("; templates need name_expressions=(...)" if "<" in name else "")
-            )
-        ptx_name = hits[0]
-    return Kernel(module, name, ptx_name)
+@dataclass(frozen=True)
+class _Checked:
+    """A launch configuration that passed validation: what a launch with the same signature reuses."""
 
-
-def _demangled_base(mangled: str) -> str:
-    m = re.match(r"_Z(\d+)", mangled)
-    return mangled[len(m[0]) : len(m[0]) + int(m[1])] if m else mangled
+    grid: Dim3
+    block: Dim3
+    shared_mem: int
 
 
 class Kernel:
@@ -343,23 +121,26 @@ class Kernel:
         self.module = module
         self.name = name
         self.ptx_name = ptx_name
-        self.params = _param_specs(module, name, ptx_name)
+        fn = module.program.module.entries[ptx_name]
+        self.params = params.read(
+            module.code, name.split("<")[0], [(p.type, p.size) for p in fn.params], module.options
+        )
         self.static_shared_bytes = module.program.static_shared_bytes(ptx_name)
         self._cupy_kernel: Any = None
+        self._checked: dict[Any, _Checked] = {}
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name}({', '.join(p.describe() for p in self.params)})>"
 
     def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0) -> None:
         dev = device()
-        grid3, block3, shared_mem = self.validate(grid, block, args, shared_mem, dev)
+        ok = self._validated(grid, block, args, shared_mem, dev)
         if dev.backend == "cupy":
-            kern = self._cupy()
-            if self.static_shared_bytes + shared_mem > dev.shared_memory_per_block:
-                kern.max_dynamic_shared_size_bytes = shared_mem
-            kern(grid3, block3, tuple(args), shared_mem=shared_mem)
+            self._cupy()(
+                ok.grid, ok.block, args if type(args) is tuple else tuple(args), shared_mem=ok.shared_mem
+            )
         else:
-            self._emulate(grid3, block3, args, shared_mem)
+            self._emulate(ok, args)
 
     def trace(
         self,
@@ -379,55 +160,82 @@ class Kernel:
         (e.g. {"shared"}) limit what is recorded, to keep big launches small.
         """
         # a GPU's arrays take part through host copies, written back after the run
-        host = [EmulatorArray(a.get()) if _is_cupy_array(a) else a for a in args]
-        grid3, block3, shared_mem = self.validate(grid, block, host, shared_mem, EMULATED)
-        recorder = TraceRecorder(blocks=blocks, spaces=spaces)
-        trace = self._emulate(grid3, block3, host, shared_mem, recorder=recorder, budget=budget)
+        host = [EmulatorArray(a.get()) if is_cupy_array(a) else a for a in args]
+        ok = self._validated(grid, block, host, shared_mem, EMULATED)
+        trace = self._emulate(ok, host, recorder=TraceRecorder(blocks=blocks, spaces=spaces), budget=budget)
         for orig, h in zip(args, host):
-            if _is_cupy_array(orig):
-                orig.set(h._data)
+            if is_cupy_array(orig):
+                orig.set(h.ndarray)
         assert trace is not None
         return trace
 
     def check(
         self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, budget: int | None = None
-    ) -> Findings:
+    ) -> checks.Findings:
         """Run on the emulator (whatever the backend) and name every bug the launch shows.
 
         Out-of-bounds and misaligned accesses, races, reads of uninitialised memory and
         barriers that part of a block misses: see `course.checks`. The launch runs on copies
         of the arrays, so the caller's are untouched. An empty list means nothing was found.
         """
-        from .checks import check
-
-        return check(self, grid, block, args, shared_mem=shared_mem, budget=budget)
+        host = emulator_copies(args) if isinstance(args, (tuple, list)) else args
+        ok = self._validated(grid, block, host, shared_mem, EMULATED)
+        trace, fault = run_checked(
+            self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(host), ok.shared_mem,
+            kernel_name=self.name, budget=budget,
+        )  # fmt: skip
+        initialized = {
+            p.name: mask
+            for p, a in zip(self.params, host)
+            if isinstance(a, EmulatorArray) and a.size and (mask := a.write_mask()) is not None
+        }
+        return checks.findings(trace, fault, initialized=initialized)
 
     def _emulate(
-        self,
-        grid3: Any,
-        block3: Any,
-        args: Any,
-        shared_mem: int,
-        *,
-        recorder: Any = None,
-        budget: int | None = None,
+        self, ok: _Checked, args: Any, *, recorder: TraceRecorder | None = None, budget: int | None = None
     ) -> Trace | None:
         """One launch on the emulator, keeping track of which elements of course.empty() arrays it wrote."""
-        trackers = _write_trackers(args)
+        masks = {
+            id(a): (a, m) for a in args if isinstance(a, EmulatorArray) and (m := a.write_mask()) is not None
+        }
         try:
             return run_kernel(
-                self.module.program, self.ptx_name, grid3, block3, self._emulator_args(args), shared_mem,
+                self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(args), ok.shared_mem,
                 kernel_name=self.name, recorder=recorder, budget=budget,
-                written=[(a._data, mask) for a, mask in trackers],
+                written=[(a.ndarray, m) for a, m in masks.values()],
             )  # fmt: skip
         finally:
-            _note_writes(trackers)
+            for a, m in masks.values():
+                a.note_writes(m)
 
-    # -- validation
+    def _emulator_args(self, args: Any) -> list[tuple[str, Any]]:
+        return [(p.name, a.ndarray if isinstance(a, EmulatorArray) else a) for p, a in zip(self.params, args)]
 
-    def validate(
-        self, grid: Any, block: Any, args: Any, shared_mem: Any, dev: Device
-    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    def _cupy(self) -> Any:
+        if self._cupy_kernel is None:
+            mod = self.module.cupy_module()
+            self._cupy_kernel = mod.get_function(
+                self.name if self.name in self.module.name_expressions else self.ptx_name
+            )
+        return self._cupy_kernel
+
+    # -- validation, once per signature
+
+    def _validated(self, grid: Any, block: Any, args: Any, shared_mem: Any, dev: Device) -> _Checked:
+        try:
+            key: Any = (dev.backend, grid, block, shared_mem, *map(_signature, args))
+            hit = self._checked.get(key)
+        except TypeError:  # lists for grid or block, or args that is not a sequence: check in full
+            key, hit = None, None
+        if hit is None:
+            hit = self.validate(grid, block, args, shared_mem, dev)
+            if key is not None:
+                self._checked[key] = hit
+        return hit
+
+    def validate(self, grid: Any, block: Any, args: Any, shared_mem: Any, dev: Device) -> _Checked:
+        """Check a launch against the device's limits and the kernel's parameters; raise
+        `LaunchError` or `TypeError` saying what is wrong and what is allowed."""
         grid3 = _dims("grid", grid, dev.max_grid_dims)
         block3 = _dims("block", block, dev.max_block_dims)
         threads = block3[0] * block3[1] * block3[2]
@@ -450,10 +258,6 @@ class Kernel:
                 f"shared memory = {total} B; a block may use at most "
                 f"{dev.shared_memory_per_block_optin} B on {dev.name}"
             )
-        self._check_args(args, dev)
-        return grid3, block3, shared_mem
-
-    def _check_args(self, args: Any, dev: Device) -> None:
         if not isinstance(args, (tuple, list)):
             raise TypeError(
                 f"args must be a tuple of the kernel's arguments, e.g. (x, out, np.int32(n)); got {type(args).__name__}"
@@ -463,46 +267,29 @@ class Kernel:
             raise TypeError(f"{self.name}({sig}) takes {len(self.params)} arguments, {len(args)} given")
         for i, (p, a) in enumerate(zip(self.params, args)):
             _check_arg(self.name, i, p, a, dev)
-
-    # -- backends
-
-    def _cupy(self) -> Any:
-        if self._cupy_kernel is None:
-            mod = self.module.cupy_module()
-            self._cupy_kernel = mod.get_function(
-                self.name if self.name in self.module.name_expressions else self.ptx_name
-            )
-        return self._cupy_kernel
-
-    def _emulator_args(self, args: Any) -> list[tuple[str, Any]]:
-        out = []
-        for p, a in zip(self.params, args):
-            if isinstance(a, EmulatorArray):
-                out.append((p.name, a._data))
-            elif isinstance(a, np.ndarray):
-                out.append((p.name, a))
-            else:
-                out.append((p.name, a))
-        return out
+        if dev.backend == "cupy" and total > dev.shared_memory_per_block:
+            self._cupy().max_dynamic_shared_size_bytes = shared_mem  # opt in, as CUDA requires
+        return _Checked(grid3, block3, shared_mem)
 
 
-def _write_trackers(args: Any) -> list[tuple[EmulatorArray, np.ndarray]]:
-    """A byte mask for each argument that course.empty() made and kernels have not filled yet."""
-    out: dict[int, tuple[EmulatorArray, np.ndarray]] = {}
-    for a in args:
-        if isinstance(a, EmulatorArray) and a._written is not None:
-            out[id(a)] = (a, np.repeat(a._written, a.itemsize))
-    return list(out.values())
+_KINDS: dict[type, str] = {}  # argument type -> "array", "cupy" or "other", learned once per type
 
 
-def _note_writes(trackers: list[tuple[EmulatorArray, np.ndarray]]) -> None:
-    """After a launch: an element is initialised once all its bytes were written."""
-    for a, mask in trackers:
-        done = np.asarray(mask.reshape(-1, a.itemsize).all(axis=1), bool)
-        a._written = None if done.all() else done
+def _signature(a: Any) -> Any:
+    """What about an argument decides whether it passes validation: its type, and for arrays
+    the dtype and (CuPy) contiguity. Cheap: this runs on every launch."""
+    t = type(a)
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _KINDS[t] = "cupy" if is_cupy_array(a) else "array" if t is EmulatorArray else "other"
+    if kind == "other":
+        return t
+    if kind == "cupy":
+        return (t, a.dtype, a.flags.c_contiguous)
+    return (t, a.dtype)
 
 
-def _dims(what: str, value: Any, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+def _dims(what: str, value: Any, limits: tuple[int, int, int]) -> Dim3:
     vals = (value,) if isinstance(value, (int, np.integer)) else value
     if not isinstance(vals, (tuple, list)) or not 1 <= len(vals) <= 3:
         raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, not {value!r}")
@@ -518,23 +305,31 @@ def _dims(what: str, value: Any, limits: tuple[int, int, int]) -> tuple[int, int
 _FLOAT_PTX = {"f16", "f32", "f64", "bf16"}
 
 
-def _check_arg(kernel: str, i: int, p: ParamSpec, a: Any, dev: Device) -> None:
+def _check_arg(kernel: str, i: int, p: params.Param, a: Any, dev: Device) -> None:
     where = f"{kernel}: argument {i} ({p.describe()})"
-    is_array = isinstance(a, (EmulatorArray, np.ndarray)) or _is_cupy_array(a)
+    is_array = isinstance(a, np.ndarray) or is_device_array(a)
     wants_pointer = p.is_pointer if p.is_pointer is not None else (is_array and p.size == 8)
     if wants_pointer:
         if not is_array:
             raise TypeError(
                 f"{where} is a pointer: pass an array made with course.asarray(...), not {type(a).__name__}"
             )
-        if isinstance(a, np.ndarray) or _backend_of(a) != dev.backend:
+        if isinstance(a, np.ndarray) or backend_of(a) != dev.backend:
             kind = (
-                "a NumPy array" if isinstance(a, np.ndarray) else f"an array of the {_backend_of(a)} backend"
+                "a NumPy array" if isinstance(a, np.ndarray) else f"an array of the {backend_of(a)} backend"
             )
             raise TypeError(f"{where} is a pointer to device memory: got {kind}; use course.asarray(x)")
-        if _is_cupy_array(a) and not a.flags.c_contiguous:
+        if is_cupy_array(a) and not a.flags.c_contiguous:
             raise TypeError(
                 f"{where}: the array is not C-contiguous (a kernel ignores strides); pass cupy.ascontiguousarray(x), a copy"
+            )
+        if not params.dtype_fits(p, a.dtype):
+            assert p.dtypes is not None
+            want = " or ".join(p.dtypes)
+            raise TypeError(
+                f"{where} points to {want} elements, but the array holds {a.dtype}: the kernel would read "
+                f"its bytes as {want} and compute garbage. Pass x.astype(np.{p.dtypes[0]})"
+                + (" (NumPy's default dtype is float64)" if a.dtype == np.float64 else "")
             )
         return
     if is_array:
@@ -550,50 +345,3 @@ def _check_arg(kernel: str, i: int, p: ParamSpec, a: Any, dev: Device) -> None:
     if (p.ptx_type in _FLOAT_PTX) != (a.dtype.kind == "f"):
         want = "a floating-point" if p.ptx_type in _FLOAT_PTX else "an integer"
         raise TypeError(f"{where} needs {want} scalar; got {a.dtype}")
-
-
-def _param_specs(module: Module, name: str, ptx_name: str) -> list[ParamSpec]:
-    fn = module.program.module.entries[ptx_name]
-    decls = _source_params(module.code, name.split("<")[0], len(fn.params))
-    out = []
-    for j, p in enumerate(fn.params):
-        c_type, c_name = decls[j] if decls else ("", f"param{j}")
-        pointer: bool | None = ("*" in c_type or "[" in c_type) if decls else (None if p.size == 8 else False)
-        out.append(ParamSpec(c_name, p.type, p.size, c_type, pointer))
-    return out
-
-
-def _source_params(code: str, base: str, count: int) -> list[tuple[str, str]] | None:
-    """(type, name) of each parameter from the kernel's declaration in the source."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
-    text = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", text)
-    for m in re.finditer(r"__global__[^;{(]*?\b" + re.escape(base) + r"\s*\(", text):
-        depth, j = 1, m.end()
-        while depth and j < len(text):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            j += 1
-        items = [s.strip() for s in _split_top(text[m.end() : j - 1])]
-        items = [s for s in items if s and s != "void"]
-        if len(items) != count:
-            continue
-        out = []
-        for item in items:
-            item = item.split("=")[0].strip()
-            nm = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\])*\s*$", item)
-            if not nm:
-                return None
-            out.append((" ".join(item[: nm.start(1)].split()) + (nm[2] or ""), nm[1]))
-        return out
-    return None
-
-
-def _split_top(s: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for c in s:
-        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += c
-    return out + [cur]

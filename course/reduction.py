@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bench, gpu
+from . import arrays, backend, bench, gpu
 from .emulator.trace import Trace
 
 KERNEL_FILE = "reduction.cu"
@@ -112,7 +112,7 @@ def kernel(name: str, dtype: Any = np.uint32, block: int = 128) -> gpu.Kernel:
     """The compiled kernel of version `name` for inputs of `dtype` (templates: for `block`)."""
     v = version(name)
     check_block(v, block)
-    return _kernel(v.name, np.dtype(dtype), int(block), gpu.device().backend)
+    return _kernel(v.name, np.dtype(dtype), int(block), backend.device().backend)
 
 
 @functools.cache
@@ -141,7 +141,7 @@ def grid_size(name: str, n: int, block: int, grid: int | None = None) -> int:
     covering = -(-n // (block * v.per_thread))
     if not v.grid_stride:
         return covering
-    resident = gpu.device().sm_count * max(1, 2048 // block)  # one full wave of the GPU
+    resident = backend.device().sm_count * max(1, 2048 // block)  # one full wave of the GPU
     return max(1, min(covering, resident))
 
 
@@ -155,7 +155,7 @@ def _as_input(x: Any) -> Any:
         x = np.asarray(x)
         if x.ndim != 1:
             raise ValueError(f"reduce a 1-D array; got shape {x.shape}")
-        return gpu.asarray(x)
+        return arrays.asarray(x)
     if len(x.shape) != 1:
         raise ValueError(f"reduce a 1-D array; got shape {x.shape}")
     return x
@@ -170,10 +170,10 @@ def launch(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> t
         raise ValueError(f"the kernels index with int: n must be below 2**31, not {n}")
     acc = accumulator(dx.dtype)
     blocks = grid_size(name, n, block, grid)
-    out = gpu.zeros(1 if v.name == "reduce_single_pass" else blocks, acc)
+    out = arrays.zeros(1 if v.name == "reduce_single_pass" else blocks, acc)
     # the one-pass kernel takes a scratch array before `out`; the timed one a clock word after `n`
-    partial = (gpu.zeros(blocks, acc),) if "partial" in v.extra_args else ()
-    clock = (gpu.zeros(1, np.int64),) if "time" in v.extra_args else ()
+    partial = (arrays.zeros(blocks, acc),) if "partial" in v.extra_args else ()
+    clock = (arrays.zeros(1, np.int64),) if "time" in v.extra_args else ()
     args: tuple = (dx, *partial, out, np.int32(n), *clock)
     k = kernel(name, dx.dtype, block)
     return out, bench.Launch(k, (blocks,), (block,), args, shared_mem=shared_bytes(name, dx.dtype, block))
@@ -203,7 +203,7 @@ def total(name: str, x: Any, *, block: int = 128, grid: int | None = None) -> An
 
 def finish(out: Any) -> Any:
     """Add up a kernel's block sums on the host, in the accumulator type."""
-    sums = gpu.asnumpy(out)
+    sums = arrays.asnumpy(out)
     return sums.sum(dtype=sums.dtype)
 
 
@@ -217,7 +217,7 @@ def trace(name: str, x: Any, *, block: int = 128, grid: int | None = None, **tra
 
 def reference(x: Any) -> Any:
     """NumPy's sum in the kernels' accumulator type (floats: in float64, then rounded)."""
-    a = gpu.asnumpy(x)
+    a = arrays.asnumpy(x)
     acc = accumulator(a.dtype)
     if acc.kind == "f":
         return acc.type(a.sum(dtype=np.float64))
@@ -227,8 +227,8 @@ def reference(x: Any) -> Any:
 def matches(got: Any, x: Any) -> bool:
     """Whether a kernel's total equals the reference (floats: within rounding of the order)."""
     want = reference(x)
-    if accumulator(gpu.asnumpy(x).dtype).kind == "f":
-        scale = float(np.abs(gpu.asnumpy(x)).astype(np.float64).sum()) or 1.0
+    if accumulator(arrays.asnumpy(x).dtype).kind == "f":
+        scale = float(np.abs(arrays.asnumpy(x)).astype(np.float64).sum()) or 1.0
         return abs(float(got) - float(want)) <= 1e-5 * scale
     return bool(got == want)
 
@@ -280,7 +280,7 @@ def launch_facts(name: str, n: int, block: int) -> dict[str, Any]:
 
 def time_ms(name: str, x: np.ndarray, block: int) -> float:
     """Median GPU time of the whole sum (version `name`, then the block sums), in ms."""
-    _, launches = device_total(name, gpu.asarray(x), block=block)
+    _, launches = device_total(name, arrays.asarray(x), block=block)
 
     def run() -> None:
         for step in launches:
@@ -418,12 +418,12 @@ def article_table(
     """Kernels 1-7 timed as the article launches them (uint32 in, long long sums, block 128):
     the first pass only, median of `runs` CUDA-event timings with inputs rotated past L2.
     On the emulator there is nothing to time: say so."""
-    if gpu.device().backend != "cupy":
+    if backend.device().backend != "cupy":
         raise RuntimeError("timings need a GPU: on the emulator, the counts above tell the story")
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        sets = bench.rotation_sets(4 * n, gpu.device().l2_cache_bytes)
-        xs = [gpu.asarray(np.arange(1, n + 1, dtype=np.uint32)) for _ in range(sets)]
+        sets = bench.rotation_sets(4 * n, backend.device().l2_cache_bytes)
+        xs = [arrays.asarray(np.arange(1, n + 1, dtype=np.uint32)) for _ in range(sets)]
         previous = None
         for name in STORY:
             launches = [launch(name, x, block=block, grid=-(-n // block) if name == "reduce7" else None)[1]
@@ -467,8 +467,8 @@ def _sum_case(n: int, block: int, per_thread: int, extra: Callable[[Trace], str]
     blocks = -(-n // (block * per_thread))
 
     def run(k: gpu.Kernel) -> tuple[Any, Trace]:
-        out = gpu.zeros(blocks, np.int64)
-        t = k.trace((blocks,), (block,), (gpu.asarray(x), out, np.int32(n)), shared_mem=block * 8)
+        out = arrays.zeros(blocks, np.int64)
+        t = k.trace((blocks,), (block,), (arrays.asarray(x), out, np.int32(n)), shared_mem=block * 8)
         return finish(out), t
 
     def judge(result: tuple[Any, Trace]) -> str:

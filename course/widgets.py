@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gpu
+from . import backend
 from .emulator.trace import Trace
 from .errors import CourseError
 
@@ -68,7 +68,7 @@ class Panel:
         import ipywidgets as w
 
         self.spec = spec
-        on_gpu = gpu.device().backend == "cupy"
+        on_gpu = backend.device().backend == "cupy"
         sizes = log_sizes(GPU_MAX_N if on_gpu else EMULATOR_MAX_N)
         first = spec.version or next(iter(spec.versions))
         self.version = w.Dropdown(
@@ -127,7 +127,7 @@ class Panel:
             trace = spec.trace(version, shown, block)
             facts = dict(spec.launch_facts(version, n, block)) if spec.launch_facts else {}
             result["metrics"] = facts | dict(spec.metrics(trace))
-            if spec.time_ms is not None and gpu.device().backend == "cupy":
+            if spec.time_ms is not None and backend.device().backend == "cupy":
                 result["ms"] = spec.time_ms(version, x, block)
             self._draw(trace)
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
@@ -157,7 +157,7 @@ class Panel:
             self.image.value = b""
             return
         verdict = "✓ matches NumPy" if r["ok"] else f"✗ wrong: {html.escape(r['problem'])}"
-        timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(gpu.device().name)}" if "ms" in r else ""
+        timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(backend.device().name)}" if "ms" in r else ""
         self.status.value = (
             f"<b>{r['version']}</b>, N = {r['n']}, block = {r['block']}: {verdict}{timing}"
             f" <span style='color:gray'>({r['seconds']:.2f} s)</span>"

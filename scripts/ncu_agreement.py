@@ -639,7 +639,7 @@ def device_name() -> str:
     except (OSError, subprocess.SubprocessError):
         pass
     try:
-        return course.gpu._cupy_device().name
+        return course.backend._cupy_device().name
     except Exception:
         return "unknown"
 

@@ -12,7 +12,7 @@ import course
 
 def _has_gpu() -> bool:
     try:
-        return course.gpu._cupy_device() is not None
+        return course.backend._cupy_device() is not None
     except Exception:
         return False
 

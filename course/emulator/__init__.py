@@ -6,7 +6,11 @@ buffers, `machine` schedules warps, and `trace` records what every warp touched.
 
 from __future__ import annotations
 
+from .faults import FaultReport, StrayAccess, run_checked
 from .machine import Program, run_kernel, set_budget
-from .trace import BufferInfo, Trace, TraceRecorder
+from .trace import BufferInfo, Trace, TraceRecorder, id_ranges
 
-__all__ = ["BufferInfo", "Program", "Trace", "TraceRecorder", "run_kernel", "set_budget"]
+__all__ = [
+    "BufferInfo", "FaultReport", "Program", "StrayAccess", "Trace", "TraceRecorder", "id_ranges",
+    "run_checked", "run_kernel", "set_budget",
+]  # fmt: skip

@@ -34,7 +34,7 @@ from .memory import (
     raise_misaligned,
     raise_out_of_bounds,
 )
-from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse
+from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse, source_name
 from .trace import LANES, BufferInfo, Trace, TraceRecorder
 
 RUN, BAR, EXIT = 0, 1, 2
@@ -1107,14 +1107,6 @@ class _RegCtx:
 
     def storage(self, name: str) -> np.dtype:
         return self.k.storage[name]
-
-
-def source_name(symbol: str) -> str:
-    """The C name of a PTX symbol: `_ZZ8tile_colE1t` (static `t` in tile_col) is `t`."""
-    m = re.match(r"^_ZZ.*E(\d+)([A-Za-z_]\w*)$", symbol)
-    if m and len(m[2]) >= int(m[1]):
-        return m[2][: int(m[1])]
-    return symbol
 
 
 def _ranges(ids: np.ndarray) -> str:

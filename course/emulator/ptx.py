@@ -144,6 +144,18 @@ def parse(text: str) -> PtxModule:
     return PtxModule(version, target, functions, variables, files)
 
 
+def source_name(symbol: str) -> str:
+    """The C name of a PTX symbol: `_ZZ8tile_colE1t` (a static `t` in tile_col) is `t`, and
+    `_Z7reduce6ILj128EEvPKjPxi` (a template instance) is `reduce6`; other names are kept."""
+    local = re.match(r"^_ZZ.*E(\d+)([A-Za-z_]\w*)$", symbol)
+    if local and len(local[2]) >= int(local[1]):
+        return local[2][: int(local[1])]
+    function = re.match(r"^_Z(\d+)", symbol)
+    if function:
+        return symbol[len(function[0]) : len(function[0]) + int(function[1])]
+    return symbol
+
+
 def _main_file(files: dict[int, str]) -> int:
     """The index of the compiled .cu file: the first one that is not a header."""
     sources = [i for i, path in sorted(files.items()) if not path.endswith((".h", ".cuh", ".hpp"))]

@@ -36,6 +36,17 @@ LANE_COLUMNS: dict[str, Any] = {
 }
 
 
+def id_ranges(ids: Any) -> str:
+    """Thread or lane ids as runs: "0-15,32" for [0..15, 32]; "none" when there are none."""
+    runs: list[list[int]] = []
+    for x in sorted({int(i) for i in ids}):
+        if runs and x == runs[-1][1] + 1:
+            runs[-1][1] = x
+        else:
+            runs.append([x, x])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs) or "none"
+
+
 @dataclass(frozen=True)
 class BufferInfo:
     name: str  # the kernel parameter name, or the variable name
