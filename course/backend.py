@@ -7,7 +7,9 @@ launch is validated against.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import BackendUnavailable
@@ -107,3 +109,15 @@ def _cupy_device() -> Device:
         l2_cache_bytes=p["l2CacheSize"],
         compute_capability=(p["major"], p["minor"]),
     )
+
+
+@contextlib.contextmanager
+def using(name: str | None) -> Iterator[Device]:
+    """Run a block of code on another backend, then go back: `with using("emulator"): ...`."""
+    global _active
+    previous = _active
+    set_backend(name)
+    try:
+        yield device()
+    finally:
+        _active = previous

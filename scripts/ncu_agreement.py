@@ -29,7 +29,6 @@ import argparse
 import csv
 import functools
 import glob
-import inspect
 import io
 import json
 import math
@@ -48,7 +47,8 @@ from typing import Any
 import numpy as np
 
 import course
-from course import analysis, bench, compiler, reduction
+from course import analysis, compiler, reduction
+from course.engine import Launch
 
 SCRIPT = Path(__file__).resolve()
 SEED = 4
@@ -155,7 +155,7 @@ extern "C" __global__ void unrolled_quad(const float* x, float* y) {
 class Case:
     name: str
     kernel: str  # the function name as ncu's Kernel Name starts (templates: without <...>)
-    build: Callable[[], bench.Launch]  # inputs from SEED, on the active backend
+    build: Callable[[], Launch]  # inputs from SEED, on the active backend
     note: str = ""
     ptx_expect: tuple[str, ...] = ()  # regexes the kernel's PTX must match (the compiler's choices)
 
@@ -169,25 +169,23 @@ def _random(rng: np.random.Generator, n: int, dtype: Any = np.float32) -> Any:
     return course.asarray(rng.standard_normal(n).astype(dtype))
 
 
-def _reduction(name: str, n: int, block: int, grid: int | None = None) -> Callable[[], bench.Launch]:
+def _reduction(name: str, n: int, block: int, grid: int | None = None) -> Callable[[], Launch]:
     """A course reduction; grid-stride versions get an explicit grid, as their default depends
     on the device's SM count (the emulator's and the GPU's could differ)."""
 
-    def build() -> bench.Launch:
-        x = np.random.default_rng(SEED).standard_normal(n).astype(np.float32)
-        # the grid override is `grid=` (earlier `blocks=`): accept either version of course.reduction
-        key = "grid" if "grid" in inspect.signature(reduction.launch).parameters else "blocks"
-        return reduction.launch(name, x, block=block, **{key: grid})[1]
+    def build() -> Launch:
+        x = course.asarray(np.random.default_rng(SEED).standard_normal(n).astype(np.float32))
+        return reduction.ENGINE.plan(name, x, block=block, grid=grid).launches[0]
 
     return build
 
 
 def _kernel(
     name: str, grid: int, block: tuple[int, ...], make_args: Callable[[np.random.Generator], tuple]
-) -> Callable[[], bench.Launch]:
-    def build() -> bench.Launch:
+) -> Callable[[], Launch]:
+    def build() -> Launch:
         args = make_args(np.random.default_rng(SEED))
-        return bench.Launch(_module().get_function(name), (grid,), block, args)
+        return Launch(_module().get_function(name), (grid,), block, args)
 
     return build
 

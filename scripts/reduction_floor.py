@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 import course
-from course import bench, reduction  # noqa: F401  (importing reduction registers its kernels)
+from course import bench, reduction
+from course.engine import Launch
 
 EXTRA = r"""
 typedef float elem_t;
@@ -53,20 +54,22 @@ def main() -> None:
 
         def setup(inputs: bench.Inputs) -> list:
             out = course.zeros(grid, np.float32)
-            launch = bench.Launch(k, (grid,), (block,), (inputs.arrays[0], out, np.int32(inputs.n)))
+            launch = Launch(k, (grid, 1, 1), (block, 1, 1), (inputs.arrays[0], out, np.int32(inputs.n)))
             return [lambda: out.fill(0), launch] if zero else [launch]
 
         return setup
 
-    bench.register("reduction", "read only", simple("read_only", False), dtypes=["float32"])
-    bench.register("reduction", "atomic", simple("atomic_finish", True), dtypes=["float32"])
-    names = ["read only", "atomic", "reduce_single_pass"]
+    one_pass = dict(reduction.ENGINE.cases("float32"))["reduce_single_pass"]
+    cases = {"read only": simple("read_only", False), "atomic": simple("atomic_finish", True),
+             "reduce_single_pass": one_pass}  # fmt: skip
+    topic = bench.WithCases(reduction.ENGINE, cases)
+    names = list(cases)
     print(f"# Floors of a float32 reduction on {course.device().name}\n")
     print(__doc__.split("\n\n", 2)[2])
     print("| N | copy µs | cupy.sum µs | read only µs | atomic µs | one pass µs | one pass × cupy.sum |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for k in (16, 18, 20, 22, 24, 26, 28):
-        rec = {r["kernel"]: r for r in bench.run("reduction", 2**k, dtypes=["float32"], kernels=names)}
+        rec = {r["kernel"]: r for r in bench.run(topic, 2**k, dtypes=["float32"])}
         us = {name: rec[name]["ms"] * 1e3 for name in ("copy", "cupy.sum", *names)}
         print(
             f"| 2^{k} | {us['copy']:.1f} | {us['cupy.sum']:.1f} | {us['read only']:.1f} | {us['atomic']:.1f} "

@@ -13,6 +13,8 @@ import numpy as np
 
 import course
 from course import bench, reduction
+from course.engine import Launch
+from course.reduction.topic import TYPES
 
 SIZES = (2**22, 2**24, 2**28)
 VARIANTS = [
@@ -22,8 +24,8 @@ VARIANTS = [
 ]
 
 
-def register(dtype: str, loads: int, block: int, per_sm: int) -> str:
-    elem, acc, acc_dt = reduction.TYPES[np.dtype(dtype)]
+def variant(dtype: str, loads: int, block: int, per_sm: int) -> tuple[str, bench.Setup]:
+    elem, acc, acc_dt = TYPES[np.dtype(dtype)]
     mod = course.Module.from_file(
         "reduction.cu", options=(f"-DELEM={elem}", f"-DACC={acc}", f"-DLOADS={loads}")
     )
@@ -31,13 +33,12 @@ def register(dtype: str, loads: int, block: int, per_sm: int) -> str:
     grid = course.device().sm_count * per_sm
     name = f"single_pass loads={loads} block={block} blocks/SM={per_sm}"
 
-    def setup(inputs: bench.Inputs) -> bench.Launch:
+    def setup(inputs: bench.Inputs) -> list[Launch]:
         x = inputs.arrays[0]
         out, partial = course.zeros(1, acc_dt), course.zeros(grid, acc_dt)
-        return bench.Launch(k, (grid,), (block,), (x, partial, out, np.int32(inputs.n)))
+        return [Launch(k, (grid, 1, 1), (block, 1, 1), (x, partial, out, np.int32(inputs.n)))]
 
-    bench.register("reduction", name, setup, dtypes=[dtype])
-    return name
+    return name, setup
 
 
 def main() -> None:
@@ -45,9 +46,10 @@ def main() -> None:
     print("Measured with `python scripts/reduction_tuning.py` (course.bench timing: median of 20 runs,")
     print("CUDA events, rotating inputs). × CuPy > 1 means faster than cupy.sum.\n")
     for dtype in ("float32", "int32"):
-        names = [register(dtype, *v) for v in VARIANTS]
+        cases = dict(variant(dtype, *v) for v in VARIANTS)
+        names = list(cases)
         for n in SIZES:
-            records = bench.run("reduction", n, dtypes=[dtype], kernels=names)
+            records = bench.run(bench.WithCases(reduction.ENGINE, cases), n, dtypes=[dtype])
             base = {r["kernel"]: r for r in records}
             print(f"\n## {dtype}, N = 2^{n.bit_length() - 1}\n")
             print(f"copy {base['copy']['ms'] * 1e3:.1f} µs, cupy.sum {base['cupy.sum']['ms'] * 1e3:.1f} µs\n")

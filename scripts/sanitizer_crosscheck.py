@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 import course
-from course import bench, reduction
+from course import reduction
+from course.engine import Launch
 
 SCRIPT = Path(__file__).resolve()
 ROOT = SCRIPT.parents[1]
@@ -58,7 +59,7 @@ class Program:
     name: str
     expected: str  # the kind of bug in course.checks.KINDS, or "" for a correct kernel
     what: str  # the kernel and its bug in a few words
-    build: Callable[[], bench.Launch]  # the launch, its arrays made on the active backend
+    build: Callable[[], Launch]  # the launch, its arrays made on the active backend
     source: str = ""  # the CUDA C of the small programs; `// @BUG` marks the line(s) of the bug
     twin: bool = False  # the fixed version of a buggy program (left out of the GPU run by default)
 
@@ -82,17 +83,19 @@ def _cu(text: str) -> str:
 
 def _launcher(
     source: str, kernel: str, grid: int, block: int, make_args: Callable[[], tuple]
-) -> Callable[[], bench.Launch]:
-    def build() -> bench.Launch:
+) -> Callable[[], Launch]:
+    def build() -> Launch:
         k = course.Module(code=_cu(source)).get_function(kernel)
-        return bench.Launch(k, (grid,), (block,), make_args())
+        return Launch(k, (grid,), (block,), make_args())
 
     return build
 
 
-def _reduction(name: str, n: int = N, block: int = 64) -> Callable[[], bench.Launch]:
-    def build() -> bench.Launch:
-        return reduction.launch(name, course.asarray(np.arange(n, dtype=np.uint32)), block=block)[1]
+def _reduction(name: str, n: int = N, block: int = 64) -> Callable[[], Launch]:
+    def build() -> Launch:
+        return reduction.ENGINE.plan(
+            name, course.asarray(np.arange(n, dtype=np.uint32)), block=block
+        ).launches[0]
 
     return build
 
@@ -344,14 +347,15 @@ def _small_programs() -> list[Program]:
 
 def _course_programs() -> list[Program]:
     out = []
-    for name, v in reduction.VERSIONS.items():
+    for v in reduction.VERSIONS:
+        name = v.name
         block = 64 if 64 in v.blocks else v.blocks[0]
         expected = ""
-        if v.article_bug:
+        if v.bug:
             expected = (
                 "race" if name in ("reduce5_article", "reduce6_article", "reduce3_timed") else "out-of-bounds"
             )
-        what = f"{v.title}" + (f": {v.article_bug}" if v.article_bug else "")
+        what = f"{v.title}" + (f": {v.bug}" if v.bug else "")
         out.append(Program(name, expected, what, _reduction(name, N, block)))
     return out
 

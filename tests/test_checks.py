@@ -36,7 +36,13 @@ cc = _load_crosscheck()
 SMALL = [p for p in cc.programs() if p.source]
 BUGGY = [p for p in SMALL if p.expected]
 TWINS = [p for p in SMALL if not p.expected]
-CORRECT_VERSIONS = [name for name, v in reduction.VERSIONS.items() if not v.article_bug]
+CORRECT_VERSIONS = [v.name for v in reduction.VERSIONS if not v.bug]
+BY_NAME = {v.name: v for v in reduction.VERSIONS}
+
+
+def first_launch(name: str, x: np.ndarray, block: int):
+    """Version `name`'s own launch on x (not the pass that adds its block sums)."""
+    return reduction.ENGINE.plan(name, course.asarray(x), block=block).launches[0]
 REDUCTION_CU = course.compiler.read_kernel("reduction.cu").splitlines()
 
 
@@ -292,14 +298,14 @@ def test_course_empty_is_tracked_per_element_across_launches() -> None:
 
 def test_check_leaves_the_callers_arrays_and_device_variables_alone() -> None:
     x = np.arange(1000, dtype=np.uint32)
-    out, run = reduction.launch("reduce_single_pass", x, block=64)
+    run = first_launch("reduce_single_pass", x, block=64)
     before = [course.asnumpy(a).copy() if hasattr(a, "shape") else a for a in run.args]
     assert run.kernel.check(run.grid, run.block, run.args) == []
     for b, a in zip(before, run.args):
         if hasattr(a, "shape"):
             np.testing.assert_array_equal(course.asnumpy(a), b)
     run()  # blocks_done is back at 0: the real launch still finds its last block
-    assert course.asnumpy(out)[0] == x.sum()
+    assert course.asnumpy(run.args[2])[0] == x.sum()  # (x, partial, out, n)
 
 
 def test_an_array_passed_twice_stays_one_array() -> None:
@@ -329,13 +335,13 @@ def test_check_validates_like_a_launch() -> None:
 @pytest.mark.parametrize(("n", "block"), [(1, 32), (1000, 64), (5000, 256)])
 def test_every_correct_reduction_is_clean(name: str, n: int, block: int) -> None:
     x = np.arange(n, dtype=np.uint32)
-    _, run = reduction.launch(name, x, block=block)
+    run = first_launch(name, x, block=block)
     found = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
     assert found == [], str(found)
 
 
 def test_a_float_reduction_is_clean_too() -> None:
-    _, run = reduction.launch("reduce7", np.linspace(-1, 1, 3000, dtype=np.float32), block=128)
+    run = first_launch("reduce7", np.linspace(-1, 1, 3000, dtype=np.float32), block=128)
     assert run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem) == []
 
 
@@ -345,7 +351,7 @@ def test_a_float_reduction_is_clean_too() -> None:
      ("reduce7_article", "sdata[tid] += x[i] + x[i + blockSize];")],
 )  # fmt: skip
 def test_article_loads_past_the_end_when_n_is_not_a_multiple_of_two_blocks(name: str, text: str) -> None:
-    _, run = reduction.launch(name, np.arange(1000, dtype=np.uint32), block=64)
+    run = first_launch(name, np.arange(1000, dtype=np.uint32), block=64)
     (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
     assert (f.kind, f.buffer, f.lines, min(f.elements)) == (
         "out-of-bounds",
@@ -353,7 +359,7 @@ def test_article_loads_past_the_end_when_n_is_not_a_multiple_of_two_blocks(name:
         (line_of(REDUCTION_CU, text),),
         1000,
     )
-    _, run = reduction.launch(name, np.arange(4096, dtype=np.uint32), block=64)
+    run = first_launch(name, np.arange(4096, dtype=np.uint32), block=64)
     assert (
         "out-of-bounds"
         not in run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem).kinds()
@@ -368,14 +374,14 @@ def test_article_loads_past_the_end_when_n_is_not_a_multiple_of_two_blocks(name:
 )  # fmt: skip
 @pytest.mark.parametrize("block", [64, 256])
 def test_article_warp_synchronous_code_races(name: str, text: str, block: int) -> None:
-    _, run = reduction.launch(name, np.arange(4 * 2 * block, dtype=np.uint32), block=block)
+    run = first_launch(name, np.arange(4 * 2 * block, dtype=np.uint32), block=block)
     (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
     assert (f.kind, f.space, f.buffer, f.scope) == ("race", "shared", "sdata", "within a warp")
     assert line_of(REDUCTION_CU, text) in f.lines and len(f.lines) == 6
 
 
 def test_article_timing_races_on_time() -> None:
-    _, run = reduction.launch("reduce3_timed", np.arange(1000, dtype=np.uint32), block=128)
+    run = first_launch("reduce3_timed", np.arange(1000, dtype=np.uint32), block=128)
     (f,) = run.kernel.check(run.grid, run.block, run.args, shared_mem=run.shared_mem)
     assert (f.kind, f.space, f.buffer, f.scope) == ("race", "global", "time", "between blocks")
     assert f.lines == (line_of(REDUCTION_CU, "*time = clock64() - start;"),)
@@ -384,8 +390,8 @@ def test_article_timing_races_on_time() -> None:
 def test_checking_a_64_block_256_thread_reduction_takes_well_under_a_second() -> None:
     x = np.arange(64 * 256 * 2, dtype=np.uint32)
     for name in ("reduce3", "reduce5_article"):
-        _, run = reduction.launch(name, x[: 64 * 256 * reduction.VERSIONS[name].per_thread], block=256)
-        assert run.grid == (64,)
+        run = first_launch(name, x[: 64 * 256 * BY_NAME[name].grid.per_thread], block=256)
+        assert run.grid == (64, 1, 1)
         best = float("inf")
         for _ in range(2):  # the first may compile
             start = time.perf_counter()
@@ -422,11 +428,11 @@ def test_crosscheck_programs_cover_the_course_and_every_kind() -> None:
     progs = cc.programs()
     names = [p.name for p in progs]
     assert len(names) == len(set(names))
-    assert set(reduction.VERSIONS) <= set(names)
+    assert set(BY_NAME) <= set(names)
     assert {p.expected for p in progs} == {"", *checks.KINDS}
     for p in progs:
-        if p.name in reduction.VERSIONS:
-            assert bool(p.expected) == bool(reduction.VERSIONS[p.name].article_bug)
+        if p.name in BY_NAME:
+            assert bool(p.expected) == bool(BY_NAME[p.name].bug)
         elif p.expected:
             assert p.bug_lines(), p.name
             assert f"{p.name}_fixed" in names, p.name

@@ -7,6 +7,7 @@ that did not take part hold -1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,6 +67,43 @@ class Trace:
     source: list[str]  # the .cu lines (source[line - 1])
     columns: dict[str, np.ndarray] = field(repr=False)
     dropped: int = 0  # events not recorded because of the filter
+    parts: list[Trace] = field(default_factory=list, repr=False)  # the launches of a concatenated trace
+
+    @staticmethod
+    def concat(traces: Sequence[Trace]) -> Trace:
+        """One trace of several launches, in order. The `launch` column says which launch an event
+        belongs to and buffer ids index the joined `buffers`; geometry (grid, block_dim) is the
+        first launch's, so per-launch analysis reads `trace.launches()`."""
+        if len(traces) == 1:
+            return traces[0]
+        if not traces:
+            raise ValueError("no launches to join into a trace")
+        columns: dict[str, list[np.ndarray]] = {k: [] for k in traces[0].columns if k != "launch"}
+        launch: list[np.ndarray] = []
+        buffers: list[BufferInfo] = []
+        step = 0
+        for i, t in enumerate(traces):
+            for k in columns:
+                col = t.columns[k]
+                if k == "buffer":
+                    col = np.where(col >= 0, col + len(buffers), col).astype(col.dtype)
+                elif k == "step":
+                    col = col + step
+                columns[k].append(col)
+            launch.append(np.full(len(t), i, np.int16))
+            buffers += t.buffers
+            step += int(t.step.max()) + 1 if len(t) else 0
+        first = traces[0]
+        return Trace(
+            kernel=" + ".join(dict.fromkeys(t.kernel for t in traces)), grid=first.grid,
+            block_dim=first.block_dim, buffers=buffers, source=first.source,
+            columns={**{k: np.concatenate(v) for k, v in columns.items()}, "launch": np.concatenate(launch)},
+            dropped=sum(t.dropped for t in traces), parts=list(traces),
+        )  # fmt: skip
+
+    def launches(self) -> list[Trace]:
+        """Each launch's own trace (a trace of one launch is its only launch)."""
+        return list(self.parts) or [self]
 
     def __len__(self) -> int:
         return len(self.columns["block"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from course import reduction, widgets
+from course import reduction
+from course.engine import panel as panels
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def test_divergence_and_bank_conflicts_show_in_the_metrics(panel):
 
 def test_block_choices_follow_the_version(panel):
     panel.version.value = "reduce6"
-    assert [b for _, b in panel.block.options] == list(reduction.version("reduce6").blocks)
+    assert [b for _, b in panel.block.options] == list(reduction.ENGINE.version("reduce6").blocks)
 
 
 def test_a_buggy_kernel_shows_its_error_instead_of_crashing(panel):
@@ -69,7 +70,7 @@ def test_updates_are_quick_on_the_emulator(panel):
 
 
 def test_log_sizes_cover_awkward_values():
-    sizes = widgets.log_sizes(4096)
+    sizes = panels.log_sizes(4096)
     assert {1, 31, 32, 33, 1000, 4095, 4096} <= set(sizes) and max(sizes) == 4096
     assert np.all(np.diff(sizes) > 0)
 
@@ -78,8 +79,19 @@ def test_the_panel_shows_the_grid_and_the_work_per_thread(panel):
     panel.version.value = "reduce7"
     panel.n.value = 1 << 16
     facts = panel.last["metrics"]
-    assert facts["grid"].endswith("blocks of 128")
     blocks = int(facts["grid"].split()[0])
-    assert facts["elements per thread (at most)"] == -(-(1 << 16) // (blocks * 128))
+    assert facts["grid"] == f"{blocks} blocks of 128"
+    # what each thread loaded, counted in the trace of the same launch
+    loads = reduction.loads_per_thread("reduce7", 1 << 16, block=128, grid=blocks)
+    assert facts["elements per thread (at most)"] == loads["most"] > 1
     panel.block.value = 32
     assert panel.last["metrics"]["elements per thread (at most)"] >= facts["elements per thread (at most)"]
+
+
+def test_a_topic_without_a_panel_says_so():
+    from dataclasses import replace
+
+    from course.engine import Engine
+
+    with pytest.raises(ValueError, match="describes no panel"):
+        Engine(replace(reduction.TOPIC, panel=None)).panel()

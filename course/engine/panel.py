@@ -1,9 +1,9 @@
-"""One interactive panel for every notebook: pick N, block size and kernel version; see the result.
+"""The interactive panel every notebook has: pick a version, a block size and N; see what happens.
 
-On every change the panel launches the kernel on the active backend, checks it against
-NumPy, traces one block on the emulator, redraws its addressing picture, and shows the
-metrics read from that trace (and, on a GPU, the time). A topic describes itself with a
-`Spec`; `panel(spec)` builds the widgets. Nothing here knows about a particular kernel.
+On every change the panel runs the version on the active backend, compares the answer with
+NumPy's, traces block 0 on the emulator, draws the topic's picture of it and shows the numbers
+read from that trace (on a GPU, also the time). Everything topic-specific comes from the topic's
+description through its engine; nothing here names a topic.
 
     p = reduction.panel()     # in a notebook cell: the panel displays itself
     p.block.value = 32        # what a learner's click does; tests do the same
@@ -14,18 +14,22 @@ from __future__ import annotations
 import html
 import io
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import backend
-from .emulator.trace import Trace
-from .errors import CourseError
+from .. import arrays, backend
+from ..bench.timing import time_runs
+from ..errors import CourseError
+
+if TYPE_CHECKING:
+    from ..emulator import Trace
+    from .engine import Engine
 
 EMULATOR_MAX_N = 1 << 16  # larger inputs would make the emulator slow to answer a click
 GPU_MAX_N = 1 << 26
+TRACED_BLOCKS = [0]  # the picture shows what block 0 did
 
 
 def log_sizes(limit: int) -> list[int]:
@@ -39,50 +43,29 @@ def log_sizes(limit: int) -> list[int]:
     return sorted(n for n in out if 1 <= n <= limit)
 
 
-@dataclass
-class Spec:
-    """What a topic tells the panel: its versions, inputs, and how to run, check, draw and measure."""
-
-    title: str
-    versions: Mapping[str, str]  # kernel name -> one-line description
-    blocks: Callable[[str], Sequence[int]]  # the block sizes a version accepts
-    make_input: Callable[[int, np.random.Generator], np.ndarray]
-    run: Callable[[str, np.ndarray, int], Any]  # launch on the active backend; returns the answer
-    check: Callable[[Any, np.ndarray], str]  # "" when the answer is right, else what is wrong
-    trace: Callable[[str, np.ndarray, int], Trace]  # one block on the emulator, for the picture
-    draw: Callable[[Any, Trace], Any]  # (axes, trace) -> artists
-    metrics: Callable[[Trace], Mapping[str, Any]]
-    time_ms: Callable[[str, np.ndarray, int], float] | None = None  # GPU only
-    launch_facts: Callable[[str, int, int], Mapping[str, Any]] | None = None  # grid, work per thread
-    version: str = ""
-    n: int = 1000
-    block: int = 128
-    figsize: tuple[float, float] = (11.0, 6.0)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 class Panel:
     """The widgets, the last result, and the figure; `_ipython_display_` shows the whole panel."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, engine: Engine, *, version: str = "", n: int | None = None, block: Any = None):
         import ipywidgets as w
 
-        self.spec = spec
-        on_gpu = backend.device().backend == "cupy"
-        sizes = log_sizes(GPU_MAX_N if on_gpu else EMULATOR_MAX_N)
-        first = spec.version or next(iter(spec.versions))
+        spec = engine.topic.panel
+        if spec is None:
+            raise ValueError(f"{engine.name} describes no panel")
+        self.engine, self.spec = engine, spec
+        sizes = log_sizes(GPU_MAX_N if backend.device().backend == "cupy" else EMULATOR_MAX_N)
+        first = engine.version(version or spec.version or engine.versions()[0]).name
         self.version = w.Dropdown(
-            options=[(f"{name}: {title}", name) for name, title in spec.versions.items()],
-            value=first,
-            description="version",
-            layout=w.Layout(width="480px"),
-        )
+            options=[(f"{v.name}: {v.title}", v.name) for v in engine.topic.versions],
+            value=first, description="version", layout=w.Layout(width="480px"),
+        )  # fmt: skip
+        wanted = spec.n if n is None else n
         self.n = w.SelectionSlider(
-            options=sizes, value=min(sizes, key=lambda s: abs(s - spec.n)), description="N",
+            options=sizes, value=min(sizes, key=lambda s: abs(s - wanted)), description="N",
             continuous_update=False,
         )  # fmt: skip
         self.block = w.Dropdown(description="block", layout=w.Layout(width="160px"))
-        self._set_blocks(first, spec.block)
+        self._set_blocks(first, block)
         self.status = w.HTML()
         self.metrics = w.HTML()
         # the picture travels as PNG bytes in an Image widget: no display messages, so a panel
@@ -98,11 +81,12 @@ class Panel:
             control.observe(self._changed, names="value")
         self.update()
 
-    def _set_blocks(self, version: str, prefer: int) -> None:
-        allowed = list(self.spec.blocks(version))
-        value = prefer if prefer in allowed else min(allowed, key=lambda b: abs(b - prefer))
+    def _set_blocks(self, version: str, prefer: Any) -> None:
+        allowed = list(self.engine.version(version).blocks)
+        default = self.engine.block_for(version)
+        value = prefer if prefer in allowed else default
         self._updating = True  # changing the options must not launch a run of its own
-        self.block.options = [(str(b), b) for b in allowed]
+        self.block.options = [(_block_label(b), b) for b in allowed]
         self.block.value = value
         self._updating = False
 
@@ -114,22 +98,23 @@ class Panel:
         self.update()
 
     def update(self) -> dict[str, Any]:
-        """Run, check, trace, draw and measure the current choice; return what happened."""
-        spec, version, n, block = self.spec, self.version.value, int(self.n.value), int(self.block.value)
+        """Run, compare, trace, draw and measure the current choice; return what happened."""
+        engine, version, n, block = self.engine, self.version.value, int(self.n.value), self.block.value
         started = time.perf_counter()
-        x = spec.make_input(n, np.random.default_rng(n))
+        inputs = self.spec.make_input(n, np.random.default_rng(n))
         result: dict[str, Any] = {"version": version, "n": n, "block": block, "error": "", "ok": False}
         try:
-            answer = spec.run(version, x, block)
-            problem = spec.check(answer, x)
+            answer = engine.run(version, *inputs, block=block)
+            problem = engine.topic.compare(answer, engine.reference(*inputs), inputs)
             result.update(answer=answer, ok=not problem, problem=problem)
-            shown = x[: max(1, min(n, 2 * block))]  # one block's worth is what the picture shows
-            trace = spec.trace(version, shown, block)
-            facts = dict(spec.launch_facts(version, n, block)) if spec.launch_facts else {}
-            result["metrics"] = facts | dict(spec.metrics(trace))
-            if spec.time_ms is not None and backend.device().backend == "cupy":
-                result["ms"] = spec.time_ms(version, x, block)
-            self._draw(trace)
+            shown = self.spec.picture_input(inputs, block) if self.spec.picture_input else inputs
+            trace = engine.trace(version, *shown, block=block, blocks=TRACED_BLOCKS)
+            result["metrics"] = self._launch_facts(version, inputs, block) | dict(
+                self.spec.metrics(trace.launches()[0], engine.version(version))
+            )
+            if backend.device().backend == "cupy":
+                result["ms"] = self._time_ms(version, inputs, block)
+            self._draw(trace.launches()[0])
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
         result["seconds"] = time.perf_counter() - started
@@ -138,11 +123,27 @@ class Panel:
         self._show(result)
         return result
 
+    def _launch_facts(self, version: str, inputs: tuple[np.ndarray, ...], block: Any) -> dict[str, Any]:
+        """The first launch's grid, and how many elements each thread handles at most."""
+        plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
+        first = plan.launches[0]
+        blocks, threads = int(np.prod(first.grid)), int(np.prod(first.block))
+        n = inputs[0].size
+        return {
+            "grid": f"{blocks} blocks of {_block_label(block)}",
+            "elements per thread (at most)": -(-n // (blocks * threads)),
+        }
+
+    def _time_ms(self, version: str, inputs: tuple[np.ndarray, ...], block: Any) -> float:
+        """Median GPU time of one whole run (every launch of the version), in ms."""
+        plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
+        return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20)))
+
     def _draw(self, trace: Trace) -> None:
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=self.spec.figsize)  # not pyplot: the inline backend must not show it too
-        self.spec.draw(fig.add_subplot(), trace)
+        self.spec.draw(fig.add_subplot(), trace, self.engine.version(self.version.value))
         png = io.BytesIO()
         fig.savefig(png, format="png", dpi=72, bbox_inches="tight")
         self.image.value = png.getvalue()
@@ -159,7 +160,7 @@ class Panel:
         verdict = "✓ matches NumPy" if r["ok"] else f"✗ wrong: {html.escape(r['problem'])}"
         timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(backend.device().name)}" if "ms" in r else ""
         self.status.value = (
-            f"<b>{r['version']}</b>, N = {r['n']}, block = {r['block']}: {verdict}{timing}"
+            f"<b>{r['version']}</b>, N = {r['n']}, block = {_block_label(r['block'])}: {verdict}{timing}"
             f" <span style='color:gray'>({r['seconds']:.2f} s)</span>"
         )
         rows = "".join(
@@ -172,10 +173,10 @@ class Panel:
         """The last result as plain text (what a notebook cell prints to compare on any backend)."""
         r = self.last
         if r.get("error"):
-            return f"{r['version']} N={r['n']} block={r['block']}: {r['error']}"
+            return f"{r['version']} N={r['n']} block={_block_label(r['block'])}: {r['error']}"
         buf = io.StringIO()
         verdict = "matches NumPy" if r["ok"] else f"WRONG ({r['problem']})"
-        buf.write(f"{r['version']} N={r['n']} block={r['block']}: {verdict}\n")
+        buf.write(f"{r['version']} N={r['n']} block={_block_label(r['block'])}: {verdict}\n")
         for k, v in r["metrics"].items():
             buf.write(f"  {k}: {v}\n")
         return buf.getvalue().rstrip()
@@ -186,6 +187,5 @@ class Panel:
         display(self.widget)
 
 
-def panel(spec: Spec) -> Panel:
-    """Build the interactive panel for a topic."""
-    return Panel(spec)
+def _block_label(block: Any) -> str:
+    return "×".join(map(str, block)) if isinstance(block, tuple) else str(block)

@@ -1,0 +1,108 @@
+"""Benchmark harness: time the course's kernels against a device copy and CuPy's built-ins.
+
+    from course import bench, reduction
+    records = bench.run(reduction.ENGINE, 2**24)  # copy, cupy.sum and every version of the topic
+    print(bench.table(records))                   # kernel, N, ms, GB/s, % of copy, × CuPy
+    bench.plot(records, ax)                       # GB/s against N, the copy drawn as the ceiling
+
+`timing` times (CUDA events, inputs rotated past L2), `measure` runs a topic's cases, `records`
+holds the rows and goals, `report` draws and writes them; `python -m course.bench` (`cli`) sweeps
+every topic. The harness names no topic: each brings its sizes, inputs, baselines and goals in
+its description (`course.engine.BenchSpec`). On the emulator nothing is timed: the harness shows
+counts read from an emulator trace instead. docs/benchmarks/README.md says how numbers are made.
+"""
+
+from __future__ import annotations
+
+from .measure import (
+    Benchable,
+    Setup,
+    WithCases,
+    bytes_moved,
+    host_inputs,
+    input_sets,
+    run,
+    sweep,
+    topic_sizes,
+)
+from .records import (
+    EMULATOR_MESSAGE,
+    MET,
+    NO_DATA,
+    NOT_MET,
+    Goal,
+    GoalResult,
+    Inputs,
+    Record,
+    count_record,
+    element_count,
+    environment,
+    evaluate_goal,
+    evaluate_goals,
+    format_size,
+    gbps,
+    make_record,
+    pct_of_copy,
+    trace_counts,
+    x_cupy,
+)  # fmt: skip
+from .report import (
+    copy_ceiling,
+    device_slug,
+    goals_markdown,
+    load_records,
+    markdown_report,
+    merge_records,
+    plot,
+    plot_sweep,
+    table,
+    write_results,
+)  # fmt: skip
+from .timing import MIN_RUNS, WARMUP, free_gpu_memory, rotation_sets, time_copy, time_runs
+
+__all__ = [
+    "EMULATOR_MESSAGE",
+    "MET",
+    "MIN_RUNS",
+    "NOT_MET",
+    "NO_DATA",
+    "WARMUP",
+    "Benchable",
+    "Goal",
+    "GoalResult",
+    "Inputs",
+    "Record",
+    "Setup",
+    "WithCases",
+    "bytes_moved",
+    "copy_ceiling",
+    "count_record",
+    "device_slug",
+    "element_count",
+    "environment",
+    "evaluate_goal",
+    "evaluate_goals",
+    "format_size",
+    "free_gpu_memory",
+    "gbps",
+    "goals_markdown",
+    "host_inputs",
+    "input_sets",
+    "load_records",
+    "make_record",
+    "markdown_report",
+    "merge_records",
+    "pct_of_copy",
+    "plot",
+    "plot_sweep",
+    "rotation_sets",
+    "run",
+    "sweep",
+    "table",
+    "time_copy",
+    "time_runs",
+    "topic_sizes",
+    "trace_counts",
+    "write_results",
+    "x_cupy",
+]  # fmt: skip

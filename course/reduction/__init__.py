@@ -1,0 +1,45 @@
+"""Reduction: Harris's seven kernels, the article's versions of them, and the kernels beyond.
+
+    from course import reduction
+    reduction.versions()                       # the versions that sum right, in story order
+    reduction.run("reduce3", x, block=128)     # the sum, in the accumulator type
+    reduction.trace("reduce2", x[:64], block=32)
+    reduction.check("reduce5_article", x, block=64)
+    reduction.panel()
+
+`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 05
+tells the story with, `exercises.py` its exercises. The kernels are in `kernels/reduction.cu`.
+"""
+
+from __future__ import annotations
+
+from .exercises import exercise_bounds, exercise_shuffle
+from .story import (
+    article_table,
+    compare_steps,
+    draw_lanes,
+    first_trace,
+    g80_comparison,
+    lanes_per_warp,
+    loads_per_thread,
+    step_table,
+    tradeoff,
+    warp_syncs,
+    writes_to,
+)  # fmt: skip
+from .topic import BEYOND, ENGINE, STORY, TOPIC, VERSIONS, accumulator
+
+versions = ENGINE.versions
+run = ENGINE.run
+reference = ENGINE.reference
+trace = ENGINE.trace
+check = ENGINE.check
+panel = ENGINE.panel
+kernel = ENGINE.kernel
+
+__all__ = [
+    "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "check", "compare_steps",
+    "draw_lanes", "exercise_bounds", "exercise_shuffle", "first_trace", "g80_comparison", "kernel",
+    "lanes_per_warp", "loads_per_thread", "panel", "reference", "run", "step_table", "trace", "tradeoff",
+    "versions", "warp_syncs", "writes_to",
+]  # fmt: skip
