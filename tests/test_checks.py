@@ -43,6 +43,8 @@ BY_NAME = {v.name: v for v in reduction.VERSIONS}
 def first_launch(name: str, x: np.ndarray, block: int):
     """Version `name`'s own launch on x (not the pass that adds its block sums)."""
     return reduction.ENGINE.plan(name, course.asarray(x), block=block).launches[0]
+
+
 REDUCTION_CU = course.compiler.read_kernel("reduction.cu").splitlines()
 
 
