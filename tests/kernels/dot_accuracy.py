@@ -99,14 +99,21 @@ def pairwise(x: np.ndarray) -> np.generic:
     return s[0] if len(s) else x.dtype.type(0)
 
 
-def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int = GPU_LANES) -> np.float32:
-    """What a grid-stride kernel with `lanes` threads computes: per thread a float32 running sum
-    updated with an fma (emulated: exact product, add in float64, round once), then pairwise."""
-    ra, rb = _lanes(a, lanes), _lanes(b, lanes)
+def lane_sums(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
+    """What each thread of a grid-stride loop with `lanes` threads holds at the end of the loop:
+    a float32 running sum updated with an fma, sum = fma(a[i], b[i], sum), emulated as the exact
+    product added in float64 and rounded once to float32."""
+    ra, rb = _lanes(np.asarray(a, F32), lanes), _lanes(np.asarray(b, F32), lanes)
     s = np.zeros(ra.shape[1], F32)
     for r in range(ra.shape[0]):
         s = (s.astype(F64) + ra[r].astype(F64) * rb[r].astype(F64)).astype(F32)
-    return pairwise(s)
+    return s
+
+
+def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int = GPU_LANES) -> np.float32:
+    """What a grid-stride kernel with `lanes` threads computes: lane_sums, then added pairwise
+    (the block trees, then the blocks' sums)."""
+    return pairwise(lane_sums(a, b, lanes))
 
 
 def sums(

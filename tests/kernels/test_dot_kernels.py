@@ -213,14 +213,12 @@ def test_error_table_orders_the_methods():
     assert row["Kahan float32"] <= 2 * row["float32 rounding of the exact"] + 1e-9
 
 
-def test_gpu_tree_model_matches_the_kernel(emulator_backend, rng):
-    """dot_accuracy.gpu_tree (lanes = grid x block) gives dot2's answer to the last bit on the
-    article-free path: one block, so dot2's slots are the lanes, added pairwise by the model
-    and by NumPy's pairwise sum on the host alike (same for n <= 8 x block lanes)."""
+def test_the_gpu_tree_model_is_the_kernels_loop(emulator_backend, rng):
+    """dot_accuracy.lane_sums (the model of a grid-stride thread's fma loop behind the accuracy
+    plot) holds exactly what dot2's threads add into their slots (one block: one thread a slot)."""
     a, b = _vectors(rng, 4000)
-    got = run("dot2", a, b, 256, grid=1)
-    model = dot_accuracy.gpu_tree(a, b, lanes=256)
-    assert abs(float(got) - float(model)) <= 4 * EPS32 * scale(a, b)
+    _, c = launch("dot2", course.asarray(a), course.asarray(b), 256, grid=1)
+    np.testing.assert_array_equal(course.asnumpy(c), dot_accuracy.lane_sums(a, b, 256))
 
 
 # ---------------------------------------------------------------- the article's bugs
