@@ -251,7 +251,7 @@ def goals(rows: list[dict[str, Any]], errs: dict[str, dict[str, Any]]) -> list[d
     def best(versions: tuple[str, ...]) -> dict[str, Any]:
         return min((r for r in rows if r["version"] in versions), key=lambda r: r["ms"])
 
-    fast = best(("dot_vec4", "dot_shfl", "dot3", "dot2"))
+    fast = best(tuple(v for v in VERSIONS if v not in WIDE))
     comp = best(("dot_compensated",))
     wide = best(("dot_f64",))
     out = []
@@ -294,8 +294,10 @@ def main() -> None:
     if course.device().backend != "cupy":
         sys.exit("timings need a GPU (CuPy found none); --check-only runs the answer checks anywhere")
     started = time.perf_counter()
+    print(f"timing {len(cfgs)} configurations at N = 2^{N_TIME.bit_length() - 1} ...", file=sys.stderr)
     rows, copy_ms, cupy_ms = time_configs(cfgs, N_TIME, args.runs)
     bench.free_gpu_memory()
+    print(f"errors at N = 2^{N_ERROR.bit_length() - 1}, {SEEDS} seeds ...", file=sys.stderr)
     errs = errors(cfgs, N_ERROR, SEEDS)
     print_table(rows, errs, copy_ms, cupy_ms)
     met = goals(rows, errs)
