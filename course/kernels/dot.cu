@@ -8,6 +8,9 @@
 // `const int N = 1024;` does. The other kernels take n as an argument; their types come in as
 // -D options: ELEM is the input element, ACC the accumulator (float and float by default;
 // double and double work too). Blocks are 1-D.
+//
+// The article's code is reproduced as printed, with only its names changed (dot_simple ->
+// dot1_article, dot2 -> dot2_article, dot3 -> dot3_article) and its comments in English.
 #ifndef ELEM
 #define ELEM float
 #endif
