@@ -5,10 +5,11 @@ at the goal sizes, each beside a device-to-device copy of the same bytes and CuP
 
     OUT=/tmp/out python scripts/tune_transpose.py        (from the repository root, on a GPU)
 
-Stage 1 times every version and every (tile, rows, vec) of transpose_vec; stage 2 takes the
-three best of those on the float32 sizes and times them again with the tiles visited in bands
-of GROUP tile rows (transpose_grouped). Every configuration's answer is checked against NumPy's
-a.T (computed once per size, uploaded) before it is timed; a wrong one is reported, not timed.
+Stage 1 times every version and every (tile shape, rows, vec) of transpose_vec at every size;
+stage 2 takes the three best of those on the float32 sizes and times them there again with
+the tiles visited in bands of GROUP tile rows (transpose_grouped). Every configuration's answer
+is checked against NumPy's a.T (computed once per size, uploaded) before it is timed; a wrong
+one is reported, not timed. Compiling takes ~30-40 s of the run (NVRTC, ~100 instantiations).
 Prints one table per size and writes every row to $OUT/tune_transpose.json.
 """
 
@@ -41,19 +42,19 @@ STAGE2_BEST = 3
 class Config:
     version: str  # the kernel's base name in transpose.cu
     block: tuple[int, int]
-    tile: int = 0  # 0: the block is the tile (one element per thread)
+    tile: tuple[int, int] = (0, 0)  # (rows, columns) of the tile; (0, 0): the block is the tile
     rows: int = 0
     vec: int = 1
     group: int = 0  # transpose_grouped's band height in tiles; 0: a 2-D grid
 
     @property
     def kernel(self) -> str:
-        t, r, v, g = self.tile, self.rows, self.vec, self.group
+        (tr, tc), r, v, g = self.tile, self.rows, self.vec, self.group
         return {
             "transpose_article": f"transpose_article<{self.block[0]}>",
-            "transpose_rows": f"transpose_rows<{t}, {r}>",
-            "transpose_vec": f"transpose_vec<{t}, {r}, {v}>",
-            "transpose_grouped": f"transpose_grouped<{t}, {r}, {v}, {g}>",
+            "transpose_rows": f"transpose_rows<{tr}, {r}>",
+            "transpose_vec": f"transpose_vec<{tr}, {tc}, {r}, {v}>",
+            "transpose_grouped": f"transpose_grouped<{tr}, {tc}, {r}, {v}, {g}>",
         }.get(self.version, self.version)
 
     @property
@@ -62,25 +63,26 @@ class Config:
 
     @property
     def per_thread(self) -> int:
-        return self.tile * self.tile // self.threads if self.tile else 1
+        return self.tile[0] * self.tile[1] // self.threads if self.tile[0] else 1
 
     @property
     def label(self) -> str:
         b = f"{self.block[0]}x{self.block[1]}"
-        if not self.tile:
+        if not self.tile[0]:
             return f"{self.version} block={b}"
-        knobs = f"tile={self.tile} block={b} ({self.per_thread}/thread) vec={self.vec}"
+        knobs = f"tile={self.tile[0]}x{self.tile[1]} block={b} ({self.per_thread}/thread) vec={self.vec}"
         return f"{self.version} {knobs}" + (f" group={self.group}" if self.group else "")
 
     def grid(self, m: int, n: int) -> tuple[int, ...]:
         bx, by = self.block
         if self.version == "transpose_naive_cols":  # threads laid over the output
             return (-(-m // bx), -(-n // by))
-        if not self.tile:
+        tr, tc = self.tile
+        if not tr:
             return (-(-n // bx), -(-m // by))
         if self.group:
-            return (-(-n // self.tile) * -(-m // self.tile),)
-        return (-(-n // self.tile), -(-m // self.tile))
+            return (-(-n // tc) * -(-m // tr),)
+        return (-(-n // tc), -(-m // tr))
 
     def shared_bytes(self) -> int:
         bx, by = self.block
@@ -94,14 +96,18 @@ def stage1() -> list[Config]:
         for b in ((32, 8), (32, 32))
     ]
     configs += [Config("transpose_article", (b, b)) for b in (16, 32)]
-    configs += [Config("transpose_rows", (t, r), t, r) for t, r in [(16, 4), (16, 16), (32, 4), (32, 8),
+    configs += [Config("transpose_rows", (t, r), (t, t), r) for t, r in [(16, 4), (16, 16), (32, 4), (32, 8),
                                                                      (32, 16), (32, 32), (64, 8), (64, 16)]]  # fmt: skip
-    for tile in (32, 64):
+    for tile in (32, 64):  # square tiles: every vector width and threads per tile
         for vec in (1, 2, 4):
             for rows in (4, 8, 16, 32, 64):
                 threads = 32 // vec * rows
                 if (rows <= tile and 64 <= threads <= 1024) or (tile, rows, vec) == (32, 4, 4):
-                    configs.append(Config("transpose_vec", (32 // vec, rows), tile, rows, vec))
+                    configs.append(Config("transpose_vec", (32 // vec, rows), (tile, tile), rows, vec))
+    for tile in ((32, 64), (64, 32), (64, 128), (128, 64)):  # non-square tiles, 16-byte accesses
+        for rows in (8, 16, 32):
+            if rows <= min(tile) and tile[0] * tile[1] // (8 * rows) <= 64:
+                configs.append(Config("transpose_vec", (8, rows), tile, rows, 4))
     return configs
 
 
@@ -109,11 +115,13 @@ def stage2(best: list[Config]) -> list[Config]:
     return [Config("transpose_grouped", c.block, c.tile, c.rows, c.vec, g) for c in best for g in GROUPS]
 
 
-def build(configs: list[Config]) -> dict[str, course.Module]:
+def build(configs: list[Config], dtypes: tuple[str, ...] = tuple(C_TYPES)) -> dict[str, course.Module]:
     names = tuple(sorted({c.kernel for c in configs if "<" in c.kernel}))
     return {
-        dtype: course.Module.from_file(KERNEL_FILE, options=(f"-DELEM={ctype}",), name_expressions=names)
-        for dtype, ctype in C_TYPES.items()
+        dtype: course.Module.from_file(
+            KERNEL_FILE, options=(f"-DELEM={C_TYPES[dtype]}",), name_expressions=names
+        )
+        for dtype in dtypes
     }
 
 
@@ -255,9 +263,10 @@ def main() -> int:
 
     best = sorted((c for c in first if c.version == "transpose_vec"), key=score, reverse=True)[:STAGE2_BEST]
     second = stage2(best)
-    mods = build(second)
+    mods = build(second, ("float32",))
     for s in sizes:
-        results[s.name] += [measure(s, c, mods[s.dtype], device) for c in second]
+        if s.dtype == "float32":  # the article's small matrix is ~140 tiles: one wave, no order to choose
+            results[s.name] += [measure(s, c, mods[s.dtype], device) for c in second]
     print(f"stage 2 timed: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     for s in sizes:
         print(table(s, results[s.name]))

@@ -130,35 +130,36 @@ __global__ void transpose_rows(const elem_t* __restrict__ in, elem_t* __restrict
         if (c0 + y < n && r0 + x < m) out[(c0 + y) * m + r0 + x] = tile[x][y];
 }
 
-// ---- Beyond: wider accesses, more bytes in flight, and the order tiles are visited in.
+// ---- Beyond: wider accesses, more bytes in flight, the tile's shape and the order tiles go in.
 // VEC words per access (VEC 4: one 16-byte load or store per thread instead of four 4-byte
 // ones, so a warp asks for 512 bytes at a time) and every load of a thread issued before any
-// is used (its RUNS x PER_ROW vectors are all in flight together: Little's law wants ~30 KB in
-// flight per SM to keep an H100/H200 busy). Shared memory stays 4-byte words in the padded
-// [TILE][TILE + 1] tile, written and read one word at a time: with 32/VEC threads across, a warp
-// covers VEC tile rows x 32 columns, which lands on 32 different banks both ways for TILE 32
-// and 64 (row stride = 1 mod 32). Rows whose length is not a multiple of VEC are moved one
-// word at a time (a vector must be VEC-word aligned), so any shape stays right.
+// is used (all its vectors are in flight together: Little's law wants tens of KB in flight per
+// SM to keep an H100/H200's memory busy). Shared memory stays 4-byte words in a padded
+// [TILE_R][TILE_C + 1] tile, written and read one word at a time: with 32/VEC threads across, a
+// warp covers VEC tile rows x 32 columns, which lands on 32 different banks both ways (the row
+// stride is 1 mod 32). Rows whose length is not a multiple of VEC are moved one word at a time
+// (a vector must be VEC-word aligned), so any shape stays right.
 template <int V>
 struct alignas(V * sizeof(elem_t)) Vec {
     elem_t v[V];
 };
 
-// One TILE x TILE tile whose corner in `in` is (r0, c0). Block (32 / VEC, ROWS), ROWS dividing
-// TILE; TILE a multiple of 32. Each thread moves (TILE / ROWS) * (TILE / 32) * VEC words.
-template <int TILE, int ROWS, int VEC>
+// One TILE_R x TILE_C tile of `in` whose corner is (r0, c0), written out as a TILE_C x TILE_R
+// tile of `out`. Block (32 / VEC, ROWS); TILE_R and TILE_C multiples of 32, ROWS dividing both.
+// Each thread moves TILE_R * TILE_C / (block threads) words: (TILE_R / ROWS) * (TILE_C / 32)
+// vectors in, (TILE_C / ROWS) * (TILE_R / 32) vectors out.
+template <int TILE_R, int TILE_C, int ROWS, int VEC>
 __device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m,
                                                int n, int r0, int c0) {
-    constexpr int RUNS = TILE / ROWS;    // tile rows per thread
-    constexpr int PER_ROW = TILE / 32;   // vectors per thread along a tile row (32 words apart)
-    __shared__ elem_t tile[TILE][TILE + 1];
+    __shared__ elem_t tile[TILE_R][TILE_C + 1];
     const int x = VEC * threadIdx.x, y = threadIdx.y;
 
-    Vec<VEC> v[RUNS][PER_ROW];  // 1. load: every vector requested before any is stored
+    // 1. load: rows y, y + ROWS, ... of the tile; 32 words apart along each row
+    Vec<VEC> v[TILE_R / ROWS][TILE_C / 32];  // every vector requested before any is stored
 #pragma unroll
-    for (int r = 0; r < RUNS; ++r)
+    for (int r = 0; r < TILE_R / ROWS; ++r)
 #pragma unroll
-        for (int h = 0; h < PER_ROW; ++h) {
+        for (int h = 0; h < TILE_C / 32; ++h) {
             const int row = r0 + y + r * ROWS, col = c0 + x + 32 * h;
 #pragma unroll
             for (int k = 0; k < VEC; ++k) v[r][h].v[k] = 0;
@@ -173,9 +174,9 @@ __device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, el
             }
         }
 #pragma unroll
-    for (int r = 0; r < RUNS; ++r)
+    for (int r = 0; r < TILE_R / ROWS; ++r)
 #pragma unroll
-        for (int h = 0; h < PER_ROW; ++h)
+        for (int h = 0; h < TILE_C / 32; ++h)
 #pragma unroll
             for (int k = 0; k < VEC; ++k) tile[y + r * ROWS][x + 32 * h + k] = v[r][h].v[k];
     __syncthreads();
@@ -183,9 +184,9 @@ __device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, el
     // 2. store: output row c0 + c is column c of the tile; a thread gathers VEC consecutive
     // words of it (tile rows x .. x + VEC - 1) and writes them with one vector store.
 #pragma unroll
-    for (int r = 0; r < RUNS; ++r)
+    for (int r = 0; r < TILE_C / ROWS; ++r)
 #pragma unroll
-        for (int h = 0; h < PER_ROW; ++h) {
+        for (int h = 0; h < TILE_R / 32; ++h) {
             const int c = y + r * ROWS, orow = c0 + c, ocol = r0 + x + 32 * h;
             Vec<VEC> w;
 #pragma unroll
@@ -202,23 +203,26 @@ __device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, el
         }
 }
 
-// ---- 8. Vector accesses and bigger tiles. Block (32 / VEC, ROWS); grid (ceil(n/TILE), ceil(m/TILE)).
-template <int TILE, int ROWS, int VEC>
+// ---- 8. Vector accesses, bigger and non-square tiles.
+// Block (32 / VEC, ROWS); grid (ceil(n / TILE_C), ceil(m / TILE_R)). With VEC 1 and a 32 x 32
+// tile this is kernel 7 (block (32, ROWS)) with its loads batched.
+template <int TILE_R, int TILE_C, int ROWS, int VEC>
 __global__ void transpose_vec(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
-    transpose_tile<TILE, ROWS, VEC>(in, out, m, n, blockIdx.y * TILE, blockIdx.x * TILE);
+    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, blockIdx.y * TILE_R, blockIdx.x * TILE_C);
 }
 
 // ---- 9. The same tiles, visited in bands of GROUP tile rows.
-// With a 2-D grid the blocks on the GPU at one time read a few whole tile rows of `in` and
-// write, in every row of `out`, just a few tiles' worth (128 bytes each at TILE 32): DRAM pages
+// With a 2-D grid the blocks on the GPU at one time read a few whole tile rows of `in`, and
+// write to every row of `out` just a few tiles' worth (128 bytes each at TILE_R 32): DRAM pages
 // opened for 128-256 bytes. Here a 1-D grid numbers the tiles down GROUP tile rows before
 // moving right, so the blocks in flight cover a roughly square patch: long runs in the rows of
-// both `in` and `out`. Block (32 / VEC, ROWS); grid ceil(m/TILE) * ceil(n/TILE) blocks, 1-D.
-template <int TILE, int ROWS, int VEC, int GROUP>
+// both `in` and `out`. Block (32 / VEC, ROWS); grid ceil(m / TILE_R) * ceil(n / TILE_C), 1-D.
+template <int TILE_R, int TILE_C, int ROWS, int VEC, int GROUP>
 __global__ void transpose_grouped(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
-    const int tiles_x = (n + TILE - 1) / TILE, tiles_y = (m + TILE - 1) / TILE;
-    const int band = blockIdx.x / (GROUP * tiles_x);  // which band of GROUP tile rows
+    const int tiles_x = (n + TILE_C - 1) / TILE_C, tiles_y = (m + TILE_R - 1) / TILE_R;
+    const int band = blockIdx.x / (GROUP * tiles_x);        // which band of GROUP tile rows
     const int height = min(GROUP, tiles_y - band * GROUP);  // the last band may be shorter
-    const int i = blockIdx.x - band * GROUP * tiles_x;  // position in the band, column by column
-    transpose_tile<TILE, ROWS, VEC>(in, out, m, n, (band * GROUP + i % height) * TILE, (i / height) * TILE);
+    const int i = blockIdx.x - band * GROUP * tiles_x;      // position in the band, column by column
+    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, (band * GROUP + i % height) * TILE_R,
+                                              (i / height) * TILE_C);
 }

@@ -24,18 +24,25 @@ ANY_BLOCK = {"copy": False, "transpose_naive": False, "transpose_naive_cols": Tr
              "transpose_tiled": False, "transpose_padded": False}  # fmt: skip
 ANY_BLOCKS = [(32, 8), (32, 32), (16, 16), (8, 4), (64, 16), (1, 32), (128, 1), (32, 6)]
 ROWS_BLOCKS = [(t, r) for t in (16, 32, 64) for r in (1, 2, 4, 8, 16, 32, 64) if r <= t and t * r <= 1024]
-VEC_CASES = [  # (tile, rows, vec): block (32 // vec, rows)
-    (t, r, v) for t in (32, 64) for v in (1, 2, 4) for r in (1, 4, 8, 16, 32, 64)
-    if r <= t and (32 // v) * r <= 1024 and (r >= 4 or (t == 32 and v == 4))
+VEC_CASES = [  # (tile rows, tile columns, rows, vec): block (32 // vec, rows)
+    *((t, t, r, v) for t in (32, 64) for v in (1, 2, 4) for r in (4, 8, 16, 32, 64)
+      if r <= t and (32 // v) * r <= 1024),
+    (32, 64, 8, 4), (64, 32, 16, 4), (64, 128, 32, 2), (128, 64, 8, 4), (32, 32, 1, 4),
 ]  # fmt: skip
-GROUPED_CASES = [(32, 8, 4, 1), (32, 8, 4, 3), (64, 16, 4, 4), (32, 32, 1, 2)]  # (tile, rows, vec, group)
+GROUPED_CASES = [
+    (32, 32, 8, 4, 1),
+    (32, 32, 8, 4, 3),
+    (64, 64, 16, 4, 4),
+    (32, 32, 32, 1, 2),
+    (64, 32, 16, 4, 5),
+]
 
 
 def _template_names() -> tuple[str, ...]:
     names = [f"transpose_article<{b}>" for b in (16, 32)]
     names += [f"transpose_rows<{t}, {r}>" for t, r in ROWS_BLOCKS]
-    names += [f"transpose_vec<{t}, {r}, {v}>" for t, r, v in VEC_CASES]
-    names += [f"transpose_grouped<{t}, {r}, {v}, {g}>" for t, r, v, g in GROUPED_CASES]
+    names += [f"transpose_vec<{tr}, {tc}, {r}, {v}>" for tr, tc, r, v in VEC_CASES]
+    names += [f"transpose_grouped<{tr}, {tc}, {r}, {v}, {g}>" for tr, tc, r, v, g in GROUPED_CASES]
     return tuple(names)
 
 
@@ -62,10 +69,12 @@ def _launch_args(name: str, m: int, n: int, block: tuple[int, int]) -> tuple[str
         return name, (_cdiv(n, bx), _cdiv(m, by)), 0
     if base == "transpose_rows":  # block (TILE, ROWS)
         return f"transpose_rows<{bx}, {by}>", (_cdiv(n, bx), _cdiv(m, bx)), 0
-    tile = int(name.split("<")[1].split(",")[0])  # transpose_vec<TILE, ...>: block (32 / VEC, ROWS)
+    tr, tc = (
+        int(x) for x in name.split("<")[1].split(",")[:2]
+    )  # <TILE_R, TILE_C, ...>: block (32 / VEC, ROWS)
     if base == "transpose_vec":
-        return name, (_cdiv(n, tile), _cdiv(m, tile)), 0
-    return name, (_cdiv(n, tile) * _cdiv(m, tile),), 0  # transpose_grouped: a 1-D grid
+        return name, (_cdiv(n, tc), _cdiv(m, tr)), 0
+    return name, (_cdiv(n, tc) * _cdiv(m, tr),), 0  # transpose_grouped: a 1-D grid
 
 
 def _launch(name: str, a: np.ndarray, block: tuple[int, int]) -> tuple:
@@ -133,12 +142,14 @@ def _cases():
     for t, r in ROWS_BLOCKS:
         for shape in _shapes(t) if r in (1, 8) or t * r == 1024 else [(3 * t + 5, t + 1)]:
             yield "transpose_rows", shape, (t, r)
-    for t, r, v in VEC_CASES:
-        for shape in _shapes(t) if r == 8 else [(2 * t + 6, 3 * t - 2), (t + 4, 4 * t + 4)]:
-            yield f"transpose_vec<{t}, {r}, {v}>", shape, (32 // v, r)
-    for t, r, v, g in GROUPED_CASES:
-        for shape in [*_shapes(t), (5 * t + 1, 3 * t + 4), (8 * t, 2 * t)]:
-            yield f"transpose_grouped<{t}, {r}, {v}, {g}>", shape, (32 // v, r)
+    for tr, tc, r, v in VEC_CASES:
+        t = max(tr, tc)
+        shapes = _shapes(t) if (tr, tc, r) == (32, 32, 8) else [(2 * tr + 6, 3 * tc - 2), (tr + 4, 4 * tc + 4)]
+        for shape in shapes:
+            yield f"transpose_vec<{tr}, {tc}, {r}, {v}>", shape, (32 // v, r)
+    for tr, tc, r, v, g in GROUPED_CASES:
+        for shape in [*_shapes(max(tr, tc)), (5 * tr + 1, 3 * tc + 4), (8 * tr, 2 * tc)]:
+            yield f"transpose_grouped<{tr}, {tc}, {r}, {v}, {g}>", shape, (32 // v, r)
 
 
 def _id(name: str, shape: tuple[int, int], block: tuple[int, int], dtype: str) -> str:
@@ -159,9 +170,9 @@ def test_matches_numpy(backend, rng, name, shape, block, dtype):
 
 
 BEST = ["copy", "transpose_naive", "transpose_naive_cols", "transpose_tiled", "transpose_padded",
-        "transpose_article<32>", "transpose_rows", "transpose_vec<64, 16, 4>", "transpose_grouped<32, 8, 4, 3>"]  # fmt: skip
-BEST_BLOCK = {"transpose_article<32>": (32, 32), "transpose_vec<64, 16, 4>": (8, 16),
-              "transpose_grouped<32, 8, 4, 3>": (8, 8)}  # fmt: skip
+        "transpose_article<32>", "transpose_rows", "transpose_vec<64, 64, 16, 4>", "transpose_grouped<32, 32, 8, 4, 3>"]  # fmt: skip
+BEST_BLOCK = {"transpose_article<32>": (32, 32), "transpose_vec<64, 64, 16, 4>": (8, 16),
+              "transpose_grouped<32, 32, 8, 4, 3>": (8, 8)}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", BEST)
@@ -244,8 +255,16 @@ class TestArticleBugs:
         pytest.param("transpose_rows", (32, 8), 1, id="rows-32x8"),
         pytest.param("transpose_rows", (64, 16), 1, id="rows-64x16"),
         *(
-            pytest.param(f"transpose_vec<{t}, {r}, {v}>", (32 // v, r), 1, id=f"vec-{t}-{r}-{v}")
-            for t, r, v in [(32, 8, 4), (32, 8, 2), (64, 16, 4), (64, 32, 2), (64, 8, 1)]
+            pytest.param(f"transpose_vec<{tr}, {tc}, {r}, {v}>", (32 // v, r), 1, id=f"vec-{tr}x{tc}-{r}-{v}")
+            for tr, tc, r, v in [
+                (32, 32, 8, 4),
+                (32, 32, 8, 2),
+                (64, 64, 16, 4),
+                (64, 64, 32, 2),
+                (64, 64, 8, 1),
+                (32, 64, 8, 4),
+                (128, 64, 8, 4),
+            ]
         ),
     ],
 )
@@ -266,7 +285,7 @@ def test_bank_conflicts_of_the_tile_read(emulator_backend, rng, name, block, way
         pytest.param("transpose_naive_cols", (32, 8), 32, 4, id="naive_cols"),
         pytest.param("transpose_article<32>", (32, 32), 4, 4, id="article"),
         pytest.param("transpose_padded", (32, 8), 4, 4, id="padded-32x8"),
-        pytest.param("transpose_vec<32, 8, 4>", (8, 8), 16, 16, id="vec4"),  # 512 bytes a request
+        pytest.param("transpose_vec<32, 32, 8, 4>", (8, 8), 16, 16, id="vec4"),  # 512 bytes a request
     ],
 )
 def test_sectors_per_request(emulator_backend, rng, name, block, read, write):
@@ -281,8 +300,8 @@ def test_sectors_per_request(emulator_backend, rng, name, block, read, write):
 def test_vector_accesses_fall_back_to_words_on_odd_rows(emulator_backend, rng):
     """n = 33 is not a multiple of 4: the loads go word by word; m = 64 is, so the stores stay vectors."""
     a = _matrix(rng, (64, 33), np.dtype(np.float32))
-    t = trace("transpose_vec<32, 8, 4>", a, (8, 8), spaces={"global"})
+    t = trace("transpose_vec<32, 32, 8, 4>", a, (8, 8), spaces={"global"})
     s = analysis.sectors(t)
     assert set(s.lane_bytes[s.op == "ld"].tolist()) == {4}
     assert set(s.lane_bytes[s.op == "st"].tolist()) == {16}
-    np.testing.assert_array_equal(run("transpose_vec<32, 8, 4>", a, (8, 8)), a.T)
+    np.testing.assert_array_equal(run("transpose_vec<32, 32, 8, 4>", a, (8, 8)), a.T)
