@@ -112,22 +112,23 @@ extern "C" __global__ void transpose_padded(const elem_t* in, elem_t* out, int m
 }
 
 // ---- 7. Fewer threads, several elements each: TILE x ROWS threads move a TILE x TILE tile.
-// NVIDIA's transposeNoBankConflicts (TILE 32, ROWS 8: 4 elements per thread). A quarter of the
-// threads do the same work: each thread's index arithmetic and barrier are paid once per four
-// elements, and 8 blocks of 256 threads fit on an SM where only 2 of 1024 did. Padded static
-// tile [TILE][TILE + 1]. Block (TILE, ROWS), ROWS dividing TILE; grid (ceil(n/TILE), ceil(m/TILE)).
+// NVIDIA's transposeNoBankConflicts (TILE 32, ROWS 8: 4 elements per thread). Each thread
+// issues TILE / ROWS independent loads back to back, so their latencies overlap, and pays its
+// index arithmetic once for all of them; a barrier holds 256 threads instead of 1024. Padded
+// static tile [TILE][TILE + 1]. Block (TILE, ROWS), ROWS dividing TILE;
+// grid (ceil(n/TILE), ceil(m/TILE)).
 template <int TILE, int ROWS>
 __global__ void transpose_rows(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
     __shared__ elem_t tile[TILE][TILE + 1];
     int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
-    int x = threadIdx.x;
+    int x = threadIdx.x, y = threadIdx.y;
 #pragma unroll
-    for (int y = threadIdx.y; y < TILE; y += ROWS)
-        if (r0 + y < m && c0 + x < n) tile[y][x] = in[(r0 + y) * n + c0 + x];
+    for (int j = 0; j < TILE; j += ROWS)
+        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
     __syncthreads();
 #pragma unroll
-    for (int y = threadIdx.y; y < TILE; y += ROWS)
-        if (c0 + y < n && r0 + x < m) out[(c0 + y) * m + r0 + x] = tile[x][y];
+    for (int j = 0; j < TILE; j += ROWS)
+        if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
 }
 
 // ---- Beyond: wider accesses, more bytes in flight, the tile's shape and the order tiles go in.

@@ -144,7 +144,9 @@ def _cases():
             yield "transpose_rows", shape, (t, r)
     for tr, tc, r, v in VEC_CASES:
         t = max(tr, tc)
-        shapes = _shapes(t) if (tr, tc, r) == (32, 32, 8) else [(2 * tr + 6, 3 * tc - 2), (tr + 4, 4 * tc + 4)]
+        shapes = (
+            _shapes(t) if (tr, tc, r) == (32, 32, 8) else [(2 * tr + 6, 3 * tc - 2), (tr + 4, 4 * tc + 4)]
+        )
         for shape in shapes:
             yield f"transpose_vec<{tr}, {tc}, {r}, {v}>", shape, (32 // v, r)
     for tr, tc, r, v, g in GROUPED_CASES:
