@@ -1,0 +1,229 @@
+// Matrix transpose: the article's shared-memory tiled kernel (an m x n int matrix, m = 1111,
+// n = 113), its bugs beside their fixes, and the kernels that go beyond it. No arithmetic at
+// all: every version moves m*n words from `in` (m rows x n columns, row-major) to `out`
+// (n rows x m columns, row-major), out[c][r] = in[r][c]; what changes is only the addressing.
+//
+// The element type comes in as a -D option: ELEM is a 4-byte word, float or int (the article's).
+// Indexes are int: m * n must stay below 2^31. A 2-D grid has at most 65535 blocks in y, so
+// the 2-D-grid kernels take at most 65535 * (rows per block) rows; transpose_grouped's 1-D
+// grid has no such limit. common.cuh's sums and scans are not used: a transpose adds nothing.
+#ifndef ELEM
+#define ELEM float
+#endif
+typedef ELEM elem_t;
+
+// ---- 1. Copy: the ceiling.
+// Not a transpose: each thread copies in[row][col] to out[row][col]. Reads and writes are
+// both coalesced (a warp touches 32 consecutive words), so this is the most bandwidth any
+// version can hope for with the same launch. Any 2-D block; grid (ceil(n/bx), ceil(m/by)).
+extern "C" __global__ void copy(const elem_t* in, elem_t* out, int m, int n) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < m && col < n) {
+        elem_t v = in[row * n + col];
+        out[row * n + col] = v;
+    }
+}
+
+// ---- 2. Naive transpose: coalesced reads, strided writes.
+// The copy with the output index swapped: a warp reads 32 consecutive words of a row, but
+// writes them down a column of out, m words apart: 32 sectors per write instead of 4.
+// Any 2-D block; grid (ceil(n/bx), ceil(m/by)), as the copy.
+extern "C" __global__ void transpose_naive(const elem_t* in, elem_t* out, int m, int n) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < m && col < n) {
+        elem_t v = in[row * n + col];  // a row of in: coalesced
+        out[col * m + row] = v;         // a column of out: m words apart
+    }
+}
+
+// ---- 3. Naive transpose, the mirror: strided reads, coalesced writes.
+// Threads are laid over the output instead: a warp writes 32 consecutive words of an output
+// row and reads them down a column of in. Writes now coalesce and reads do not; reads are
+// cheaper to waste (a partly used sector may still be in L2 for the next warp), so this one
+// is often the faster naive kernel. Any 2-D block; grid (ceil(m/bx), ceil(n/by)).
+extern "C" __global__ void transpose_naive_cols(const elem_t* in, elem_t* out, int m, int n) {
+    int orow = blockIdx.y * blockDim.y + threadIdx.y;  // an output row: a column of in
+    int ocol = blockIdx.x * blockDim.x + threadIdx.x;  // an output column: a row of in
+    if (orow < n && ocol < m) {
+        elem_t v = in[ocol * n + orow];  // a column of in: n words apart
+        out[orow * m + ocol] = v;         // a row of out: coalesced
+    }
+}
+
+// ---- 4. The article's shared-memory tiled transpose (its `cuda_transpose`, as printed).
+// A block stages a BLOCK_SIZE x BLOCK_SIZE tile in shared memory, then writes it out
+// transposed, so both global accesses walk along rows. Changed from the article only so that
+// one file serves every case: `int` became elem_t, and the BLOCK_SIZE #define (32 in the
+// code, 16 in the text) became a template parameter. Launch: block (BLOCK_SIZE, BLOCK_SIZE),
+// grid (ceil(n/BLOCK_SIZE), ceil(m/BLOCK_SIZE)).
+// BUG 1: the tile is read by column (smem_matrix[threadIdx.x][threadIdx.y]): the 32 lanes of
+// a warp read words BLOCK_SIZE apart, all in one bank at BLOCK_SIZE 32: 32-way bank conflicts
+// (8-way at 16).
+// BUG 2: the write index uses blockDim.x for both dimensions, and the write phase reads
+// smem_matrix[threadIdx.x][threadIdx.y]: only a square block equal to the tile is right. A
+// (32, 8) block reads tile rows nobody wrote and writes to the wrong places.
+template <int BLOCK_SIZE>
+__global__ void transpose_article(elem_t* matrix, elem_t* tr_matrix, int m, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    __shared__ elem_t smem_matrix[BLOCK_SIZE][BLOCK_SIZE];
+    smem_matrix[threadIdx.y][threadIdx.x] = row < m && col < n ? matrix[row * n + col] : 0;
+    __syncthreads();
+    if (blockIdx.x * blockDim.x + threadIdx.y < n && threadIdx.x + blockIdx.y * blockDim.x < m)
+        tr_matrix[threadIdx.x + blockIdx.y * blockDim.x + m * (blockIdx.x * blockDim.x + threadIdx.y)] =
+            smem_matrix[threadIdx.x][threadIdx.y];
+    return;
+}
+
+// ---- 5. Tiled, fixed: any 2-D block.
+// The tile is blockDim.y rows x blockDim.x columns (dynamic shared memory, bx*by words). Its
+// transpose is bx rows x by columns, so for the write the threads are renumbered: thread t
+// writes output row t / by, column t % by, and consecutive threads walk along an output row
+// whatever the block's shape. Reading the tile by column still conflicts (bx words apart).
+extern "C" __global__ void transpose_tiled(const elem_t* in, elem_t* out, int m, int n) {
+    extern __shared__ elem_t tile[];  // blockDim.y x blockDim.x
+    int r0 = blockIdx.y * blockDim.y, c0 = blockIdx.x * blockDim.x;  // the tile's corner in `in`
+    int row = r0 + threadIdx.y, col = c0 + threadIdx.x;
+    if (row < m && col < n) tile[threadIdx.y * blockDim.x + threadIdx.x] = in[row * n + col];
+    __syncthreads();
+    int t = threadIdx.y * blockDim.x + threadIdx.x;
+    int i = t % blockDim.y, j = t / blockDim.y;  // out[c0 + j][r0 + i] = in[r0 + i][c0 + j]
+    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i * blockDim.x + j];
+}
+
+// ---- 6. Padded tile.
+// One unused word at the end of every tile row (row stride bx + 1): going down a column now
+// moves 33 words at bx = 32, one bank further each row, so a warp reading a column hits 32
+// different banks. The [32][33] tile of NVIDIA's transpose. Any 2-D block; (bx + 1) * by words
+// of dynamic shared memory. Conflict-free when by = 32 and bx is even (the 32 x 32 block); a
+// shorter block puts 32 / by tile columns in one warp's read, and those collide (4-way at 32 x 8).
+extern "C" __global__ void transpose_padded(const elem_t* in, elem_t* out, int m, int n) {
+    extern __shared__ elem_t tile[];  // blockDim.y x (blockDim.x + 1)
+    const int stride = blockDim.x + 1;
+    int r0 = blockIdx.y * blockDim.y, c0 = blockIdx.x * blockDim.x;
+    int row = r0 + threadIdx.y, col = c0 + threadIdx.x;
+    if (row < m && col < n) tile[threadIdx.y * stride + threadIdx.x] = in[row * n + col];
+    __syncthreads();
+    int t = threadIdx.y * blockDim.x + threadIdx.x;
+    int i = t % blockDim.y, j = t / blockDim.y;
+    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i * stride + j];
+}
+
+// ---- 7. Fewer threads, several elements each: TILE x ROWS threads move a TILE x TILE tile.
+// NVIDIA's transposeNoBankConflicts (TILE 32, ROWS 8: 4 elements per thread). Each thread
+// issues TILE / ROWS independent loads back to back, so their latencies overlap, and pays its
+// index arithmetic once for all of them; a barrier holds 256 threads instead of 1024. Padded
+// static tile [TILE][TILE + 1]. Block (TILE, ROWS), ROWS dividing TILE;
+// grid (ceil(n/TILE), ceil(m/TILE)).
+template <int TILE, int ROWS>
+__global__ void transpose_rows(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
+    __shared__ elem_t tile[TILE][TILE + 1];
+    int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
+    int x = threadIdx.x, y = threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < TILE; j += ROWS)
+        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < TILE; j += ROWS)
+        if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
+}
+
+// ---- Beyond: wider accesses, more bytes in flight, the tile's shape and the order tiles go in.
+// VEC words per access (VEC 4: one 16-byte load or store per thread instead of four 4-byte
+// ones, so a warp asks for 512 bytes at a time) and every load of a thread issued before any
+// is used (all its vectors are in flight together: Little's law wants tens of KB in flight per
+// SM to keep an H100/H200's memory busy). Shared memory stays 4-byte words in a padded
+// [TILE_R][TILE_C + 1] tile, written and read one word at a time: with 32/VEC threads across, a
+// warp covers VEC tile rows x 32 columns, which lands on 32 different banks both ways (the row
+// stride is 1 mod 32). Rows whose length is not a multiple of VEC are moved one word at a time
+// (a vector must be VEC-word aligned), so any shape stays right.
+template <int V>
+struct alignas(V * sizeof(elem_t)) Vec {
+    elem_t v[V];
+};
+
+// One TILE_R x TILE_C tile of `in` whose corner is (r0, c0), written out as a TILE_C x TILE_R
+// tile of `out`. Block (32 / VEC, ROWS); TILE_R and TILE_C multiples of 32, ROWS dividing both.
+// Each thread moves TILE_R * TILE_C / (block threads) words: (TILE_R / ROWS) * (TILE_C / 32)
+// vectors in, (TILE_C / ROWS) * (TILE_R / 32) vectors out.
+template <int TILE_R, int TILE_C, int ROWS, int VEC>
+__device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m,
+                                               int n, int r0, int c0) {
+    __shared__ elem_t tile[TILE_R][TILE_C + 1];
+    const int x = VEC * threadIdx.x, y = threadIdx.y;
+
+    // 1. load: rows y, y + ROWS, ... of the tile; 32 words apart along each row
+    Vec<VEC> v[TILE_R / ROWS][TILE_C / 32];  // every vector requested before any is stored
+#pragma unroll
+    for (int r = 0; r < TILE_R / ROWS; ++r)
+#pragma unroll
+        for (int h = 0; h < TILE_C / 32; ++h) {
+            const int row = r0 + y + r * ROWS, col = c0 + x + 32 * h;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) v[r][h].v[k] = 0;
+            if (row < m) {
+                if (n % VEC == 0 && col < n) {
+                    v[r][h] = *reinterpret_cast<const Vec<VEC>*>(in + row * n + col);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k)
+                        if (col + k < n) v[r][h].v[k] = in[row * n + col + k];
+                }
+            }
+        }
+#pragma unroll
+    for (int r = 0; r < TILE_R / ROWS; ++r)
+#pragma unroll
+        for (int h = 0; h < TILE_C / 32; ++h)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) tile[y + r * ROWS][x + 32 * h + k] = v[r][h].v[k];
+    __syncthreads();
+
+    // 2. store: output row c0 + c is column c of the tile; a thread gathers VEC consecutive
+    // words of it (tile rows x .. x + VEC - 1) and writes them with one vector store.
+#pragma unroll
+    for (int r = 0; r < TILE_C / ROWS; ++r)
+#pragma unroll
+        for (int h = 0; h < TILE_R / 32; ++h) {
+            const int c = y + r * ROWS, orow = c0 + c, ocol = r0 + x + 32 * h;
+            Vec<VEC> w;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) w.v[k] = tile[x + 32 * h + k][c];
+            if (orow < n) {
+                if (m % VEC == 0 && ocol < m) {
+                    *reinterpret_cast<Vec<VEC>*>(out + orow * m + ocol) = w;
+                } else {
+#pragma unroll
+                    for (int k = 0; k < VEC; ++k)
+                        if (ocol + k < m) out[orow * m + ocol + k] = w.v[k];
+                }
+            }
+        }
+}
+
+// ---- 8. Vector accesses, bigger and non-square tiles.
+// Block (32 / VEC, ROWS); grid (ceil(n / TILE_C), ceil(m / TILE_R)). With VEC 1 and a 32 x 32
+// tile this is kernel 7 (block (32, ROWS)) with its loads batched.
+template <int TILE_R, int TILE_C, int ROWS, int VEC>
+__global__ void transpose_vec(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
+    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, blockIdx.y * TILE_R, blockIdx.x * TILE_C);
+}
+
+// ---- 9. The same tiles, visited in bands of GROUP tile rows.
+// With a 2-D grid the blocks on the GPU at one time read a few whole tile rows of `in`, and
+// write to every row of `out` just a few tiles' worth (128 bytes each at TILE_R 32): DRAM pages
+// opened for 128-256 bytes. Here a 1-D grid numbers the tiles down GROUP tile rows before
+// moving right, so the blocks in flight cover a roughly square patch: long runs in the rows of
+// both `in` and `out`. Block (32 / VEC, ROWS); grid ceil(m / TILE_R) * ceil(n / TILE_C), 1-D.
+template <int TILE_R, int TILE_C, int ROWS, int VEC, int GROUP>
+__global__ void transpose_grouped(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
+    const int tiles_x = (n + TILE_C - 1) / TILE_C, tiles_y = (m + TILE_R - 1) / TILE_R;
+    const int band = blockIdx.x / (GROUP * tiles_x);        // which band of GROUP tile rows
+    const int height = min(GROUP, tiles_y - band * GROUP);  // the last band may be shorter
+    const int i = blockIdx.x - band * GROUP * tiles_x;      // position in the band, column by column
+    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, (band * GROUP + i % height) * TILE_R,
+                                              (i / height) * TILE_C);
+}

@@ -1,0 +1,282 @@
+"""Tune the transpose kernels on a GPU: every version of course/kernels/transpose.cu, then the
+knobs of the fast ones (tile, threads per tile, elements per thread, vector width, tile order)
+at the goal sizes, each beside a device-to-device copy of the same bytes and CuPy's
+`cupy.ascontiguousarray(a.T)`, all timed by course.bench in one run.
+
+    OUT=/tmp/out python scripts/tune_transpose.py        (from the repository root, on a GPU)
+
+Stage 1 times every version and every (tile shape, rows, vec) of transpose_vec at every size;
+stage 2 takes the three best of those on the float32 sizes and times them there again with
+the tiles visited in bands of GROUP tile rows (transpose_grouped). Every configuration's answer
+is checked against NumPy's a.T (computed once per size, uploaded) before it is timed; a wrong
+one is reported, not timed. Compiling takes ~30-40 s of the run (NVRTC, ~100 instantiations).
+Prints one table per size and writes every row to $OUT/tune_transpose.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import course
+from course import bench
+
+KERNEL_FILE = "transpose.cu"
+C_TYPES = {"float32": "float", "int32": "int"}
+SIZES = [((1111, 113), "int32"), ((8192, 8192), "float32"), ((16384, 16384), "float32")]
+RUNS = 20
+GOAL_PCT, GOAL_X_CUPY, GOAL_ARTICLE = 95.0, 3.3, 2.0  # % of copy, x CuPy, article: at most 2x the copy's time
+GROUPS = (1, 2, 4, 8, 16, 32, 64)
+STAGE2_BEST = 3
+
+
+@dataclass(frozen=True)
+class Config:
+    version: str  # the kernel's base name in transpose.cu
+    block: tuple[int, int]
+    tile: tuple[int, int] = (0, 0)  # (rows, columns) of the tile; (0, 0): the block is the tile
+    rows: int = 0
+    vec: int = 1
+    group: int = 0  # transpose_grouped's band height in tiles; 0: a 2-D grid
+
+    @property
+    def kernel(self) -> str:
+        (tr, tc), r, v, g = self.tile, self.rows, self.vec, self.group
+        return {
+            "transpose_article": f"transpose_article<{self.block[0]}>",
+            "transpose_rows": f"transpose_rows<{tr}, {r}>",
+            "transpose_vec": f"transpose_vec<{tr}, {tc}, {r}, {v}>",
+            "transpose_grouped": f"transpose_grouped<{tr}, {tc}, {r}, {v}, {g}>",
+        }.get(self.version, self.version)
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1]
+
+    @property
+    def per_thread(self) -> int:
+        return self.tile[0] * self.tile[1] // self.threads if self.tile[0] else 1
+
+    @property
+    def label(self) -> str:
+        b = f"{self.block[0]}x{self.block[1]}"
+        if not self.tile[0]:
+            return f"{self.version} block={b}"
+        knobs = f"tile={self.tile[0]}x{self.tile[1]} block={b} ({self.per_thread}/thread) vec={self.vec}"
+        return f"{self.version} {knobs}" + (f" group={self.group}" if self.group else "")
+
+    def grid(self, m: int, n: int) -> tuple[int, ...]:
+        bx, by = self.block
+        if self.version == "transpose_naive_cols":  # threads laid over the output
+            return (-(-m // bx), -(-n // by))
+        tr, tc = self.tile
+        if not tr:
+            return (-(-n // bx), -(-m // by))
+        if self.group:
+            return (-(-n // tc) * -(-m // tr),)
+        return (-(-n // tc), -(-m // tr))
+
+    def shared_bytes(self) -> int:
+        bx, by = self.block
+        return {"transpose_tiled": bx * by * 4, "transpose_padded": (bx + 1) * by * 4}.get(self.version, 0)
+
+
+def stage1() -> list[Config]:
+    configs = [
+        Config(v, b)
+        for v in ("copy", "transpose_naive", "transpose_naive_cols", "transpose_tiled", "transpose_padded")
+        for b in ((32, 8), (32, 32))
+    ]
+    configs += [Config("transpose_article", (b, b)) for b in (16, 32)]
+    configs += [Config("transpose_rows", (t, r), (t, t), r) for t, r in [(32, 4), (32, 8), (32, 16), (32, 32),
+                                                                     (64, 8), (64, 16)]]  # fmt: skip
+    for tile in (32, 64):  # square tiles: every vector width and threads per tile
+        for vec in (1, 2, 4):
+            for rows in (4, 8, 16, 32, 64):
+                threads = 32 // vec * rows
+                if (rows <= tile and 64 <= threads <= 1024) or (tile, rows, vec) == (32, 4, 4):
+                    configs.append(Config("transpose_vec", (32 // vec, rows), (tile, tile), rows, vec))
+    for tile in ((32, 64), (64, 32), (64, 128), (128, 64)):  # non-square tiles, 16-byte accesses
+        for rows in (8, 16, 32):
+            if rows <= min(tile) and tile[0] * tile[1] // (8 * rows) <= 64:
+                configs.append(Config("transpose_vec", (8, rows), tile, rows, 4))
+    return configs
+
+
+def stage2(best: list[Config]) -> list[Config]:
+    return [Config("transpose_grouped", c.block, c.tile, c.rows, c.vec, g) for c in best for g in GROUPS]
+
+
+def build(configs: list[Config], dtypes: tuple[str, ...] = tuple(C_TYPES)) -> dict[str, course.Module]:
+    names = tuple(sorted({c.kernel for c in configs if "<" in c.kernel}))
+    return {
+        dtype: course.Module.from_file(
+            KERNEL_FILE, options=(f"-DELEM={C_TYPES[dtype]}",), name_expressions=names
+        )
+        for dtype in dtypes
+    }
+
+
+class Size:
+    """One matrix size: rotating input sets on the device, outputs, NumPy's answer, the baselines."""
+
+    def __init__(self, shape: tuple[int, int], dtype: str):
+        self.shape, self.dtype = shape, dtype
+        m, n = shape
+        rng = np.random.default_rng(0)
+        if dtype == "float32":
+            host = rng.standard_normal(shape, dtype=np.float32)
+        else:
+            host = rng.integers(-(2**31), 2**31, size=shape, dtype=np.int32)
+        self.nbytes = bench.bytes_moved("transpose", shape, dtype)  # 2 * m * n * 4
+        self.sets = bench.rotation_sets(self.nbytes, course.device().l2_cache_bytes)
+        first = course.asarray(host)
+        self.inputs = [first] + [first.copy() for _ in range(self.sets - 1)]
+        self.outputs = [course.empty((n, m), dtype) for _ in range(self.sets)]
+        self.copies = [course.empty((m, n), dtype) for _ in range(self.sets)]  # the copy kernel's outputs
+        self.reference = course.asarray(np.ascontiguousarray(host.T))  # NumPy's transpose, uploaded
+        self.original = first
+        del host
+        self.copy_ms = statistics.median(bench.time_copy(self.nbytes, runs=RUNS))
+        import cupy
+
+        self.cupy_ms = statistics.median(
+            bench.time_runs([lambda a=a: cupy.ascontiguousarray(a.T) for a in self.inputs], runs=RUNS)
+        )
+        cupy_out = cupy.ascontiguousarray(self.inputs[0].T)
+        assert bool(cupy.array_equal(cupy_out, self.reference)), (
+            "cupy.ascontiguousarray(a.T) disagrees with NumPy"
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.shape[0]}x{self.shape[1]} {self.dtype}"
+
+    def launches(self, c: Config, mod: course.Module) -> list[bench.Launch]:
+        m, n = self.shape
+        k = mod.get_function(c.kernel)
+        outs = self.copies if c.version == "copy" else self.outputs
+        return [
+            bench.Launch(
+                k, c.grid(m, n), c.block, (a, o, np.int32(m), np.int32(n)), shared_mem=c.shared_bytes()
+            )
+            for a, o in zip(self.inputs, outs)
+        ]
+
+    def correct(self, c: Config, launch: bench.Launch) -> bool:
+        out = launch.args[1]
+        out.fill(0)
+        launch()
+        want = self.original if c.version == "copy" else self.reference
+        import cupy
+
+        return bool(cupy.array_equal(out, want))
+
+
+def measure(size: Size, c: Config, mod: course.Module, device: str) -> dict[str, Any]:
+    launches = size.launches(c, mod)
+    ok = size.correct(c, launches[0])
+    row: dict[str, Any] = {"device": device, "shape": list(size.shape), "dtype": size.dtype, "config": c.label,
+                           "kernel": c.kernel, **asdict(c), "grid": list(c.grid(*size.shape)),
+                           "threads": c.threads, "per_thread": c.per_thread, "correct": ok,
+                           "copy_ms": size.copy_ms, "cupy_ms": size.cupy_ms, "rotating_sets": size.sets}  # fmt: skip
+    if not ok:
+        row.update(ms=None, gbps=None, pct_of_copy=None, x_cupy=None)
+        return row
+    ms = statistics.median(bench.time_runs(launches, runs=RUNS))
+    gbps, copy_gbps = bench.gbps(size.nbytes, ms), bench.gbps(size.nbytes, size.copy_ms)
+    row.update(
+        ms=ms,
+        gbps=gbps,
+        pct_of_copy=bench.pct_of_copy(gbps, copy_gbps),
+        x_cupy=bench.x_cupy(ms, size.cupy_ms),
+    )
+    return row
+
+
+def table(size: Size, rows: list[dict[str, Any]]) -> str:
+    copy_gbps = bench.gbps(size.nbytes, size.copy_ms)
+    lines = [
+        f"\n## {size.name}: {size.nbytes / 1e6:.1f} MB moved, {size.sets} rotating input set(s)\n",
+        f"copy (cudaMemcpy D2D): {size.copy_ms:.4f} ms, {copy_gbps:.0f} GB/s; "
+        f"cupy.ascontiguousarray(a.T): {size.cupy_ms:.4f} ms, "
+        f"{bench.gbps(size.nbytes, size.cupy_ms):.0f} GB/s\n",
+        "| config | ms | GB/s | % of copy | × CuPy | time / copy |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in sorted(rows, key=lambda r: (r["ms"] is None, r["ms"] or 0.0)):
+        if r["ms"] is None:
+            lines.append(f"| {r['config']} | WRONG ANSWER | | | | |")
+            continue
+        lines.append(
+            f"| {r['config']} | {r['ms']:.4f} | {r['gbps']:.0f} | {r['pct_of_copy']:.1f} | "
+            f"{r['x_cupy']:.2f} | {r['ms'] / size.copy_ms:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def verdict(size: Size, rows: list[dict[str, Any]]) -> str:
+    timed = [r for r in rows if r["ms"] is not None and r["version"] != "copy"]
+    best = min(timed, key=lambda r: r["ms"])
+    if size.shape == (1111, 113):
+        ok = best["ms"] <= GOAL_ARTICLE * size.copy_ms
+        goal = f"time ≤ {GOAL_ARTICLE}× the copy's: {best['ms'] / size.copy_ms:.2f}×"
+    else:
+        ok = best["pct_of_copy"] >= GOAL_PCT and best["x_cupy"] >= GOAL_X_CUPY
+        goal = f"≥ {GOAL_PCT}% of copy and ≥ {GOAL_X_CUPY}× CuPy: {best['pct_of_copy']:.1f}%, {best['x_cupy']:.2f}×"
+    return f"\nBest on {size.name}: {best['config']}; goal {goal} -> {'MET' if ok else 'NOT MET'}"
+
+
+def main() -> int:
+    if course.device().backend != "cupy":
+        print("tune_transpose.py times kernels: it needs a GPU (CuPy found none).", file=sys.stderr)
+        return 1
+    start = time.perf_counter()
+    device = course.device().name
+    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"# Transpose tuning on {device}\n")
+    print(f"`python scripts/tune_transpose.py`: median of {RUNS} runs (CUDA events, inputs rotated past L2).")
+    first = stage1()
+    mods = build(first)
+    print(
+        f"compiled {len(first)} stage-1 configurations: {time.perf_counter() - start:.0f} s", file=sys.stderr
+    )
+    sizes = [Size(shape, dtype) for shape, dtype in SIZES]  # all stay on the device: about 6 GB
+    print(f"inputs, references, copy and CuPy timed: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    results = {s.name: [measure(s, c, mods[s.dtype], device) for c in first] for s in sizes}
+    print(f"stage 1 timed: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+    # stage 2: the best (tile, rows, vec) on the float sizes, its tiles visited in bands of GROUP rows
+    def score(c: Config) -> float:
+        pcts = [r["pct_of_copy"] for s in sizes if s.dtype == "float32" for r in results[s.name]
+                if r["config"] == c.label and r["pct_of_copy"] is not None]  # fmt: skip
+        return float(np.mean(pcts)) if len(pcts) == 2 else 0.0
+
+    best = sorted((c for c in first if c.version == "transpose_vec"), key=score, reverse=True)[:STAGE2_BEST]
+    second = stage2(best)
+    mods = build(second, ("float32",))
+    for s in sizes:
+        if s.dtype == "float32":  # the article's small matrix is ~140 tiles: one wave, no order to choose
+            results[s.name] += [measure(s, c, mods[s.dtype], device) for c in second]
+    print(f"stage 2 timed: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    for s in sizes:
+        print(table(s, results[s.name]))
+        print(verdict(s, results[s.name]))
+    rows = [r for rs in results.values() for r in rs]
+    path = out_dir / "tune_transpose.json"
+    path.write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"\n{len(rows)} rows written to {path}; {time.perf_counter() - start:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
