@@ -93,7 +93,7 @@ extern "C" __global__ void hist2(const unsigned char* __restrict__ x, unsigned i
 // contiguous bytes per instruction, so far fewer load instructions and more bytes in flight.
 // Vector loads must be aligned, so keys before the first aligned address (the head: none for an
 // array the course or CuPy allocated, some for a view such as x[3:]) and after the last whole
-// vector (the tail) are read one by one, by the first threads of the grid.
+// vector (the tail) are read one by one, each by a grid-stride loop of its own.
 struct __align__(LOAD_BYTES) Vec {
     unsigned int w[LOAD_BYTES / 4];
 };
@@ -136,8 +136,8 @@ __device__ __forceinline__ void for_each_key(const Key* __restrict__ x, long lon
             for (int j = 0; j < 4 / (int)sizeof(Key); ++j) add((p.w[k] >> (8 * sizeof(Key) * j)) & (Key)~0u);
         }
     }
-    if (first < s.head) add(x[first]);
-    if (first < s.tail) add(x[s.tail_start + first]);
+    for (long long i = first; i < s.head; i += stride) add(x[i]);  // fewer than LOAD_BYTES keys each,
+    for (long long i = first; i < s.tail; i += stride) add(x[s.tail_start + i]);  // so one trip for most grids
 }
 
 // ---- 3. hist2 with 16-byte loads.
@@ -183,8 +183,14 @@ __device__ __forceinline__ void for_each_key_warp(const Key* __restrict__ x, lon
             for (int j = 0; j < 4 / (int)sizeof(Key); ++j) add((p.w[k] >> (8 * sizeof(Key) * j)) & (Key)~0u, valid);
         }
     }
-    if (first - lane < s.head) add(first < s.head ? x[first] : 0, first < s.head);
-    if (first - lane < s.tail) add(first < s.tail ? x[s.tail_start + first] : 0, first < s.tail);
+    for (long long base = first - lane; base < s.head; base += stride) {
+        const long long i = base + lane;
+        add(i < s.head ? x[i] : 0, i < s.head);
+    }
+    for (long long base = first - lane; base < s.tail; base += stride) {
+        const long long i = base + lane;
+        add(i < s.tail ? x[s.tail_start + i] : 0, i < s.tail);
+    }
 }
 
 // ---- 4. hist3 with warp-aggregated shared atomics, for skewed data.
