@@ -159,11 +159,27 @@ def test_the_articles_kernels_are_right_with_the_articles_launch(backend, rng):
         assert np.array_equal(launch(name, x, 256), reference(x))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["hist3_vec", "hist4_warp_agg", "hist5_lanes<32>"])
+def test_views_that_start_off_alignment(cupy_backend, rng, name):
+    """A view such as x[3:] starts between 16-byte boundaries: the head bytes are read one by one.
+    (Emulator buffers always start aligned, so only a GPU reaches this path.)"""
+    import cupy
+
+    base = rng.integers(0, 256, 70_000, dtype=np.uint8)
+    xs = cupy.asarray(base)
+    for off in (1, 3, 8, 15):
+        for n in (5, 17, 40_000):
+            got = launch(name, xs[off : off + n], 128)
+            assert np.array_equal(got, reference(base[off : off + n])), (off, n)
+
+
 @pytest.mark.parametrize("name", CORRECT + ("hist5_lanes<4>",))
 def test_the_checker_finds_nothing_in_the_fixed_versions(emulator_backend, rng, name):
     x = rng.integers(0, 256, 3001, dtype=np.uint8)
-    findings = kernel(name).check((3,), (96 if name != "hist4_warp_agg" else 128,), (
-        course.asarray(x), course.zeros(BINS, np.uint32), np.int64(len(x))))  # fmt: skip
+    block = 128 if VERSIONS[name].warp_blocks else 96
+    args = (course.asarray(x), course.zeros(BINS, np.uint32), np.int64(len(x)))
+    findings = kernel(name).check((3,), (block,), args)
     assert not findings, str(findings)
 
 
@@ -209,6 +225,16 @@ def test_wide_histogram_of_an_image_quantised_to_4096_colours(backend):
     assert np.array_equal(got, reference(keys, 4096)) and got.sum() == keys.size
 
 
+@pytest.mark.gpu
+def test_wide_histogram_of_views_that_start_off_alignment(cupy_backend, rng):
+    import cupy
+
+    keys = rng.integers(0, 4096, 50_000, dtype=np.uint16)
+    ks = cupy.asarray(keys)
+    for off in (1, 3, 7):
+        assert np.array_equal(wide(ks[off:], 4096), reference(keys[off:], 4096)), off
+
+
 def test_wide_histogram_needs_its_bins_in_shared_memory(emulator_backend):
     keys = np.arange(100, dtype=np.uint16)
     k = kernel("hist_wide")
@@ -242,9 +268,8 @@ class TestArticleBugs:
     def test_memset_of_the_whole_histogram_is_the_fix(self, emulator_backend, rng):
         x = rng.integers(0, 256, 5000, dtype=np.uint8)
         hist = course.empty(BINS, np.uint32)
-        kernel("fill_bytes")(
-            (1,), (256,), (hist, np.int32(0), np.int64(4 * BINS))
-        )  # sizeof(unsigned int) * 256
+        whole = np.int64(4 * BINS)  # sizeof(unsigned int) * 256
+        kernel("fill_bytes")((1,), (256,), (hist, np.int32(0), whole))
         args = (course.asarray(x), hist, np.int64(len(x)))
         assert not kernel("hist1_article").check((132,), (256,), args)
         kernel("hist1_article")((132,), (256,), args)
@@ -284,9 +309,8 @@ class TestArticleBugs:
         v = (np.float32(255) * r.astype(np.float32) / np.float32(rand_max)).astype(np.int32)
         assert (v == 255).sum() == hits and v.max() == 255
         if rand_max == 32767:  # every value rand() can return: the exact bin counts
-            every = (np.float32(255) * np.arange(32768, dtype=np.float32) / np.float32(32767)).astype(
-                np.int32
-            )
+            every = np.float32(255) * np.arange(32768, dtype=np.float32) / np.float32(32767)
+            every = every.astype(np.int32)
             counts = np.bincount(every, minlength=256)
             assert counts[255] == 1 and counts[:255].min() >= 128  # 1 in 32768 against ~1 in 255
 
