@@ -12,7 +12,7 @@ missing). Every configuration's counts are checked against NumPy once before it 
 Stages:
   story   every version at a full-occupancy launch, and the article's launches (blocks =
           1x and 2x the SM count, 256 threads) of its two kernels;
-  copies  hist5_lanes: sub-histograms per block x block size x blocks per SM;
+  copies  hist5_lanes (and hist6_runs): sub-histograms per block x block size x blocks per SM;
   knobs   block size x blocks per SM for hist3/hist4, and load width (4, 8, 16 bytes);
   wide    hist_wide, 4096 bins of 2^27 16-bit keys, against cupy.bincount;
   article the article's timing: its 100 MiB host-to-device copy beside its kernel.
@@ -110,7 +110,7 @@ def wide_keys(dist: str, n: int) -> np.ndarray:
 
 @functools.cache
 def module(load_bytes: int) -> course.Module:
-    names = tuple(f"hist5_lanes<{c}>" for c in COPIES)
+    names = tuple(f"{k}<{c}>" for k in ("hist5_lanes", "hist6_runs") for c in COPIES)
     return course.Module.from_file(
         "histogram.cu", options=(f"-DLOAD_BYTES={load_bytes}",), name_expressions=names
     )
@@ -139,7 +139,7 @@ def resident(name: str, block: int, load_bytes: int = 16, shared_mem: int = 0) -
 
 def per_trip(name: str, load_bytes: int) -> int:
     """Bytes one thread takes per loop trip."""
-    return load_bytes if name.startswith(("hist3", "hist4", "hist5", "hist_wide")) else 1
+    return load_bytes if name.startswith(("hist3", "hist4", "hist5", "hist6", "hist_wide")) else 1
 
 
 def time_ms(steps: list) -> float:
@@ -237,15 +237,15 @@ def stage_story(b: Bench) -> None:
                 256,
                 mult * sms,
             )
-        for name in ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<32>"):
+        for name in ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>"):
             per_sm, grid = b.full_grid(name, 512)
             b.time("story", f"{name} block=512 {per_sm}/SM", name, dist, 512, grid)
 
 
 def stage_copies(b: Bench) -> None:
+    variants = [f"hist5_lanes<{c}>" for c in COPIES] + [f"hist6_runs<{c}>" for c in (8, 16, 32)]
     for dist in ("uniform", "all-equal"):
-        for copies in COPIES:
-            name = f"hist5_lanes<{copies}>"
+        for name in variants:
             for block in BLOCKS:
                 most = resident(name, block)
                 for per_sm in sorted({1, 2, 4, most} - {0}):
@@ -263,7 +263,7 @@ def stage_knobs(b: Bench) -> None:
                 for per_sm in sorted({most // 2, most} - {0}):
                     b.time("knobs", f"{name} block={block} {per_sm}/SM", name, dist, block, b.sms * per_sm)
         for load in LOADS:
-            for name in ("hist3_vec", "hist4_warp_agg", "hist5_lanes<32>"):
+            for name in ("hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>"):
                 per_sm, grid = b.full_grid(name, 512, load)
                 b.time("knobs", f"{name} block=512 {per_sm}/SM load={load}B", name, dist, 512, grid, load)
 
@@ -350,6 +350,17 @@ def verdict(rows: list[Row]) -> list[dict]:
     return sorted(ranked, key=lambda r: -r["margin"])
 
 
+def _no_nan(v):
+    """NaN (a configuration whose counts were wrong, so not timed) as JSON null."""
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, dict):
+        return {k: _no_nan(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_no_nan(x) for x in v]
+    return v
+
+
 def main() -> None:
     if DRY:
         course.set_backend("emulator")
@@ -377,7 +388,7 @@ def main() -> None:
             print(f"cupy.bincount 4096 bins, {dist} keys: {b.inputs[('wide', dist)][2] * 1e3:.1f} µs")
     table([r for r in b.rows if r.stage == "story"], "Every version: the article's launches, then story order at "
           "block 512 and a full GPU (blocks/SM from the occupancy calculator)", by_time=False)  # fmt: skip
-    table([r for r in b.rows if r.stage == "copies"], "hist5_lanes: sub-histograms x block x blocks per SM "
+    table([r for r in b.rows if r.stage == "copies"], "hist5_lanes / hist6_runs: sub-histograms x block x blocks per SM "
           "(the 12 fastest of each input)", top=12)  # fmt: skip
     table(
         [r for r in b.rows if r.stage == "knobs"],
@@ -404,7 +415,7 @@ def main() -> None:
     doc = {"environment": bench.environment(), "copy_ms": b.copy_ms, "n": N,
            "cupy_bincount_ms": {f"{k}/{d}": v[2] for (k, d), v in b.inputs.items()},
            "rows": [asdict(r) for r in b.rows], "goals": ranked, "article": article}  # fmt: skip
-    (out / "tune_histogram.json").write_text(json.dumps(doc, indent=1, default=float))
+    (out / "tune_histogram.json").write_text(json.dumps(_no_nan(doc), indent=1, default=float))
     print(f"wrote {out / 'tune_histogram.json'}")
 
 

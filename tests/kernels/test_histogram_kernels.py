@@ -46,14 +46,15 @@ VERSIONS = {
         Version("hist3_vec", vector=True, shared_bytes=1024),
         Version("hist4_warp_agg", vector=True, warp_blocks=True, shared_bytes=1024),
         *(Version(f"hist5_lanes<{c}>", vector=True, shared_bytes=1024 * c) for c in COPIES),
+        *(Version(f"hist6_runs<{c}>", vector=True, shared_bytes=1024 * c) for c in COPIES),
     )
 }
-CORRECT = ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<32>")
+CORRECT = ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>")
 
 
 @functools.cache
 def _module(load_bytes: int, backend: str) -> course.Module:
-    names = tuple(f"hist5_lanes<{c}>" for c in COPIES)
+    names = tuple(f"{k}<{c}>" for k in ("hist5_lanes", "hist6_runs") for c in COPIES)
     return course.Module.from_file(
         KERNEL_FILE, options=(f"-DLOAD_BYTES={load_bytes}",), name_expressions=names
     )
@@ -110,8 +111,10 @@ def _cases():
             yield pytest.param(name, n, 128, id=f"{name}-n={n}-block=128")
         v = VERSIONS[name]
         blocks = WARP_BLOCKS if v.warp_blocks else ANY_BLOCK + (32, 512)
-        if name.startswith("hist5"):  # any block works; 1 thread zeroing 32 KiB is just slow to emulate
-            blocks = tuple(b for b in blocks if b >= 32)
+        if name.startswith(
+            ("hist5", "hist6")
+        ):  # any block works; a few threads zeroing 32 KiB is slow to emulate
+            blocks = tuple(b for b in blocks if b >= 64) + (32,)
         for block in blocks:
             for n in sorted({1, block - 1, block + 1, 17 * block + 3} - {0}):
                 yield pytest.param(name, n, block, id=f"{name}-n={n}-block={block}")
@@ -125,9 +128,11 @@ def test_counts_match_numpy(backend, rng, name, n, block):
 
 @pytest.mark.parametrize("copies", COPIES)
 @pytest.mark.parametrize("n", [1, 255, 4099])
-def test_every_number_of_sub_histograms(backend, rng, copies, n):
+@pytest.mark.parametrize("kind", ["hist5_lanes", "hist6_runs"])
+def test_every_number_of_sub_histograms(backend, rng, kind, copies, n):
     x = rng.integers(0, 256, n, dtype=np.uint8)
-    assert np.array_equal(launch(f"hist5_lanes<{copies}>", x, 96), reference(x))
+    x[n // 3 : n // 2] = 200  # a long run, for hist6
+    assert np.array_equal(launch(f"{kind}<{copies}>", x, 96), reference(x))
 
 
 @pytest.mark.parametrize("name", CORRECT + ("hist1_article", "hist2_article"))
@@ -138,14 +143,16 @@ def test_data_that_changes_the_time_not_the_answer(backend, rng, name, dist):
     assert np.array_equal(launch(name, x, 256), reference(x))
 
 
-@pytest.mark.parametrize("name", ["hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<8>"])
+@pytest.mark.parametrize(
+    "name", ["hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<8>", "hist6_runs<2>"]
+)
 def test_a_small_grid_loops_many_times(backend, rng, name):
     x = rng.integers(0, 256, 20_000, dtype=np.uint8)
     assert np.array_equal(launch(name, x, 64, grid=3), reference(x))
 
 
 @pytest.mark.parametrize("load_bytes", [4, 8])
-@pytest.mark.parametrize("name", ["hist3_vec", "hist4_warp_agg", "hist5_lanes<32>"])
+@pytest.mark.parametrize("name", ["hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<8>"])
 @pytest.mark.parametrize("n", [3, 1001, 4099])
 def test_narrower_loads(backend, rng, load_bytes, name, n):
     x = rng.integers(0, 256, n, dtype=np.uint8)
@@ -160,7 +167,7 @@ def test_the_articles_kernels_are_right_with_the_articles_launch(backend, rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["hist3_vec", "hist4_warp_agg", "hist5_lanes<32>"])
+@pytest.mark.parametrize("name", ["hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>"])
 def test_views_that_start_off_alignment(cupy_backend, rng, name):
     """A view such as x[3:] starts between 16-byte boundaries: the head bytes are read one by one.
     (Emulator buffers always start aligned, so only a GPU reaches this path.)"""
@@ -174,7 +181,7 @@ def test_views_that_start_off_alignment(cupy_backend, rng, name):
             assert np.array_equal(got, reference(base[off : off + n])), (off, n)
 
 
-@pytest.mark.parametrize("name", CORRECT + ("hist5_lanes<4>",))
+@pytest.mark.parametrize("name", CORRECT + ("hist5_lanes<4>", "hist6_runs<4>"))
 def test_the_checker_finds_nothing_in_the_fixed_versions(emulator_backend, rng, name):
     x = rng.integers(0, 256, 3001, dtype=np.uint8)
     block = 128 if VERSIONS[name].warp_blocks else 96
@@ -359,6 +366,12 @@ class TestContention:
             atoms = analysis.bank_conflicts(t)
             atoms = atoms[atoms.op == "atom"]
             assert len(atoms) and (atoms.ways == 1).all()
+
+    def test_runs_of_equal_bytes_cost_one_atomic_per_vector(self, emulator_backend, rng):
+        c = analysis.contention(_trace("hist6_runs<32>", np.full(4096, 7, np.uint8)), "temp")
+        assert c.lanes.sum() == 4096 // 16 and c.max_lanes.max() == 1  # one per 16 bytes, +16 each
+        u = analysis.contention(_trace("hist6_runs<32>", rng.integers(0, 256, 4096, dtype=np.uint8)), "temp")
+        assert 4096 * 0.98 < u.lanes.sum() <= 4096  # uniform bytes: runs of one, almost always
 
     def test_one_shared_histogram_has_bank_conflicts_on_uniform_bytes(self, emulator_backend, rng):
         t = _trace("hist3_vec", rng.integers(0, 256, 4096, dtype=np.uint8))
