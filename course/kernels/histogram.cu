@@ -164,7 +164,7 @@ extern "C" __global__ void hist3_vec(const unsigned char* __restrict__ x, unsign
 // ---- Warp-aggregated atomics.
 // __match_any_sync groups the lanes of a warp that hold the same key; the lowest lane of each
 // group adds the group's size in ONE atomic. All-equal data: one atomic per warp instruction
-// instead of 32 serialised lanes. Uniform data: ~28 groups of 32, so little saved, and the match
+// instead of 32 serialised lanes. Uniform data: ~30 groups of 32, so little saved, and the match
 // itself costs. Every lane of the warp must call it (FULL_MASK), so the loop below runs the same
 // number of times in every lane of a warp, and lanes past the end pass valid = false.
 __device__ __forceinline__ void add_aggregated(unsigned int* h, unsigned int key, bool valid) {
