@@ -173,6 +173,7 @@ class Bench:
         self.sms = course.device().sm_count
         self.copy_ms = 1.0 if DRY else statistics.median(bench.time_copy(N, runs=RUNS))
         self.rows: list[Row] = []
+        self.over_budget = False
         self.inputs: dict[tuple[str, str], tuple] = {}
 
     def data(self, kind: str, dist: str) -> tuple:
@@ -200,6 +201,12 @@ class Bench:
     def time(self, stage: str, config: str, name: str, dist: str, block: int, grid: int,
              load_bytes: int = 16, kind: str = "bytes") -> Row | None:  # fmt: skip
         if time.monotonic() - T0 > BUDGET_S:
+            if not self.over_budget:
+                print(
+                    f"(past {BUDGET_S} s: {config} / {dist} and later configurations skipped)",
+                    file=sys.stderr,
+                )
+            self.over_budget = True
             return None
         x, want, cupy_ms = self.data(kind, dist)
         bins = WIDE_BINS if kind == "wide" else BINS
