@@ -29,6 +29,7 @@ import numpy as np
 
 import course
 from course import bench
+from course.engine import Launch
 
 N_TIME = 2**28
 N_ERROR = 2**24
@@ -103,12 +104,12 @@ def prepare(cfg: Config, a: Any, b: Any) -> tuple[list[Any], Any]:
     k = kernel(cfg)
     if kind == "ticket":
         partial, out = course.empty(2 * grid, np.float32), course.empty(1, np.float64)
-        launch = bench.Launch(k, (grid,), (block,), (a, b, partial, out, np.int32(n)))
+        launch = Launch(k, (grid,), (block,), (a, b, partial, out, np.int32(n)))
         return [launch], lambda: float(course.asnumpy(out)[0])
     words = {"block": grid, "slot": block, "one": 1}[kind]
     out = course.zeros(words, np.float64 if cfg.version in WIDE else np.float32)
     shared = block * 4 if cfg.version in ("dot1", "dot3") else 0
-    launch = bench.Launch(k, (grid,), (block,), (a, b, out, np.int32(n)), shared_mem=shared)
+    launch = Launch(k, (grid,), (block,), (a, b, out, np.int32(n)), shared_mem=shared)
     if kind == "one":
         return [lambda: out.fill(0), launch], lambda: float(course.asnumpy(out)[0])
     if course.device().backend != "cupy":  # the emulator: the host adds the partial sums
@@ -144,11 +145,12 @@ def check(cfg: Config, got: float, want: float, scale: float) -> None:
 
 
 def time_configs(cfgs: list[Config], n: int, runs: int) -> tuple[list[dict[str, Any]], float, float]:
-    a_host, b_host = bench.host_inputs("dot", n, "float32")
+    rng = np.random.default_rng(0)
+    a_host, b_host = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
     want, scale = reference(a_host, b_host)
     a, b = course.asarray(a_host), course.asarray(b_host)
     del a_host, b_host
-    nbytes = bench.bytes_moved("dot", n, "float32")
+    nbytes = 2 * 4 * n
     sets = bench.rotation_sets(nbytes, course.device().l2_cache_bytes)
     if sets != 1:
         sys.exit(f"N = {n} is too small for one input set to leave L2; use N >= 2^24")
@@ -226,7 +228,7 @@ def print_table(
 ) -> None:
     n = rows[0]["n"]
     print(f"\n## float32, N = 2^{n.bit_length() - 1} per vector, {course.device().name}\n")
-    print(f"copy of the same {bench.bytes_moved('dot', n, 'float32') / 2**30:.0f} GiB: {copy_ms * 1e3:.1f} µs; "
+    print(f"copy of the same {(2 * 4 * n) / 2**30:.0f} GiB: {copy_ms * 1e3:.1f} µs; "
           f"cupy.dot: {cupy_ms * 1e3:.1f} µs, error {_fmt_err(errs.get('cupy.dot'))}\n")  # fmt: skip
     print(
         "| config | grid | µs | GB/s | % of copy | × cupy.dot | rel. error (2^24, median of 20) | runs agree |"

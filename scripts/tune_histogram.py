@@ -36,6 +36,7 @@ import numpy as np
 
 import course
 from course import bench
+from course.histogram.data import histogram_bytes
 
 N = 2**28
 DRY = "--dry-run" in sys.argv[1:]  # the plumbing on the emulator, at a size it runs in seconds
@@ -92,7 +93,7 @@ def real_bytes(n: int) -> np.ndarray:
 def host_bytes(dist: str, n: int = N) -> np.ndarray:
     if dist == "real":
         return real_bytes(n)
-    return bench.histogram_bytes(n, dist, np.random.default_rng(0))
+    return histogram_bytes(n, dist, np.random.default_rng(0))
 
 
 def wide_keys(dist: str, n: int) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 import course
 from course import bench
+from course.engine import Launch
 
 KERNEL_FILE = "transpose.cu"
 C_TYPES = {"float32": "float", "int32": "int"}
@@ -136,7 +137,7 @@ class Size:
             host = rng.standard_normal(shape, dtype=np.float32)
         else:
             host = rng.integers(-(2**31), 2**31, size=shape, dtype=np.int32)
-        self.nbytes = bench.bytes_moved("transpose", shape, dtype)  # 2 * m * n * 4
+        self.nbytes = 2 * shape[0] * shape[1] * np.dtype(dtype).itemsize  # 2 * m * n * 4
         self.sets = bench.rotation_sets(self.nbytes, course.device().l2_cache_bytes)
         first = course.asarray(host)
         self.inputs = [first] + [first.copy() for _ in range(self.sets - 1)]
@@ -160,18 +161,16 @@ class Size:
     def name(self) -> str:
         return f"{self.shape[0]}x{self.shape[1]} {self.dtype}"
 
-    def launches(self, c: Config, mod: course.Module) -> list[bench.Launch]:
+    def launches(self, c: Config, mod: course.Module) -> list[Launch]:
         m, n = self.shape
         k = mod.get_function(c.kernel)
         outs = self.copies if c.version == "copy" else self.outputs
         return [
-            bench.Launch(
-                k, c.grid(m, n), c.block, (a, o, np.int32(m), np.int32(n)), shared_mem=c.shared_bytes()
-            )
+            Launch(k, c.grid(m, n), c.block, (a, o, np.int32(m), np.int32(n)), shared_mem=c.shared_bytes())
             for a, o in zip(self.inputs, outs)
         ]
 
-    def correct(self, c: Config, launch: bench.Launch) -> bool:
+    def correct(self, c: Config, launch: Launch) -> bool:
         out = launch.args[1]
         out.fill(0)
         launch()

@@ -297,7 +297,8 @@ extern "C" __global__ void hist_wide(const unsigned short* __restrict__ x, unsig
 // ---- What cudaMemset does, as a kernel, so the article's host code can be replayed on either
 // backend: set the first `nbytes` bytes of p to `value`. The article calls
 // cudaMemset(d_hist, 0, sizeof(int)): it clears 4 bytes -- bin 0 -- of the 1024.
-extern "C" __global__ void fill_bytes(unsigned char* p, int value, long long nbytes) {
+extern "C" __global__ void fill_bytes(void* p, int value, long long nbytes) {
+    unsigned char* bytes = (unsigned char*)p;  // like cudaMemset: any array, counted in bytes
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nbytes; i += (long long)blockDim.x * gridDim.x)
-        p[i] = (unsigned char)value;
+        bytes[i] = (unsigned char)value;
 }

@@ -18,7 +18,7 @@ import pytest
 
 import course
 from course import analysis
-from course.bench import histogram_bytes
+from course.histogram.data import histogram_bytes
 
 KERNEL_FILE = "histogram.cu"
 BINS = 256

@@ -1,0 +1,1 @@
+"""Histogram: atomics, privatisation, and what skewed data does to them (being built: see data.py)."""
