@@ -12,10 +12,12 @@ from __future__ import annotations
 from .arrays import EmulatorArray, asarray, asnumpy, empty, zeros
 from .backend import Device, device, set_backend
 from .errors import (
+    ArgumentError,
     BackendUnavailable,
     BarrierError,
     CompileError,
     CourseError,
+    InputError,
     InstructionBudgetExceeded,
     KernelFault,
     LaunchError,
@@ -26,8 +28,8 @@ from .errors import (
 from .gpu import Kernel, Module
 
 __all__ = [
-    "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",
-    "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
+    "ArgumentError", "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",
+    "InputError", "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
     "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty",
     "set_backend", "zeros",
 ]  # fmt: skip

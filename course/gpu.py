@@ -21,7 +21,7 @@ from .arrays import EmulatorArray, backend_of, emulator_copies, is_cupy_array, i
 from .backend import EMULATED, Device, device
 from .emulator import Program, Trace, TraceRecorder, run_checked, run_kernel
 from .emulator.ptx import source_name
-from .errors import LaunchError
+from .errors import ArgumentError, LaunchError
 
 Dim3 = tuple[int, int, int]
 
@@ -247,7 +247,7 @@ class Kernel:
             if d != lim:
                 raise LaunchError(f"{self.name} was compiled for a block of exactly {d} threads")
         if isinstance(shared_mem, bool) or not isinstance(shared_mem, (int, np.integer)):
-            raise TypeError(f"shared_mem must be an int number of bytes, not {type(shared_mem).__name__}")
+            raise ArgumentError(f"shared_mem must be an int number of bytes, not {type(shared_mem).__name__}")
         shared_mem = int(shared_mem)
         if shared_mem < 0:
             raise LaunchError(f"shared_mem must be >= 0 bytes, not {shared_mem}")
@@ -259,12 +259,12 @@ class Kernel:
                 f"{dev.shared_memory_per_block_optin} B on {dev.name}"
             )
         if not isinstance(args, (tuple, list)):
-            raise TypeError(
+            raise ArgumentError(
                 f"args must be a tuple of the kernel's arguments, e.g. (x, out, np.int32(n)); got {type(args).__name__}"
             )
         if len(args) != len(self.params):
             sig = ", ".join(p.describe() for p in self.params)
-            raise TypeError(f"{self.name}({sig}) takes {len(self.params)} arguments, {len(args)} given")
+            raise ArgumentError(f"{self.name}({sig}) takes {len(self.params)} arguments, {len(args)} given")
         for i, (p, a) in enumerate(zip(self.params, args)):
             _check_arg(self.name, i, p, a, dev)
         if dev.backend == "cupy" and total > dev.shared_memory_per_block:
@@ -292,9 +292,9 @@ def _signature(a: Any) -> Any:
 def _dims(what: str, value: Any, limits: tuple[int, int, int]) -> Dim3:
     vals = (value,) if isinstance(value, (int, np.integer)) else value
     if not isinstance(vals, (tuple, list)) or not 1 <= len(vals) <= 3:
-        raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints, not {value!r}")
+        raise ArgumentError(f"{what} must be an int or a tuple of 1 to 3 ints, not {value!r}")
     if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in vals):
-        raise TypeError(f"{what} must hold ints, not {value!r}")
+        raise ArgumentError(f"{what} must hold ints, not {value!r}")
     out = tuple(int(v) for v in vals) + (1,) * (3 - len(vals))
     for axis, v, lim in zip("xyz", out, limits):
         if not 1 <= v <= lim:
@@ -311,37 +311,37 @@ def _check_arg(kernel: str, i: int, p: params.Param, a: Any, dev: Device) -> Non
     wants_pointer = p.is_pointer if p.is_pointer is not None else (is_array and p.size == 8)
     if wants_pointer:
         if not is_array:
-            raise TypeError(
+            raise ArgumentError(
                 f"{where} is a pointer: pass an array made with course.asarray(...), not {type(a).__name__}"
             )
         if isinstance(a, np.ndarray) or backend_of(a) != dev.backend:
             kind = (
                 "a NumPy array" if isinstance(a, np.ndarray) else f"an array of the {backend_of(a)} backend"
             )
-            raise TypeError(f"{where} is a pointer to device memory: got {kind}; use course.asarray(x)")
+            raise ArgumentError(f"{where} is a pointer to device memory: got {kind}; use course.asarray(x)")
         if is_cupy_array(a) and not a.flags.c_contiguous:
-            raise TypeError(
+            raise ArgumentError(
                 f"{where}: the array is not C-contiguous (a kernel ignores strides); pass cupy.ascontiguousarray(x), a copy"
             )
         if not params.dtype_fits(p, a.dtype):
             assert p.dtypes is not None
             want = " or ".join(p.dtypes)
-            raise TypeError(
+            raise ArgumentError(
                 f"{where} points to {want} elements, but the array holds {a.dtype}: the kernel would read "
                 f"its bytes as {want} and compute garbage. Pass x.astype(np.{p.dtypes[0]})"
                 + (" (NumPy's default dtype is float64)" if a.dtype == np.float64 else "")
             )
         return
     if is_array:
-        raise TypeError(f"{where} is a {p.size}-byte scalar, but an array was given")
+        raise ArgumentError(f"{where} is a {p.size}-byte scalar, but an array was given")
     if not isinstance(a, np.generic):
         example = "np.float32(x)" if p.ptx_type in _FLOAT_PTX else f"np.int{8 * p.size}(x)"
-        raise TypeError(
+        raise ArgumentError(
             f"{where} needs a {p.size}-byte NumPy scalar such as {example}; got Python "
             f"{type(a).__name__} (CuPy would pass it as 8 bytes and the kernel would read garbage)"
         )
     if a.dtype.itemsize != p.size:
-        raise TypeError(f"{where} is {p.size} bytes wide; got {a.dtype} ({a.dtype.itemsize} bytes)")
+        raise ArgumentError(f"{where} is {p.size} bytes wide; got {a.dtype} ({a.dtype.itemsize} bytes)")
     if (p.ptx_type in _FLOAT_PTX) != (a.dtype.kind == "f"):
         want = "a floating-point" if p.ptx_type in _FLOAT_PTX else "an integer"
-        raise TypeError(f"{where} needs {want} scalar; got {a.dtype}")
+        raise ArgumentError(f"{where} needs {want} scalar; got {a.dtype}")

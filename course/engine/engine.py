@@ -22,6 +22,7 @@ import numpy as np
 from .. import arrays, backend
 from ..checks import Findings
 from ..emulator import Trace
+from ..errors import ArgumentError, InputError
 from ..gpu import Kernel, Module
 from .launch import Call, Launch, Plan, Step
 from .topic import BenchSpec, Block, Topic, Version
@@ -129,11 +130,11 @@ class Engine:
         v = self.version(version)
         host = self._prepare(tuple(inputs))
         if v.dtypes is not None and str(host[0].dtype) not in v.dtypes:
-            raise TypeError(f"{v.name} takes {' or '.join(v.dtypes)} inputs, not {host[0].dtype}")
+            raise ArgumentError(f"{v.name} takes {' or '.join(v.dtypes)} inputs, not {host[0].dtype}")
         size = self.topic.size(*host)
         n = int(np.prod(size)) if isinstance(size, tuple) else int(size)
         if v.max_n is not None and n > v.max_n:
-            raise ValueError(f"{v.name} takes at most {v.max_n} elements (one block); got {n}")
+            raise InputError(f"{v.name} takes at most {v.max_n} elements (one block); got {n}")
         return v, host, self.block_for(v, block)
 
     def block_for(self, version: str | Version, block: Block | None = None) -> Block:
@@ -148,7 +149,7 @@ class Engine:
             or not isinstance(block, (int, np.integer, tuple))
             or block not in v.blocks
         ):
-            raise ValueError(f"{v.name} takes a block size in {list(v.blocks)}; got {block!r}")
+            raise InputError(f"{v.name} takes a block size in {list(v.blocks)}; got {block!r}")
         return int(block) if isinstance(block, (int, np.integer)) else block
 
     def plan(
@@ -162,7 +163,7 @@ class Engine:
         size = self.topic.size(*inputs)
         if grid is not None:
             if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 1:
-                raise ValueError(f"grid must be a number of blocks, at least 1; got {grid!r}")
+                raise InputError(f"grid must be a number of blocks, at least 1; got {grid!r}")
             dims = (int(grid), 1, 1)
         else:
             dims = v.grid(size, block, backend.device())
@@ -205,7 +206,7 @@ class Engine:
     def _prepare(self, inputs: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
         names = self.topic.inputs
         if len(inputs) != len(names):
-            raise TypeError(
+            raise ArgumentError(
                 f"{self.name} takes {len(names)} input{'s' * (len(names) > 1)} ({', '.join(names)}); "
                 f"got {len(inputs)}"
             )

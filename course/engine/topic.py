@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backend import Device
+from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..bench import Goal, Inputs
@@ -189,6 +190,6 @@ class Topic:
         for v in self.versions:
             if v.name == name:
                 return v
-        raise ValueError(
+        raise InputError(
             f"{self.name} has no version {name!r}; versions are {[v.name for v in self.versions]}"
         )

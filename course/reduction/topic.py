@@ -17,6 +17,7 @@ import numpy as np
 from .. import analysis, arrays, draw
 from ..bench import Goal, Inputs
 from ..emulator import Trace
+from ..errors import ArgumentError, InputError
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
@@ -79,7 +80,7 @@ def accumulator(dtype: Any) -> np.dtype:
 def _types(dtype: Any) -> tuple[str, str, Any]:
     dt = np.dtype(dtype)
     if dt not in TYPES:
-        raise TypeError(f"reduction sums {[str(t) for t in TYPES]} arrays, not {dt}")
+        raise ArgumentError(f"reduction sums {[str(t) for t in TYPES]} arrays, not {dt}")
     return TYPES[dt]
 
 
@@ -91,10 +92,10 @@ def options(dtype: np.dtype) -> tuple[str, ...]:
 def prepare(x: Any) -> tuple[np.ndarray]:
     a = np.array(x, copy=True)
     if a.ndim != 1:
-        raise ValueError(f"reduce a 1-D array; got shape {a.shape}")
+        raise InputError(f"reduce a 1-D array; got shape {a.shape}")
     _types(a.dtype)
     if not 1 <= a.size <= MAX_N:
-        raise ValueError(f"reduce 1 to {MAX_N} elements (the kernels index with int); got {a.size}")
+        raise InputError(f"reduce 1 to {MAX_N} elements (the kernels index with int); got {a.size}")
     return (a,)
 
 
