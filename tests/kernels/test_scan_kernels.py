@@ -274,6 +274,14 @@ class TestLookback:
         x = values(rng, 1500, np.float32)  # 47 tiles
         np.testing.assert_array_equal(run_multi("lookback_scan", x, 32, 1, *options), inclusive(x))
 
+    @pytest.mark.parametrize("name", MULTI)
+    @pytest.mark.parametrize("n", [255, 256, 1000, 4097])
+    def test_vector_loads(self, backend, rng, name, n):
+        """-DVEC=4: full tiles through 16-byte loads and stores, the partial last tile as before."""
+        x = values(rng, n, np.float32)
+        got = run_multi(name, x, 64, 4, "-DVEC=4")
+        np.testing.assert_array_equal(got, inclusive(x))
+
     def test_checker_finds_no_race(self, emulator_backend, rng):
         """The look-back's flags are ld.acquire / st.release words: the checker sees them order
         the blocks, and finds nothing in the tile scan either."""
