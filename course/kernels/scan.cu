@@ -489,14 +489,17 @@ __device__ __forceinline__ void from_bits(unsigned int b, float& v) { v = __uint
 __device__ __forceinline__ void from_bits(unsigned int b, int& v) { v = (int)b; }
 __device__ __forceinline__ void from_bits(unsigned int b, unsigned int& v) { v = b; }
 
-// A status word: the value in the high half, (epoch << 2 | flag) in the low half.
+// A status word: the value in the high half, (epoch << 2 | flag) in the low half. (Templates,
+// so that a module for 8-byte types compiles: only lookback_scan needs them.)
 __device__ __forceinline__ unsigned int tag(unsigned int epoch, unsigned int flag) { return epoch << 2 | flag; }
-__device__ __forceinline__ unsigned long long pack(elem_t v, unsigned int t) {
-    static_assert(sizeof(elem_t) == 4, "lookback_scan packs a 4-byte value and its flag in 64 bits");
+template <typename T>
+__device__ __forceinline__ unsigned long long pack(T v, unsigned int t) {
+    static_assert(sizeof(T) == 4, "lookback_scan packs a 4-byte value and its flag in 64 bits");
     return (unsigned long long)bits_of(v) << 32 | t;
 }
-__device__ __forceinline__ elem_t value_of(unsigned long long w) {
-    elem_t v;
+template <typename T>
+__device__ __forceinline__ T value_of(unsigned long long w) {
+    T v;
     from_bits((unsigned int)(w >> 32), v);
     return v;
 }
@@ -518,7 +521,8 @@ __device__ __forceinline__ unsigned int take_ticket(unsigned long long* status, 
     return tile;
 }
 
-__device__ __forceinline__ void publish(unsigned long long* status, unsigned int tile, elem_t v, unsigned int t) {
+template <typename T>
+__device__ __forceinline__ void publish(unsigned long long* status, unsigned int tile, T v, unsigned int t) {
     store_release(&status[1 + tile], pack(v, t));
 }
 
@@ -529,13 +533,14 @@ __device__ __forceinline__ void wait_a_little() {
 }
 
 // Warp 0 (window 32) or thread 0 (window 1) of a tile > 0: the ⊕ of all earlier tiles.
-__device__ elem_t look_back(unsigned long long* status, unsigned int tile, unsigned int epoch) {
-    elem_t running = identity();
+template <typename T>
+__device__ T look_back(unsigned long long* status, unsigned int tile, unsigned int epoch) {
+    T running = identity();
 #if LOOKBACK_WINDOW == 1
     for (int j = (int)tile - 1;; --j) {
         unsigned long long w;
         while (!flag_of(w = load_acquire(&status[1 + j]), epoch)) wait_a_little();
-        running = combine(value_of(w), running);
+        running = combine(value_of<T>(w), running);
         if (flag_of(w, epoch) == FLAG_PREFIX) return running;
     }
 #elif LOOKBACK_WINDOW == 32
@@ -549,7 +554,7 @@ __device__ elem_t look_back(unsigned long long* status, unsigned int tile, unsig
         }
         unsigned int prefixes = __ballot_sync(FULL_MASK, flag_of(w, epoch) == FLAG_PREFIX);
         int nearest = prefixes ? 31 - __clz(prefixes) : 0;  // tiles before the nearest PREFIX are in it
-        elem_t v = warp_scan(lane >= nearest ? value_of(w) : identity());  // in tile order
+        T v = warp_scan(lane >= nearest ? value_of<T>(w) : identity());  // in tile order
         running = combine(__shfl_sync(FULL_MASK, v, 31), running);
         if (prefixes) return running;
     }
@@ -576,7 +581,7 @@ __global__ void __launch_bounds__(BLOCK) lookback_scan(const elem_t* __restrict_
         elem_t prefix = identity();
         if (tile > 0) {
             if (threadIdx.x == 0) publish(status, tile, total, tag(epoch, FLAG_AGGREGATE));
-            prefix = look_back(status, tile, epoch);
+            prefix = look_back<elem_t>(status, tile, epoch);
         }
         if (threadIdx.x == 0) {
             publish(status, tile, tile > 0 ? combine(prefix, total) : total, tag(epoch, FLAG_PREFIX));

@@ -214,6 +214,21 @@ def test_max_operator(backend, rng, name, dtype):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint32])
+def test_other_dtypes(backend, rng, dtype):
+    """Every version but lookback_scan (4-byte types only) takes any ELEM; two of them here."""
+    elem = {np.float64: "double", np.int64: "long long", np.uint32: "unsigned int"}[dtype]
+    mod = course.Module.from_file("scan.cu", options=(f"-DELEM={elem}",),
+                                  name_expressions=("brent_kung_scan<256>", "scan_tiles<64, 4>"))  # fmt: skip
+    x = rng.integers(0, 2**31, 500).astype(dtype) * 3
+    y = course.zeros(500, dtype)
+    mod.get_function("brent_kung_scan<256>")((1,), (256,), (course.asarray(x), y, np.int32(500)))
+    np.testing.assert_array_equal(course.asnumpy(y), np.cumsum(x, dtype=dtype))
+    totals = course.zeros(2, dtype)
+    mod.get_function("scan_tiles<64, 4>")((2,), (64,), (course.asarray(x), y, totals, np.int32(500)))
+    np.testing.assert_array_equal(course.asnumpy(y), segmented(x, 256, lambda s: np.cumsum(s, dtype=dtype)))
+
+
 def _height(name: str, n: int, block: int, items: int) -> int:
     """The longest chain of roundings behind one output (see docs/notes/scan.md)."""
     log = max(1, math.ceil(math.log2(max(n, 2))))
