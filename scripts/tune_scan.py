@@ -52,7 +52,11 @@ PROPAGATE = [(256, 8, 1), (256, 8, 4), (256, 16, 4), (512, 8, 4), (128, 16, 4)]
 SIZES = tuple(2**k for k in range(16, 29, 2))
 AWKWARD = (TOP - 1, TOP - 12345, 2**20 + 3, 1000003)  # a partial last tile
 NAIVE_SIZES = (2**14, 2**16)
-TEMPLATES = sorted({(b, i) for b, i, _ in LOOKBACK})
+STAGE1 = tuple(sorted({f"lookback_scan<{b}, {i}>" for b, i, _ in LOOKBACK}))
+PROPAGATE_NAMES = tuple(
+    sorted({f"{k}<{b}, {i}>" for k in ("scan_tiles", "add_tile_prefix") for b, i, _ in PROPAGATE})
+)
+ONE_BLOCK_NAMES = tuple(f"{k}<{b}>" for k in BIG_BLOCK_KINDS for b in (256, 1024)) + ("naive_scan",)
 
 cp = None  # cupy, once a GPU is known to be there
 rows: list[dict] = []
@@ -67,48 +71,36 @@ _modules: dict[tuple, course.Module] = {}
 
 
 def module(
-    dtype: str, vec: int = 1, window: int = 32, sleep: int = 0, only: tuple | None = None
+    dtype: str, names: tuple[str, ...], vec: int = 1, window: int = 32, sleep: int = 0
 ) -> course.Module:
-    """scan.cu compiled with these knobs. The default wait gets every look-back template and the
-    other versions; another wait gets only the template `only` = (block, items) it is tried with."""
-    key = (dtype, vec, window, sleep, only)
+    """scan.cu with these knobs, compiled for `names` (one module per sweep, not per configuration)."""
+    key = (dtype, names, vec, window, sleep)
     if key not in _modules:
         elem = {"float32": "float", "int32": "int"}[dtype]
-        if only is not None:
-            names = [f"lookback_scan<{only[0]}, {only[1]}>"]
-        else:
-            names = [f"lookback_scan<{b}, {i}>" for b, i in TEMPLATES]
-            names += [
-                f"{k}<{b}, {i}>"
-                for k in ("scan_tiles", "add_tile_prefix")
-                for b, i, v in PROPAGATE
-                if v == vec
-            ]
-            if vec == 1:
-                names += [f"{k}<{b}>" for k in BIG_BLOCK_KINDS for b in (256, 1024)]
         opts = (
             f"-DELEM={elem}",
             f"-DVEC={vec}",
             f"-DLOOKBACK_WINDOW={window}",
             f"-DLOOKBACK_SLEEP_NS={sleep}",
         )
-        _modules[key] = course.Module.from_file("scan.cu", options=opts, name_expressions=tuple(names))
+        _modules[key] = course.Module.from_file("scan.cu", options=opts, name_expressions=names)
     return _modules[key]
 
 
-def lookback(x, y, status, n: int, block: int, items: int, vec: int = 1, window: int = 32, sleep: int = 0):
-    only = None if (window, sleep) == (32, 0) and (block, items) in TEMPLATES else (block, items)
-    k = module(str(x.dtype), vec, window, sleep, only).get_function(f"lookback_scan<{block}, {items}>")
+def lookback(x, y, status, n: int, block: int, items: int, vec: int = 1, window: int = 32, sleep: int = 0,
+             names: tuple[str, ...] | None = None):  # fmt: skip
+    name = f"lookback_scan<{block}, {items}>"
+    k = module(str(x.dtype), names or (name,), vec, window, sleep).get_function(name)
     grid = -(-n // (block * items))
     args = (x, y, status, np.int32(n))
     return lambda: k((grid,), (block,), args)
 
 
-def propagate(x, y, n: int, block: int, items: int, vec: int = 1):
+def propagate(x, y, n: int, block: int, items: int, vec: int = 1, names: tuple[str, ...] | None = None):
     """The launches of scan-then-propagate, in order, with their scratch arrays allocated now."""
-    mod = module(str(x.dtype), vec)
-    scan = mod.get_function(f"scan_tiles<{block}, {items}>")
-    add = mod.get_function(f"add_tile_prefix<{block}, {items}>")
+    pair = (f"scan_tiles<{block}, {items}>", f"add_tile_prefix<{block}, {items}>")
+    mod = module(str(x.dtype), names or pair, vec)
+    scan, add = (mod.get_function(k) for k in pair)
     tile = block * items
     steps, adds = [], []
     src, dst, m = x, y, n
@@ -131,7 +123,7 @@ def propagate(x, y, n: int, block: int, items: int, vec: int = 1):
 
 
 def one_block(kind: str, block: int, x, y, n: int):
-    k = module(str(x.dtype)).get_function(f"{kind}<{block}>")
+    k = module(str(x.dtype), ONE_BLOCK_NAMES).get_function(f"{kind}<{block}>")
     per = 1 if kind.startswith("kogge") else 2
     grid = -(-n // (per * block))
     args = (x, y, np.int32(n))
@@ -139,7 +131,7 @@ def one_block(kind: str, block: int, x, y, n: int):
 
 
 def naive(x, y, n: int, block: int = 256):
-    k = module(str(x.dtype)).get_function("naive_scan")
+    k = module(str(x.dtype), ONE_BLOCK_NAMES).get_function("naive_scan")
     args = (x, y, np.int32(n))
     return lambda: k((-(-n // block),), (block,), args)
 
@@ -257,7 +249,7 @@ def sweep_lookback(f32: Data, status) -> list[dict]:
         config = f"lookback block={block} items={items} vec={vec} window=32"
         knobs = dict(version="lookback_scan", block=block, items=items, vec=vec, window=32, sleep=0)
         r = measure(config, "lookback", TOP, f32, lambda x, y, b=block, i=items, v=vec:
-                    lookback(x, y, status, TOP, b, i, v), f32.ref, **knobs)  # fmt: skip
+                    lookback(x, y, status, TOP, b, i, v, names=STAGE1), f32.ref, **knobs)  # fmt: skip
         if r:
             found.append(r)
     for r in sorted(found, key=lambda r: r["ms"])[:3]:
@@ -278,7 +270,7 @@ def sweep_others(f32: Data) -> list[dict]:
         config = f"scan-then-propagate block={block} items={items} vec={vec}"
         knobs = dict(version="scan_then_propagate", block=block, items=items, vec=vec)
         r = measure(config, "propagate", TOP, f32, lambda x, y, b=block, i=items, v=vec:
-                    propagate(x, y, TOP, b, i, v), f32.ref, **knobs)  # fmt: skip
+                    propagate(x, y, TOP, b, i, v, PROPAGATE_NAMES), f32.ref, **knobs)  # fmt: skip
         if r:
             found.append(r)
     for kind in BIG_BLOCK_KINDS:
