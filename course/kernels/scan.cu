@@ -7,7 +7,7 @@
 // Types and the operator come in as -D options: ELEM is the element type (float, int, unsigned
 // int, double...; lookback_scan takes 4-byte types only), and -DSCAN_MAX switches ⊕ from + to max
 // (any associative operator works: the kernels only ever combine an earlier value with a later
-// one, in order). Integer + wraps modulo 2^32, as the GPU's add.s32 does.
+// one, in order). Integer + wraps (modulo 2^32 for int), as the GPU's add.s32 does.
 #ifndef ELEM
 #define ELEM float
 #endif
