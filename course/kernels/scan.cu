@@ -1,0 +1,597 @@
+// Prefix sum (scan): the kernels of the article "CUDA prefix sum 一步一步优化" (2015) as it prints
+// them, its bugs beside their fixes, and the kernels that go beyond one block. Every kernel here
+// computes the INCLUSIVE scan y[i] = x[0] ⊕ x[1] ⊕ ... ⊕ x[i], except blelloch_scan and
+// blelloch_scan_padded, which compute the exclusive one (y[i] = x[0] ⊕ ... ⊕ x[i-1], y[0] = identity);
+// inclusive_from_exclusive turns theirs into an inclusive scan.
+//
+// Types and the operator come in as -D options: ELEM is the element type (float, int, unsigned
+// int, double...; lookback_scan takes 4-byte types only), and -DSCAN_MAX switches ⊕ from + to max
+// (any associative operator works: the kernels only ever combine an earlier value with a later
+// one, in order). Integer + wraps (modulo 2^32 for int), as the GPU's add.s32 does.
+#ifndef ELEM
+#define ELEM float
+#endif
+typedef ELEM elem_t;
+
+#include "common.cuh"  // FULL_MASK; its warp/block scans are +-only, so the ⊕ versions are below
+
+#if defined(SCAN_MAX)
+// max's identity: the lowest value of the type (-infinity for floating point)
+__device__ __forceinline__ float lowest(float) { return -__int_as_float(0x7f800000); }
+__device__ __forceinline__ double lowest(double) { return -__longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ int lowest(int) { return -2147483647 - 1; }
+__device__ __forceinline__ unsigned int lowest(unsigned int) { return 0u; }
+__device__ __forceinline__ long long lowest(long long) { return -9223372036854775807ll - 1; }
+__device__ __forceinline__ elem_t combine(elem_t a, elem_t b) { return b > a ? b : a; }
+__device__ __forceinline__ elem_t identity() { return lowest(elem_t()); }
+#else
+__device__ __forceinline__ elem_t combine(elem_t a, elem_t b) { return a + b; }
+__device__ __forceinline__ elem_t identity() { return elem_t(0); }
+#endif
+
+// ---- 1. Naive: one thread per output.
+// Thread i reads x[0..i] and combines them in order. Every output is independent, so any n and
+// any block size work, but thread i does i operations (the last thread decides the time: O(N))
+// and the threads read N(N+1)/2 elements between them: x[0] is read N times.
+extern "C" __global__ void naive_scan(const elem_t* x, elem_t* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    elem_t acc = x[0];
+    for (int j = 1; j <= i; ++j) acc = combine(acc, x[j]);
+    y[i] = acc;
+}
+
+// ---- 2. Kogge-Stone (Hillis-Steele), the article's work_inefficient_scan_kernel, as printed.
+// Step d adds the element 2^d to the left, in place: log2(N) steps, N log2(N) adds, one block
+// (the article: "block_size = InputSize = shared memory size"). Typo fixed so that it compiles:
+// `_shared__` -> `__shared__`; float -> elem_t. The article calls it exclusive; it is inclusive.
+// BUG 1: the loop runs while stride <= threadIdx.x, so thread t passes __syncthreads() 2*ceil(log2(t+1))
+// times and thread 0 never: the threads of the block wait at barriers the others never reach.
+// BUG 2: it never writes Y. BUG 3: with InputSize < BLOCK_SIZE, threads past the end read XY
+// elements nobody loaded.
+template <int BLOCK_SIZE>
+__global__ void kogge_stone_scan_article(elem_t *X, elem_t *Y, int InputSize) {
+  __shared__ elem_t XY[BLOCK_SIZE];
+  int i = blockIdx.x*blockDim.x + threadIdx.x;
+  if (i < InputSize) {XY[threadIdx.x] = X[i];}
+  // the code below performs iterative scan on XY
+  for (unsigned int stride = 1; stride <= threadIdx.x; stride *= 2) {
+    __syncthreads();
+      elem_t in1 = XY[threadIdx.x-stride];
+       __syncthreads();
+       XY[threadIdx.x] += in1;
+  }
+}
+
+// 2, fixed: every thread runs every step (the test moves inside the loop), elements past the end
+// hold the identity, and the result is stored. Each step still needs two barriers: one between
+// the previous step's writes and this step's reads, one between this step's reads and writes.
+// Launch with blockDim.x == BLOCK_SIZE; covers N <= BLOCK_SIZE (more blocks: one scan per block).
+template <int BLOCK_SIZE>
+__global__ void kogge_stone_scan(const elem_t* X, elem_t* Y, int InputSize) {
+    __shared__ elem_t XY[BLOCK_SIZE];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    XY[threadIdx.x] = (i < InputSize) ? X[i] : identity();
+    for (unsigned int stride = 1; stride < BLOCK_SIZE; stride *= 2) {
+        __syncthreads();
+        elem_t in1 = identity();
+        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
+        __syncthreads();
+        if (threadIdx.x >= stride) XY[threadIdx.x] = combine(in1, XY[threadIdx.x]);
+    }
+    if (i < InputSize) Y[i] = XY[threadIdx.x];  // a thread reads back what it wrote itself
+}
+
+// ---- 3. Kogge-Stone with double buffering.
+// Each step reads one shared array and writes the other, so no thread overwrites an element
+// another thread still has to read: one barrier per step instead of two, for twice the shared
+// memory. The same log2(N) steps and N log2(N) adds.
+template <int BLOCK_SIZE>
+__global__ void kogge_stone_scan_double_buffer(const elem_t* X, elem_t* Y, int InputSize) {
+    __shared__ elem_t XY[2][BLOCK_SIZE];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int in = 0;  // which buffer this step reads
+    XY[0][threadIdx.x] = (i < InputSize) ? X[i] : identity();
+    for (unsigned int stride = 1; stride < BLOCK_SIZE; stride *= 2) {
+        __syncthreads();
+        elem_t v = XY[in][threadIdx.x];
+        if (threadIdx.x >= stride) v = combine(XY[in][threadIdx.x - stride], v);
+        XY[1 - in][threadIdx.x] = v;
+        in = 1 - in;
+    }
+    if (i < InputSize) Y[i] = XY[in][threadIdx.x];
+}
+
+// ---- 4. Brent-Kung, the article's work_efficient_scan_kernel, as printed.
+// An up-sweep (a reduction tree: after it, XY[2^k - 1] holds the sum of its 2^k elements) and a
+// down-sweep that adds the tree's partial sums into the elements the up-sweep skipped: 2 log2(N)
+// steps and about 2N adds, in a 2*BLOCK_SIZE array. Typo fixed: `_shared__` -> `__shared__`.
+// BUG 1: it loads only BLOCK_SIZE inputs (one per thread) into the 2*BLOCK_SIZE array, then scans
+// all of it: the up-sweep reads the unloaded upper half. BUG 2: the down-sweep checks
+// index < 2*BLOCK_SIZE but writes XY[index + stride] (the separate listing checked
+// index + stride): each step, one thread writes past the end of XY.
+template <int BLOCK_SIZE>
+__global__ void brent_kung_scan_article(elem_t *X, elem_t *Y, int InputSize) {
+// XY[2*BLOCK_SIZE] is in shared memory
+  __shared__ elem_t XY[BLOCK_SIZE * 2];
+  int i = blockIdx.x*blockDim.x + threadIdx.x;
+  if (i < InputSize) {XY[threadIdx.x] = X[i];}
+
+  // the code below performs iterative scan on XY
+  for (unsigned int stride = 1; stride <= BLOCK_SIZE; stride *= 2) {
+     __syncthreads();
+    int index = (threadIdx.x+1)*stride*2 - 1;
+    if(index < 2*BLOCK_SIZE)
+        XY[index] += XY[index - stride];//index is alway bigger than stride
+    __syncthreads();
+  }
+  // threadIdx.x+1 = 1,2,3,4....
+  // stridek index = 1,3,5,7...
+
+
+  for (unsigned int stride = BLOCK_SIZE/2; stride > 0 ; stride /= 2) {
+    __syncthreads();
+    int index = (threadIdx.x+1)*stride*2 - 1;
+    if(index < 2*BLOCK_SIZE)
+        XY[index + stride] += XY[index];
+
+  }
+  __syncthreads();
+  if (i < InputSize) Y[i] = XY[threadIdx.x];
+}
+
+// 4, the article's two separate listings (reduction phase, then reverse phase) verbatim, inside
+// kernel 4-fixed's load and store. BUG: the reduction phase stops at stride < BLOCK_SIZE, one
+// step short for a 2*BLOCK_SIZE array: the root XY[2*BLOCK_SIZE-1] never receives the lower
+// half's sum, and no down-sweep step writes it, so the last element of every block is wrong.
+template <int BLOCK_SIZE>
+__global__ void brent_kung_scan_phases_article(const elem_t* X, elem_t* Y, int InputSize) {
+    __shared__ elem_t XY[2 * BLOCK_SIZE];
+    int i = 2 * blockIdx.x * BLOCK_SIZE + threadIdx.x;
+    XY[threadIdx.x] = (i < InputSize) ? X[i] : identity();
+    XY[threadIdx.x + BLOCK_SIZE] = (i + BLOCK_SIZE < InputSize) ? X[i + BLOCK_SIZE] : identity();
+  for (unsigned int stride = 1; stride < BLOCK_SIZE; stride *= 2) {
+     __syncthreads();
+    int index = (threadIdx.x+1)*stride*2 - 1;
+    if(index < 2*BLOCK_SIZE)
+        XY[index] += XY[index - stride];//index is alway bigger than stride
+    __syncthreads();
+  }
+ for (unsigned int stride = BLOCK_SIZE/2; stride > 0 ; stride /= 2) {
+    __syncthreads();
+    int index = (threadIdx.x+1)*stride*2 - 1;
+    if((index+stride)< 2*BLOCK_SIZE)
+        XY[index + stride] += XY[index];
+  }
+    __syncthreads();
+    if (i < InputSize) Y[i] = XY[threadIdx.x];
+    if (i + BLOCK_SIZE < InputSize) Y[i + BLOCK_SIZE] = XY[threadIdx.x + BLOCK_SIZE];
+}
+
+// 4, fixed: each thread loads (and stores) two elements, so the 2*BLOCK_SIZE array is all input,
+// padded with the identity past the end; the up-sweep runs to stride BLOCK_SIZE (the root) and
+// the down-sweep checks the element it writes. One barrier per step (the article's second one
+// in the up-sweep is redundant). Launch with blockDim.x == BLOCK_SIZE (a power of two);
+// covers N <= 2*BLOCK_SIZE (more blocks: one scan per 2*BLOCK_SIZE elements).
+template <int BLOCK_SIZE>
+__global__ void brent_kung_scan(const elem_t* X, elem_t* Y, int InputSize) {
+    __shared__ elem_t XY[2 * BLOCK_SIZE];
+    int i = 2 * blockIdx.x * BLOCK_SIZE + threadIdx.x;
+    XY[threadIdx.x] = (i < InputSize) ? X[i] : identity();
+    XY[threadIdx.x + BLOCK_SIZE] = (i + BLOCK_SIZE < InputSize) ? X[i + BLOCK_SIZE] : identity();
+    for (unsigned int stride = 1; stride <= BLOCK_SIZE; stride *= 2) {  // up-sweep
+        __syncthreads();
+        int index = (threadIdx.x + 1) * stride * 2 - 1;
+        if (index < 2 * BLOCK_SIZE) XY[index] = combine(XY[index - stride], XY[index]);
+    }
+    for (unsigned int stride = BLOCK_SIZE / 2; stride > 0; stride /= 2) {  // down-sweep
+        __syncthreads();
+        int index = (threadIdx.x + 1) * stride * 2 - 1;
+        if (index + stride < 2 * BLOCK_SIZE) XY[index + stride] = combine(XY[index], XY[index + stride]);
+    }
+    __syncthreads();
+    if (i < InputSize) Y[i] = XY[threadIdx.x];
+    if (i + BLOCK_SIZE < InputSize) Y[i + BLOCK_SIZE] = XY[threadIdx.x + BLOCK_SIZE];
+}
+
+// ---- 5. Blelloch: the work-efficient scan as GPU Gems 3 (ch. 39, 2007) writes it, EXCLUSIVE.
+// The same up-sweep; then the root is replaced by the identity and each down-sweep step passes
+// a node's value to its left child and (value + left child) to its right child. The tree's
+// addresses are 2*offset apart, so at offset 16 a warp's 32 lanes hit the same bank: up to
+// 32-way bank conflicts, and more than half the steps have them.
+#ifndef LOG_NUM_BANKS
+#define LOG_NUM_BANKS 5  // 32 banks since Fermi; GPU Gems 3 wrote this for 16 banks (4)
+#endif
+#define NUM_BANKS (1 << LOG_NUM_BANKS)
+#if defined(GEMS_ZERO_BANK_CONFLICTS)
+// GPU Gems 3's "zero bank conflicts" offset, as printed: `>>` binds looser than `+`, so this is
+// n >> (NUM_BANKS + n) >> (2 * LOG_NUM_BANKS): always 0. Meant: (n >> LOG) + (n >> 2*LOG).
+#define CONFLICT_FREE_OFFSET(n) ((n) >> NUM_BANKS + (n) >> (2 * LOG_NUM_BANKS))
+#else
+#define CONFLICT_FREE_OFFSET(n) ((n) >> LOG_NUM_BANKS)  // one padding word per NUM_BANKS
+#endif
+#define PADDED_LENGTH(n) ((n) + ((n) >> LOG_NUM_BANKS) + ((n) >> (2 * LOG_NUM_BANKS)))  // room for either
+
+template <int BLOCK_SIZE, bool PADDED>
+__device__ void blelloch_block(const elem_t* x, elem_t* y, int n, elem_t* temp) {
+    const int N = 2 * BLOCK_SIZE;  // elements per block
+    int thid = threadIdx.x, base = blockIdx.x * N;
+    int ai = thid, bi = thid + BLOCK_SIZE;
+    int bankOffsetA = PADDED ? CONFLICT_FREE_OFFSET(ai) : 0;
+    int bankOffsetB = PADDED ? CONFLICT_FREE_OFFSET(bi) : 0;
+    temp[ai + bankOffsetA] = (base + ai < n) ? x[base + ai] : identity();
+    temp[bi + bankOffsetB] = (base + bi < n) ? x[base + bi] : identity();
+    int offset = 1;
+    for (int d = N >> 1; d > 0; d >>= 1) {  // up-sweep
+        __syncthreads();
+        if (thid < d) {
+            int a = offset * (2 * thid + 1) - 1, b = offset * (2 * thid + 2) - 1;
+            if (PADDED) a += CONFLICT_FREE_OFFSET(a), b += CONFLICT_FREE_OFFSET(b);
+            temp[b] = combine(temp[a], temp[b]);
+        }
+        offset *= 2;
+    }
+    if (thid == 0) temp[N - 1 + (PADDED ? CONFLICT_FREE_OFFSET(N - 1) : 0)] = identity();
+    for (int d = 1; d < N; d *= 2) {  // down-sweep
+        offset >>= 1;
+        __syncthreads();
+        if (thid < d) {
+            int a = offset * (2 * thid + 1) - 1, b = offset * (2 * thid + 2) - 1;
+            if (PADDED) a += CONFLICT_FREE_OFFSET(a), b += CONFLICT_FREE_OFFSET(b);
+            elem_t left = temp[a], right = temp[b];
+            temp[a] = right;                  // the left child gets the parent's prefix
+            temp[b] = combine(right, left);  // the right child: parent's prefix, then the left sum
+        }
+    }
+    __syncthreads();
+    if (base + ai < n) y[base + ai] = temp[ai + bankOffsetA];
+    if (base + bi < n) y[base + bi] = temp[bi + bankOffsetB];
+}
+
+// Launch with blockDim.x == BLOCK_SIZE (a power of two); covers N <= 2*BLOCK_SIZE (more blocks:
+// one exclusive scan per 2*BLOCK_SIZE elements).
+template <int BLOCK_SIZE>
+__global__ void blelloch_scan(const elem_t* x, elem_t* y, int n) {
+    __shared__ elem_t temp[2 * BLOCK_SIZE];
+    blelloch_block<BLOCK_SIZE, false>(x, y, n, temp);
+}
+
+// ---- 6. Blelloch with padding: one unused word after every 32, so element i lives at
+// i + i/32. Addresses 2*offset apart now drift by one bank every 32 words and the tree's
+// conflicts mostly vanish; the trace counts what is left. Same results, 2N/32 more words.
+template <int BLOCK_SIZE>
+__global__ void blelloch_scan_padded(const elem_t* x, elem_t* y, int n) {
+    __shared__ elem_t temp[PADDED_LENGTH(2 * BLOCK_SIZE)];
+    blelloch_block<BLOCK_SIZE, true>(x, y, n, temp);
+}
+
+// Converting between the two scans. Inclusive from exclusive needs the input:
+// incl[i] = excl[i] ⊕ x[i]. Exclusive from inclusive is a shift: excl[0] = identity,
+// excl[i] = incl[i-1] (the article: put the identity in front and drop the last element).
+extern "C" __global__ void inclusive_from_exclusive(const elem_t* x, elem_t* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = combine(y[i], x[i]);
+}
+
+extern "C" __global__ void exclusive_from_inclusive(const elem_t* incl, elem_t* excl, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) excl[i] = i > 0 ? incl[i - 1] : identity();
+}
+
+// ---- Beyond one block: tiles of BLOCK*ITEMS elements.
+// Each thread scans ITEMS consecutive elements in registers, then the block scans the threads'
+// totals with warp shuffles (log2(32) steps per warp, one shared word per warp): most adds are
+// sequential and cheap, and a block handles a tile far bigger than itself.
+
+// ⊕-generic versions of common.cuh's warp_inclusive_scan and block scan.
+__device__ __forceinline__ elem_t warp_scan(elem_t v) {
+    const unsigned int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        elem_t up = __shfl_up_sync(FULL_MASK, v, offset);
+        if (lane >= offset) v = combine(up, v);
+    }
+    return v;
+}
+
+// Exclusive scan of v over the block (thread 0 gets the identity); `total` gets the block's
+// ⊕ of all v in every thread. `warp_totals`: BLOCK/32 shared slots, free again after the next
+// __syncthreads() that follows this call.
+template <int BLOCK>
+__device__ elem_t block_exclusive_scan(elem_t v, elem_t* warp_totals, elem_t& total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, WARPS = BLOCK / 32;
+    elem_t inc = warp_scan(v);
+    elem_t exc = __shfl_up_sync(FULL_MASK, inc, 1);
+    if (lane == 31) warp_totals[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        elem_t w = lane < WARPS ? warp_totals[lane] : identity();
+        w = warp_scan(w);
+        __syncwarp();  // every lane has read its slot before any lane overwrites one
+        if (lane < WARPS) warp_totals[lane] = w;
+    }
+    __syncthreads();
+    elem_t before = warp > 0 ? warp_totals[warp - 1] : identity();
+    total = warp_totals[WARPS - 1];
+    return lane > 0 ? combine(before, exc) : before;
+}
+
+// Element j of a tile lives at j + j/32 in shared memory: the blocked reads (thread t reads
+// t*ITEMS + k) then hit 32 different banks.
+__host__ __device__ constexpr int padded(int j) { return j + (j >> 5); }
+
+// The tile's elements [base, base + BLOCK*ITEMS) into v, ITEMS consecutive ones per thread
+// (identity past n). Global memory is read striped -- element k*BLOCK + t by thread t, so
+// every warp load is 128 contiguous bytes -- and regrouped through shared memory.
+// With -DVEC=4, a full tile of a 4-byte type is read as 16-byte vectors instead (vector
+// k*BLOCK + t by thread t: 512 contiguous bytes per warp load, a quarter of the instructions);
+// x and y must then be 16-byte aligned. The padding keeps the vectors' shared stores
+// conflict-free too: lane t's words 4t..4t+3 land in banks 4t + t/8 + c.
+#ifndef VEC
+#define VEC 1
+#endif
+struct __align__(16) Vec4 {
+    elem_t v[4];
+};
+
+template <int BLOCK, int ITEMS>
+__device__ __forceinline__ bool vector_tile(long long base, int n) {
+    return VEC == 4 && sizeof(elem_t) == 4 && ITEMS % 4 == 0 && base + BLOCK * ITEMS <= n;
+}
+
+template <int BLOCK, int ITEMS>
+__device__ void load_tile(const elem_t* x, long long base, int n, elem_t* s, elem_t (&v)[ITEMS]) {
+    if (vector_tile<BLOCK, ITEMS>(base, n)) {
+        const Vec4* xv = reinterpret_cast<const Vec4*>(x + base);
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            Vec4 p = xv[k * BLOCK + threadIdx.x];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) v[4 * k + c] = p.v[c];
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[padded(4 * (k * BLOCK + threadIdx.x) + c)] = v[4 * k + c];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            long long j = base + k * BLOCK + threadIdx.x;
+            v[k] = j < n ? x[j] : identity();  // all ITEMS loads issued before any is used
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) s[padded(k * BLOCK + threadIdx.x)] = v[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) v[k] = s[padded(threadIdx.x * ITEMS + k)];
+}
+
+// The way back: blocked registers -> shared -> striped, coalesced stores of the elements < n.
+// The caller has synchronised since the last read of s.
+template <int BLOCK, int ITEMS>
+__device__ void store_tile(elem_t* y, long long base, int n, elem_t* s, const elem_t (&v)[ITEMS]) {
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) s[padded(threadIdx.x * ITEMS + k)] = v[k];
+    __syncthreads();
+    if (vector_tile<BLOCK, ITEMS>(base, n)) {
+        Vec4* yv = reinterpret_cast<Vec4*>(y + base);
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            Vec4 p;
+#pragma unroll
+            for (int c = 0; c < 4; ++c) p.v[c] = s[padded(4 * (k * BLOCK + threadIdx.x) + c)];
+            yv[k * BLOCK + threadIdx.x] = p;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            long long j = base + k * BLOCK + threadIdx.x;
+            if (j < n) y[j] = s[padded(k * BLOCK + threadIdx.x)];
+        }
+    }
+}
+
+// Scan the tile in registers: afterwards v holds the tile-local inclusive scan, `total` the
+// tile's ⊕ in every thread. Ends with a barrier (inside block_exclusive_scan) after every
+// thread's last read of s.
+template <int BLOCK, int ITEMS>
+__device__ void scan_tile(elem_t (&v)[ITEMS], elem_t* warp_totals, elem_t& total, elem_t& before) {
+#pragma unroll
+    for (int k = 1; k < ITEMS; ++k) v[k] = combine(v[k - 1], v[k]);
+    before = block_exclusive_scan<BLOCK>(v[ITEMS - 1], warp_totals, total);
+}
+
+template <int BLOCK, int ITEMS>
+struct TileShared {
+    elem_t items[padded(BLOCK * ITEMS - 1) + 1];
+    elem_t warp_totals[BLOCK / 32];
+};
+
+// ---- 7. Scan-then-propagate, in three kinds of launch.
+// (a) scan_tiles: each block scans its tile and writes its total to tile_totals[block];
+// (b) the tile totals are scanned the same way (again and again while there is more than one
+// tile of them); (c) add_tile_prefix adds the scanned total of all earlier tiles to every
+// element of each tile. x is read once and y written twice and read once: 4N elements move
+// for N of input, twice what a scan must move.
+template <int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK) scan_tiles(const elem_t* x, elem_t* y, elem_t* tile_totals, int n) {
+    __shared__ TileShared<BLOCK, ITEMS> s;
+    const long long base = (long long)blockIdx.x * (BLOCK * ITEMS);
+    elem_t v[ITEMS], total, before;
+    load_tile<BLOCK, ITEMS>(x, base, n, s.items, v);
+    scan_tile<BLOCK, ITEMS>(v, s.warp_totals, total, before);
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) v[k] = threadIdx.x > 0 ? combine(before, v[k]) : v[k];
+    store_tile<BLOCK, ITEMS>(y, base, n, s.items, v);
+    if (threadIdx.x == 0) tile_totals[blockIdx.x] = total;
+}
+
+// (c): block b updates tile b + 1 (tile 0 needs nothing): grid = tiles - 1.
+template <int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t* scanned_totals, int n) {
+    const long long base = (long long)(blockIdx.x + 1) * (BLOCK * ITEMS);
+    const elem_t prefix = scanned_totals[blockIdx.x];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        long long j = base + k * BLOCK + threadIdx.x;
+        if (j < n) y[j] = combine(prefix, y[j]);
+    }
+}
+
+// ---- 8. Single pass with decoupled look-back (Merrill & Garland, NVIDIA 2016).
+// One launch: each tile publishes its total as soon as it has it (flag AGGREGATE), then looks
+// back over its predecessors' words, combining aggregates until it meets an inclusive PREFIX,
+// and publishes its own PREFIX. A tile rarely waits for more than the tiles just before it, so
+// x is read once and y written once: 2N elements move, as in a copy.
+//
+// The status buffer (uint64, tiles + 1 words) is zeroed once when it is allocated and never
+// again: word 0 holds a ticket counter (low half) and the launch's epoch (high half); word
+// 1 + t holds tile t's (value, epoch, flag). Each word is written with one 64-bit st.release and
+// read with ld.acquire, so a value never travels without its flag. A launch accepts only words
+// of its own epoch; its last block bumps the epoch, so the next launch ignores this one's words.
+// The ticket (atomicInc, wrapping to 0 after the last block) numbers tiles in the order blocks
+// start: a block only ever waits for tiles that blocks already running own -- no deadlock,
+// whatever order the GPU starts blocks in.
+#ifndef LOOKBACK_WINDOW
+#define LOOKBACK_WINDOW 32  // 32: warp 0 inspects 32 predecessors at once; 1: thread 0, one at a time
+#endif
+#ifndef LOOKBACK_SLEEP_NS
+#define LOOKBACK_SLEEP_NS 0  // 0: poll again at once; > 0: __nanosleep between polls
+#endif
+#define FLAG_AGGREGATE 1u
+#define FLAG_PREFIX 2u
+
+// The PTX memory model's acquire/release accesses at GPU scope, as cuda::atomic_ref<...>
+// load(memory_order_acquire) / store(memory_order_release) emit them (without its headers).
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned int load_relaxed(const unsigned int* p) {
+    unsigned int v;
+    asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void store_relaxed(unsigned int* p, unsigned int v) {
+    asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// A 4-byte value's bits and back.
+__device__ __forceinline__ unsigned int bits_of(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ unsigned int bits_of(int v) { return (unsigned int)v; }
+__device__ __forceinline__ unsigned int bits_of(unsigned int v) { return v; }
+__device__ __forceinline__ void from_bits(unsigned int b, float& v) { v = __uint_as_float(b); }
+__device__ __forceinline__ void from_bits(unsigned int b, int& v) { v = (int)b; }
+__device__ __forceinline__ void from_bits(unsigned int b, unsigned int& v) { v = b; }
+
+// A status word: the value in the high half, (epoch << 2 | flag) in the low half. (Templates,
+// so that a module for 8-byte types compiles: only lookback_scan needs them.)
+__device__ __forceinline__ unsigned int tag(unsigned int epoch, unsigned int flag) { return epoch << 2 | flag; }
+template <typename T>
+__device__ __forceinline__ unsigned long long pack(T v, unsigned int t) {
+    static_assert(sizeof(T) == 4, "lookback_scan packs a 4-byte value and its flag in 64 bits");
+    return (unsigned long long)bits_of(v) << 32 | t;
+}
+template <typename T>
+__device__ __forceinline__ T value_of(unsigned long long w) {
+    T v;
+    from_bits((unsigned int)(w >> 32), v);
+    return v;
+}
+__device__ __forceinline__ unsigned int flag_of(unsigned long long w, unsigned int epoch) {
+    unsigned int t = (unsigned int)w;
+    return (t >> 2) == epoch ? t & 3u : 0u;  // another launch's word reads as "not yet"
+}
+
+// Thread 0: this block's tile and the launch's epoch.
+__device__ __forceinline__ unsigned int take_ticket(unsigned long long* status, unsigned int& epoch) {
+    unsigned int* control = reinterpret_cast<unsigned int*>(status);
+    epoch = load_relaxed(&control[1]) & 0x3fffffffu;
+    __threadfence();  // the epoch is read before the ticket is taken...
+    unsigned int tile = atomicInc(&control[0], gridDim.x - 1);
+    if (tile == gridDim.x - 1) {  // ...so once every block has its ticket, all have read it
+        __threadfence();
+        store_relaxed(&control[1], epoch + 1);
+    }
+    return tile;
+}
+
+template <typename T>
+__device__ __forceinline__ void publish(unsigned long long* status, unsigned int tile, T v, unsigned int t) {
+    store_release(&status[1 + tile], pack(v, t));
+}
+
+__device__ __forceinline__ void wait_a_little() {
+#if LOOKBACK_SLEEP_NS > 0
+    __nanosleep(LOOKBACK_SLEEP_NS);
+#endif
+}
+
+// Warp 0 (window 32) or thread 0 (window 1) of a tile > 0: the ⊕ of all earlier tiles.
+template <typename T>
+__device__ T look_back(unsigned long long* status, unsigned int tile, unsigned int epoch) {
+    T running = identity();
+#if LOOKBACK_WINDOW == 1
+    for (int j = (int)tile - 1;; --j) {
+        unsigned long long w;
+        while (!flag_of(w = load_acquire(&status[1 + j]), epoch)) wait_a_little();
+        running = combine(value_of<T>(w), running);
+        if (flag_of(w, epoch) == FLAG_PREFIX) return running;
+    }
+#elif LOOKBACK_WINDOW == 32
+    const int lane = threadIdx.x & 31;
+    for (int j = (int)tile - 32 + lane;; j -= 32) {  // lane 31 looks at the nearest tile
+        // tiles before 0 read as PREFIX identity, so a window that reaches past tile 0 ends the walk
+        unsigned long long w = j >= 0 ? load_acquire(&status[1 + j]) : pack(identity(), tag(epoch, FLAG_PREFIX));
+        while (__any_sync(FULL_MASK, !flag_of(w, epoch))) {
+            wait_a_little();
+            if (!flag_of(w, epoch)) w = load_acquire(&status[1 + j]);
+        }
+        unsigned int prefixes = __ballot_sync(FULL_MASK, flag_of(w, epoch) == FLAG_PREFIX);
+        int nearest = prefixes ? 31 - __clz(prefixes) : 0;  // tiles before the nearest PREFIX are in it
+        T v = warp_scan(lane >= nearest ? value_of<T>(w) : identity());  // in tile order
+        running = combine(__shfl_sync(FULL_MASK, v, 31), running);
+        if (prefixes) return running;
+    }
+#else
+#error "LOOKBACK_WINDOW is 1 or 32"
+#endif
+}
+
+template <int BLOCK, int ITEMS>
+__global__ void __launch_bounds__(BLOCK) lookback_scan(const elem_t* __restrict__ x, elem_t* __restrict__ y,
+                                                       unsigned long long* status, int n) {
+    __shared__ TileShared<BLOCK, ITEMS> s;
+    __shared__ unsigned int s_tile, s_epoch;
+    __shared__ elem_t s_prefix;
+    if (threadIdx.x == 0) s_tile = take_ticket(status, s_epoch);
+    __syncthreads();
+    const unsigned int tile = s_tile;
+    const long long base = (long long)tile * (BLOCK * ITEMS);
+    elem_t v[ITEMS], total, before;
+    load_tile<BLOCK, ITEMS>(x, base, n, s.items, v);
+    scan_tile<BLOCK, ITEMS>(v, s.warp_totals, total, before);
+    if (threadIdx.x < LOOKBACK_WINDOW) {
+        const unsigned int epoch = s_epoch;
+        elem_t prefix = identity();
+        if (tile > 0) {
+            if (threadIdx.x == 0) publish(status, tile, total, tag(epoch, FLAG_AGGREGATE));
+            prefix = look_back<elem_t>(status, tile, epoch);
+        }
+        if (threadIdx.x == 0) {
+            publish(status, tile, tile > 0 ? combine(prefix, total) : total, tag(epoch, FLAG_PREFIX));
+            s_prefix = prefix;
+        }
+    }
+    __syncthreads();
+    const elem_t prefix = s_prefix;
+    const elem_t mine = threadIdx.x > 0 ? combine(prefix, before) : prefix;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) v[k] = combine(mine, v[k]);
+    store_tile<BLOCK, ITEMS>(y, base, n, s.items, v);
+}
