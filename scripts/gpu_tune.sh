@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The topic kernels' tuning sweeps and the launch-cost figure, in one device run (results in $OUT).
+#   bash scripts/gpu_tune.sh [launch dot transpose histogram scan]    (default: all)
+set -u
+. scripts/gpu_env.sh
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/tune.log"
+for what in "${@:-launch dot transpose histogram scan}"; do
+  for w in $what; do
+    echo "=== $w $(date +%T)" | tee -a "$OUT/tune.log"
+    if [ "$w" = launch ]; then
+      python3 scripts/launch_cost.py --out "$OUT/launch-cost.md" 2>&1 | tail -12 | tee -a "$OUT/tune.log"
+    else
+      timeout 290 python3 "scripts/tune_$w.py" 2>&1 | tee "$OUT/tune_$w.txt" | tail -40 >> "$OUT/tune.log"
+    fi
+  done
+done
+echo "=== done $(date +%T)" | tee -a "$OUT/tune.log"
