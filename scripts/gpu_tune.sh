@@ -12,7 +12,7 @@ for what in "${@:-launch dot transpose histogram scan}"; do
     if [ "$w" = launch ]; then
       python3 scripts/launch_cost.py --out "$OUT/launch-cost.md" 2>&1 | tail -12 | tee -a "$OUT/tune.log"
     else
-      timeout 290 python3 "scripts/tune_$w.py" 2>&1 | tee "$OUT/tune_$w.txt" | tail -40 >> "$OUT/tune.log"
+      timeout 290 python3 "scripts/tune_$w.py" >> "$OUT/tune.log" 2>&1
     fi
   done
 done
