@@ -26,7 +26,7 @@ from .records import (
     make_record,
     trace_counts,
 )  # fmt: skip
-from .timing import MIN_RUNS, WARMUP, Step, _time_copy, free_gpu_memory, rotation_sets, time_runs
+from .timing import MIN_RUNS, WARMUP, Step, free_gpu_memory, rotation_sets, time_copy, time_runs
 
 Setup = Callable[[Inputs], Sequence[Step]]
 
@@ -209,7 +209,7 @@ def run(
         for dtype, dist in combos:
             if dtype not in copies:
                 nbytes = bytes_moved(topic, size, dtype)
-                copies[dtype] = _time_copy(nbytes, device().l2_cache_bytes, runs, warmup)
+                copies[dtype] = time_copy(nbytes, runs=runs, warmup=warmup)
             records += _time_inputs(topic, size, dtype, dist, copies[dtype], kernels, runs, warmup, seed, env)
     finally:
         free_gpu_memory()

@@ -93,6 +93,13 @@ class Tiles:
 GridRule = Cover | OneWave | OneBlock | Tiles
 
 
+def awkward_sizes(block: Block) -> list[Size]:
+    """Where bounds checks go wrong: 1, a warp and its neighbours, a block and its neighbours,
+    1000 (no power of two), and a few blocks and a bit."""
+    b = _threads(block)
+    return sorted({1, 31, 32, 33, b - 1, b, b + 1, 1000, 3 * b + 7} - {0})
+
+
 def _elements(size: Size) -> int:
     return math.prod(size) if isinstance(size, tuple) else int(size)
 
@@ -185,6 +192,21 @@ class Topic:
     tolerance: str = ""  # how floats are compared with the reference, in words
     bench: BenchSpec | None = None
     panel: PanelSpec | None = None
+    # inputs of a size, for tests that run every version on awkward sizes (None: the panel's input)
+    sample: Callable[[Size, np.random.Generator], tuple[np.ndarray, ...]] | None = None
+    # the awkward sizes to run a version at, for a block size (None: the 1-D ones of `awkward_sizes`)
+    sample_sizes: Callable[[Block], list[Size]] | None = None
+
+    def example(self, size: Size, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+        """Random inputs of `size` (what the conformance test runs every version on)."""
+        if self.sample is not None:
+            return self.sample(size, rng)
+        if self.panel is not None and isinstance(size, int):
+            return self.panel.make_input(size, rng)
+        raise ValueError(f"{self.name} describes no sample inputs")
+
+    def sizes_for(self, block: Block) -> list[Size]:
+        return self.sample_sizes(block) if self.sample_sizes else awkward_sizes(block)
 
     def version(self, name: str) -> Version:
         for v in self.versions:

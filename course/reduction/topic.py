@@ -17,8 +17,8 @@ import numpy as np
 from .. import analysis, arrays, draw
 from ..bench import Goal, Inputs
 from ..emulator import Trace
-from ..errors import ArgumentError, InputError
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
+from ..errors import ArgumentError, InputError
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
 BENCH_BLOCK = 512  # with 4 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md
@@ -192,6 +192,11 @@ BENCH = BenchSpec(
 # ---------------------------------------------------------------- the panel
 
 
+def sample(n: Any, rng: np.random.Generator) -> tuple[np.ndarray]:
+    """Random unsigned ints over their whole range: sums that need 64 bits."""
+    return (rng.integers(0, 2**32, int(n), dtype=np.uint32),)
+
+
 def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
     """The article's input: 1 + 2 + ... + N."""
     return (np.arange(1, n + 1, dtype=np.uint32),)
@@ -247,5 +252,6 @@ TOPIC = Topic(
     tolerance="integers exactly; floats within 1e-5 of the sum of |x|",
     bench=BENCH,
     panel=PanelSpec(panel_input, picture, metrics, picture_input=picture_input, version="reduce1", n=1000),
+    sample=sample,
 )
 ENGINE = Engine(TOPIC)

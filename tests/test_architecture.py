@@ -1,0 +1,122 @@
+"""The package's shape: no import cycles (imports inside functions count), no module reaching
+into another's private names, and an engine that names no topic."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import course
+
+ROOT = Path(course.__file__).parent
+TOPIC_NAMES = ("reduction", "dot", "transpose", "histogram", "scan")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of every import that runs, at module level or inside a function; the
+    imports under `if TYPE_CHECKING:` are for the type checker and never run."""
+    tree = ast.parse(path.read_text())
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rsplit(".", 1)[0]
+    out = []
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if _is_type_checking(node):
+            skip.update(id(n) for n in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rsplit(".", 1)[0]
+            module = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            out.append((module, [a.name for a in node.names]))
+    return out
+
+
+MODULES = {_module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def _graph() -> dict[str, set[str]]:
+    """Which course modules each course module imports (a package import counts as its __init__)."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for name, path in MODULES.items():
+        for module, names in _imports(path):
+            if not module.startswith("course"):
+                continue
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES] or [module]
+            graph[name].update(t for t in targets if t in MODULES and t != name)
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if n.startswith(m + "."):
+                continue  # a package importing its own submodules is how packages are built
+            if state.get(n) == 1 and not m.startswith(n + "."):
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(n) :] + [n]))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    for name, path in MODULES.items():
+        for module, names in _imports(path):
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            assert not (module.startswith("course") and private), f"{name} imports {private} from {module}"
+
+
+def test_no_module_reads_a_private_attribute_of_another_course_module() -> None:
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and (node.level or (node.module or "").startswith("course")) for a in node.names}  # fmt: skip
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                raise AssertionError(f"{name}: {node.value.id}.{node.attr} (line {node.lineno})")
+
+
+def test_the_engine_and_the_benchmark_name_no_topic() -> None:
+    for name, path in MODULES.items():
+        if not name.startswith(("course.engine", "course.bench")) or name == "course.bench.cli":
+            continue
+        imported = {m for m, _ in _imports(path)}
+        topics = {m for m in imported if m.split(".")[-1] in TOPIC_NAMES or "topics" in m}
+        assert not topics, f"{name} imports {topics}"
+
+
+def test_the_topics_are_listed_explicitly() -> None:
+    from course.topics import TOPICS
+
+    assert [t.name for t in TOPICS] == [n for n in TOPIC_NAMES if n in {t.name for t in TOPICS}]
+    assert "reduction" in {t.name for t in TOPICS}
