@@ -95,3 +95,17 @@ def test_a_topic_without_a_panel_says_so():
 
     with pytest.raises(ValueError, match="describes no panel"):
         Engine(replace(reduction.TOPIC, panel=None)).panel()
+
+
+def test_the_sizes_offered_follow_the_version_and_the_backend(panel):
+    from dataclasses import replace
+
+    from course.engine import Engine
+
+    capped = Engine(
+        replace(reduction.TOPIC, panel=replace(reduction.TOPIC.panel, emulator_max_n={"reduce2": 512}))
+    )
+    p = capped.panel(version="reduce1", n=4100)
+    assert max(p.n.options) == 1 << 16 and p.n.value == 4097
+    p.version.value = "reduce2"
+    assert max(p.n.options) == 512 and p.n.value == 512 and p.last["n"] == 512 and p.last["ok"]

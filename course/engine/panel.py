@@ -53,17 +53,13 @@ class Panel:
         if spec is None:
             raise ValueError(f"{engine.name} describes no panel")
         self.engine, self.spec = engine, spec
-        sizes = log_sizes(GPU_MAX_N if backend.device().backend == "cupy" else EMULATOR_MAX_N)
         first = engine.version(version or spec.version or engine.versions()[0]).name
         self.version = w.Dropdown(
             options=[(f"{v.name}: {v.title}", v.name) for v in engine.topic.versions],
             value=first, description="version", layout=w.Layout(width="480px"),
         )  # fmt: skip
-        wanted = spec.n if n is None else n
-        self.n = w.SelectionSlider(
-            options=sizes, value=min(sizes, key=lambda s: abs(s - wanted)), description="N",
-            continuous_update=False,
-        )  # fmt: skip
+        self.n = w.SelectionSlider(options=[1], value=1, description="N", continuous_update=False)
+        self._set_sizes(first, spec.n if n is None else n)
         self.block = w.Dropdown(description="block", layout=w.Layout(width="160px"))
         self._set_blocks(first, block)
         self.status = w.HTML()
@@ -81,6 +77,23 @@ class Panel:
             control.observe(self._changed, names="value")
         self.update()
 
+    def sizes(self, version: str) -> list[int]:
+        """The N the slider offers `version`: up to what the backend answers quickly, the version's
+        own limit, and the topic's cap for versions whose work grows faster than N."""
+        v = self.engine.version(version)
+        on_gpu = backend.device().backend == "cupy"
+        limits = [GPU_MAX_N if on_gpu else EMULATOR_MAX_N, v.max_n or GPU_MAX_N]
+        if not on_gpu and version in self.spec.emulator_max_n:
+            limits.append(self.spec.emulator_max_n[version])
+        return log_sizes(min(limits))
+
+    def _set_sizes(self, version: str, prefer: int) -> None:
+        sizes = self.sizes(version)
+        self._updating = True
+        self.n.options = sizes
+        self.n.value = min(sizes, key=lambda s: abs(s - prefer))
+        self._updating = False
+
     def _set_blocks(self, version: str, prefer: Any) -> None:
         allowed = list(self.engine.version(version).blocks)
         default = self.engine.block_for(version)
@@ -95,6 +108,7 @@ class Panel:
             return
         if change["owner"] is self.version:
             self._set_blocks(change["new"], self.block.value)
+            self._set_sizes(change["new"], self.n.value)
         self.update()
 
     def update(self) -> dict[str, Any]:

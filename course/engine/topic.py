@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -171,6 +171,9 @@ class PanelSpec:
     version: str = ""  # where it starts
     n: int = 1000
     figsize: tuple[float, float] = (9.0, 4.5)
+    # the largest N the panel offers a version on the emulator, where its work grows faster than N
+    # (a naive O(N^2) scan): a click must answer in well under a second
+    emulator_max_n: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
