@@ -377,13 +377,7 @@ def bank_conflicts(trace: Trace) -> np.recarray:
     of an atomic on the same word are serialised by the hardware too; that contention is
     not counted here (see `contention`).
     """
-    ev = _memory_events(trace, "shared")
-    counts = _bank_counts(trace, ev)
-    return _table(
-        **_event_columns(trace, ev),
-        phases=(counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32),
-        ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
-    )
+    return _bank_table(trace, with_hits=False)
 
 
 def bank_hits(trace: Trace) -> np.recarray:
@@ -392,13 +386,18 @@ def bank_hits(trace: Trace) -> np.recarray:
     Columns as `bank_conflicts` plus hits, a (32,) sub-array: hits[i] for bank i (so the
     conflict degree of a one-phase access is hits.max()).
     """
+    return _bank_table(trace, with_hits=True)
+
+
+def _bank_table(trace: Trace, *, with_hits: bool) -> np.recarray:
     ev = _memory_events(trace, "shared")
     counts = _bank_counts(trace, ev)
+    hits = {"hits": counts.sum(axis=1)} if with_hits else {}
     return _table(
         **_event_columns(trace, ev),
         phases=(counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32),
         ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
-        hits=counts.sum(axis=1),
+        **hits,
     )
 
 

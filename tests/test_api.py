@@ -278,3 +278,19 @@ def test_cuda_headers_come_from_the_wheels(backend, rng):
     course.Module(code=src).get_function("warp_sums")((1,), (128,), (course.asarray(x), out, np.int32(n)))
     halves = np.pad(x.astype(np.float16).astype(np.float32), (0, 28))
     np.testing.assert_allclose(course.asnumpy(out), halves.reshape(4, 32).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_cupy_installed_without_a_driver_falls_back_to_the_emulator():
+    """With CuPy installed and no usable GPU, importing the course still works and kernels run on
+    the emulator (CI installs CuPy to check this; without CuPy the test has nothing to check)."""
+    pytest.importorskip("cupy")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_BACKEND"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    code = (
+        "import numpy as np, cupy, course; from course import reduction; "
+        "x = np.arange(1, 1001, dtype=np.uint32); "
+        "print(course.device().backend, reduction.run('reduce3', x) == 500500)"
+    )
+    assert _run(code, env) == "emulator True"
