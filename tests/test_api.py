@@ -294,3 +294,49 @@ def test_cupy_installed_without_a_driver_falls_back_to_the_emulator():
         "print(course.device().backend, reduction.run('reduce3', x) == 500500)"
     )
     assert _run(code, env) == "emulator True"
+
+
+POINTERS = r"""
+#ifndef ELEM_TYPE
+#define ELEM_TYPE double
+#endif
+typedef ELEM_TYPE elem_t;
+extern "C" __global__ void ints(int* x, int n) { if (threadIdx.x < n) x[threadIdx.x] += 1; }
+extern "C" __global__ void elems(const elem_t* x, float* out) { out[0] = x[0]; }
+template <typename U> __global__ void any(U* x) { x[0] = x[0]; }
+"""
+
+
+def test_an_array_of_another_element_type_is_refused_on_both_backends(backend):
+    mod = course.Module(code=POINTERS, options=("-DELEM_TYPE=float",), name_expressions=("any<float>",))
+    ints = mod.get_function("ints")
+    floats = course.asarray(np.ones(4, np.float32))
+    with pytest.raises(
+        course.ArgumentError, match=r"\(int\* x\) points to int32 elements, but the array holds float32"
+    ):
+        ints((1,), (32,), (floats, np.int32(4)))
+    with pytest.raises(TypeError, match="x.astype"):  # check() refuses too: it would find nothing wrong
+        ints.check((1,), (32,), (floats, np.int32(4)))
+    elems = mod.get_function("elems")  # elem_t is ELEM_TYPE is float, through the typedef and the -D option
+    with pytest.raises(course.ArgumentError, match="NumPy's default dtype is float64"):
+        elems((1,), (1,), (course.asarray(np.ones(4)), course.zeros(1, np.float32)))
+    elems((1,), (1,), (floats, course.zeros(1, np.float32)))
+    mod.get_function("any<float>")(
+        (1,), (1,), (course.asarray(np.ones(2, np.int64)),)
+    )  # U unknown: unchecked
+
+
+def test_a_launch_is_validated_once_per_argument_signature(emulator_backend, monkeypatch):
+    k = course.Module(code=POINTERS).get_function("ints")
+    x = course.asarray(np.zeros(4, np.int32))
+    calls = []
+    real = course.Kernel.validate
+    monkeypatch.setattr(course.Kernel, "validate", lambda self, *a: calls.append(a) or real(self, *a))
+    for _ in range(3):
+        k((1,), (32,), (x, np.int32(4)))
+    assert len(calls) == 1 and course.asnumpy(x).tolist() == [3, 3, 3, 3]
+    k((1,), (64,), (x, np.int32(4)))  # another block: validated again
+    k((1,), (32,), (course.asarray(np.zeros(8, np.int32)), np.int32(8)))  # same kinds: not again
+    assert len(calls) == 2
+    with pytest.raises(course.ArgumentError):
+        k((1,), (32,), (x, 4))  # a Python int where the kernel takes a 4-byte int
