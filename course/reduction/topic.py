@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, draw
+from .. import arrays
 from ..bench import Goal, Inputs
-from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
+from .pictures import metrics, panel_input, picture, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
 BENCH_BLOCK = 512  # with 4 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md
@@ -189,51 +189,12 @@ BENCH = BenchSpec(
 )
 
 
-# ---------------------------------------------------------------- the panel
+# ---------------------------------------------------------------- the panel (pictures.py) and tests
 
 
 def sample(n: Any, rng: np.random.Generator) -> tuple[np.ndarray]:
     """Random unsigned ints over their whole range: sums that need 64 bits."""
     return (rng.integers(0, 2**32, int(n), dtype=np.uint32),)
-
-
-def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
-    """The article's input: 1 + 2 + ... + N."""
-    return (np.arange(1, n + 1, dtype=np.uint32),)
-
-
-def metrics(t: Trace, version: Version) -> dict[str, Any]:
-    """The numbers the reduction story is about, read from a trace of one block."""
-    out: dict[str, Any] = {}
-    if "sdata" in {b.name for b in t.buffers}:
-        work = analysis.work_summary(t, "sdata", block=int(t.block[0]) if len(t) else 0)
-        out["barrier steps"] = work["steps"]
-        out["additions in shared memory"] = work["work"]
-    shared = analysis.bank_conflicts(t)
-    if len(shared):
-        out["shared requests"] = len(shared)
-        out["worst bank conflict"] = f"{int(shared.ways.max())}-way"
-        out["shared wavefronts"] = int(shared.ways.sum())
-    div = analysis.divergence(t)
-    if len(div):
-        partial = div.active < div.possible
-        out["warp instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
-    glob = analysis.sectors(t.where(op="ld"))
-    if len(glob):
-        out["global sectors per load"] = round(float(glob.sectors.sum()) / len(glob), 2)
-    return out
-
-
-def picture(ax: Any, t: Trace, version: Version) -> Any:
-    if "sdata" in {b.name for b in t.buffers}:
-        return draw.reduction_tree(ax, t, "sdata")
-    return draw.grid_stride_map(ax, t, "x")
-
-
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
-    """One block's worth of the input: what the picture of block 0 shows."""
-    (x,) = inputs
-    return (x[: max(1, min(x.size, 2 * int(block)))],)
 
 
 TOPIC = Topic(
