@@ -101,6 +101,12 @@ def backend_of(a: Any) -> str:
     return "emulator" if isinstance(a, EmulatorArray) else "cupy"
 
 
+def misalignment(a: Any, boundary: int) -> int:
+    """How far a device array's first element is past a `boundary`-byte boundary (0: aligned).
+    An emulator array is a buffer of its own, which starts aligned."""
+    return int(a.data.ptr) % boundary if is_cupy_array(a) else 0
+
+
 def asarray(a: Any, dtype: Any = None) -> Any:
     """`a` as an array of the active backend (a copy unless it already is one)."""
     if is_device_array(a):

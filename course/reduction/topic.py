@@ -60,7 +60,7 @@ VERSIONS = (
       listed=False, bug="reads x[i + blockSize] past the end when n is not a multiple of 2*block; "
       "launched with n/block blocks, so its loop never loops"),
     V("reduce7", "multiple elements per thread (grid-stride loop over one wave)", OneWave(2), BLOCKS, template=True),
-    V("reduce_shfl", "warp shuffles + grid-stride loop", OneWave(1), BLOCKS, dynamic_shared=False),
+    V("reduce_shfl", "warp shuffles instead of the shared-memory tree", OneWave(2), BLOCKS, dynamic_shared=False),
     V("reduce_vec4", "16-byte loads + shuffles", OneWave(4), BLOCKS, dynamic_shared=False),
     V("reduce_single_pass", "one pass: the last block adds the block sums", OneWave(4), BLOCKS,
       dynamic_shared=False),
@@ -130,6 +130,8 @@ def plan(call: Call) -> Plan:
     acc = accumulator(call.dtype)
     blocks = call.grid[0]
     n = np.int32(call.n)
+    if v.name in ("reduce_vec4", "reduce_single_pass") and arrays.misalignment(x, 16):
+        raise InputError(f"{v.name} loads 16 bytes at a time: x must start on a 16-byte boundary (a copy does)")
     if v.name == "reduce_single_pass":
         partial, out = call.zeros(blocks, acc), call.zeros(1, acc)
         return Plan([call.launch((x, partial, out, n))], answer=_first(out))
