@@ -21,7 +21,7 @@ from ..errors import ArgumentError, InputError
 from .pictures import metrics, panel_input, picture, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
-BENCH_BLOCK = 512  # with 4 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md
+BENCH_BLOCK = 1024  # with 2 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md and -tail.md
 MAX_N = 2**31 - 1  # the kernels index with int
 
 # input dtype -> (C element type, C accumulator type, accumulator dtype)
