@@ -27,9 +27,21 @@ from .errors import (
 )
 from .gpu import Kernel, Module
 
+
+def notebook() -> None:
+    """A notebook's first call: figures readable at its width, and the device its kernels run
+    on (a GPU through CuPy, or the emulator), printed in one line."""
+    from .draw import use_notebook_style
+
+    use_notebook_style()
+    dev = device()
+    where = "on a GPU, through CuPy" if dev.backend == "cupy" else "on the course's emulator (no GPU found)"
+    print(f"Kernels run {where}: {dev}")
+
+
 __all__ = [
     "ArgumentError", "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",
     "InputError", "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
-    "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty",
+    "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty", "notebook",
     "set_backend", "zeros",
 ]  # fmt: skip

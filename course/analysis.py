@@ -369,7 +369,8 @@ def bank_conflicts(trace: Trace) -> np.recarray:
     """One row per shared-memory warp instruction (ld, st, atom, red): how many wavefronts it took.
 
     Columns: event, block, warp, epoch, line, pc, op, lane_bytes (the trace's size), lanes (active), phases (phases
-    with an active lane: the conflict-free minimum), ways.
+    with an active lane: the conflict-free minimum), ways, extra (ways - phases: the wavefronts
+    that bank conflicts add; an 8-byte access needs two wavefronts with none).
     ways = sum over the instruction's phases of the largest number of distinct 32-bit words
     that fall in one of the 32 banks: 1 for a conflict-free 4-byte access, 32 for a warp
     reading a column of a 32x32 float tile, 2 for a conflict-free 8-byte access (two
@@ -393,12 +394,9 @@ def _bank_table(trace: Trace, *, with_hits: bool) -> np.recarray:
     ev = _memory_events(trace, "shared")
     counts = _bank_counts(trace, ev)
     hits = {"hits": counts.sum(axis=1)} if with_hits else {}
-    return _table(
-        **_event_columns(trace, ev),
-        phases=(counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32),
-        ways=counts.max(axis=2).sum(axis=1).astype(np.int32),
-        **hits,
-    )
+    phases = (counts.sum(axis=2) > 0).sum(axis=1).astype(np.int32)
+    ways = counts.max(axis=2).sum(axis=1).astype(np.int32)
+    return _table(**_event_columns(trace, ev), phases=phases, ways=ways, extra=ways - phases, **hits)
 
 
 def lane_words(trace: Trace, event: int) -> np.recarray:

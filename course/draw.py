@@ -13,6 +13,7 @@ the first `max_elements` (or warps, or instructions) and say so on the axes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
@@ -25,6 +26,7 @@ from . import analysis
 from .emulator.trace import LANES, Trace
 
 MAX_ELEMENTS = 64  # columns drawn before a picture is capped
+FONT = 8  # points: the smallest text a picture has (readable at a notebook's width)
 MAX_ROWS = 24  # stage rows drawn before a picture is capped
 CELL = 0.9  # cell side; the pitch is 1, so the gap shows the borders
 ROW_PITCH = 2.4  # distance between stage rows: the arrows live in the gap
@@ -36,6 +38,24 @@ EDGE = "0.45"
 ALERT = "#d62728"
 THREAD_COLORS = [mpl.colormaps["tab20"](i) for i in range(20)]
 GROUP_COLORS = [mpl.colormaps["tab10"](i) for i in range(10)]
+
+
+NOTEBOOK_STYLE: dict[str, Any] = {
+    "figure.dpi": 110,  # crisp at a notebook's width, where 72 is blurred
+    "savefig.dpi": 110,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_notebook_style() -> None:
+    """Figures readable at a notebook's width: 110 dpi, no text under 8 points."""
+    mpl.rcParams.update(NOTEBOOK_STYLE)  # type: ignore[arg-type]
 
 
 def thread_color(thread: int | np.integer) -> tuple[float, float, float, float]:
@@ -118,7 +138,7 @@ def _arrow(
 
 
 def _text(ax: Axes, d: Drawing, x: float, y: float, s: str, **kw) -> Text:
-    t = ax.text(x, y, s, **{"fontsize": 7, "va": "center", "ha": "center", **kw})
+    t = ax.text(x, y, s, **{"fontsize": FONT, "va": "center", "ha": "center", **kw})
     d.texts.append(t)
     return t
 
@@ -142,15 +162,16 @@ def _note(ax: Axes, d: Drawing, parts: list[str]) -> None:
 
 
 def _label_size(ncols: int) -> float:
-    """Font size of labels inside cells: cells shrink as columns grow."""
-    return float(np.clip(260 / max(ncols, 1), 5, 8))
+    """Font size of labels inside cells: cells shrink as columns grow (never below FONT: where
+    labels would be smaller, callers leave them out)."""
+    return float(np.clip(400 / max(ncols, 1), FONT, 10))
 
 
 def _finish(ax: Axes, xlim: tuple[float, float], ylim: tuple[float, float], title: str) -> None:
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
     ax.set_axis_off()
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=FONT + 2)
 
 
 def _source_line(trace: Trace, line: int, width: int = 48) -> str:
@@ -170,19 +191,26 @@ def _block(trace: Trace, block: int) -> Trace:
 
 
 def reduction_tree(
-    ax: Axes, trace: Trace, buffer: str, block: int = 0, *, max_elements: int = MAX_ELEMENTS
+    ax: Axes,
+    trace: Trace,
+    buffer: str,
+    block: int = 0,
+    *,
+    values: np.ndarray | None = None,
+    max_elements: int = MAX_ELEMENTS,
 ) -> Drawing:
     """A reduction as a tree: one row per barrier step of `block`, one cell per element of `buffer`.
 
-    A cell written in a step takes its thread's colour; arrows go from the elements that
-    thread read to the element it wrote. Under each row a strip shows threads 0, 1, ...:
-    coloured if the thread wrote in that step, grey if idle, with a red frame round a warp
-    that was only partly active (divergent). At the right: threads, warps and, for shared
-    memory, the worst bank conflict of the step. Works for any addressing (interleaved
-    `tid % (2*s)`, strided `index = 2*s*tid`, sequential `tid < s`): all of it is read from
-    the trace.
+    A cell written in a step takes the colour of its writer's warp; arrows go from the elements
+    the thread read to the element it wrote. With `values` (what the buffer held before the
+    first step: the block's inputs) each cell shows its partial sum, replayed from the trace's
+    dataflow. Under each row a strip shows threads 0, 1, ... in warps of 32: coloured if the
+    thread wrote in that step, grey if idle, with a red frame round a warp that was only partly
+    active (divergent). At the right: threads, warps and, for shared memory, the worst bank
+    conflict of the step. Works for any addressing (interleaved `tid % (2*s)`, strided
+    `index = 2*s*tid`, sequential `tid < s`): all of it is read from the trace.
     """
-    return _stage_rows(ax, trace, buffer, block, max_elements, sweeps=False, what="reduction")
+    return _stage_rows(ax, trace, buffer, block, max_elements, sweeps=False, what="reduction", values=values)
 
 
 def scan_steps(
@@ -230,7 +258,15 @@ class _Stages:
 
 
 def _stage_rows(
-    ax: Axes, trace: Trace, buffer: str, block: int, max_elements: int, *, sweeps: bool, what: str
+    ax: Axes,
+    trace: Trace,
+    buffer: str,
+    block: int,
+    max_elements: int,
+    *,
+    sweeps: bool,
+    what: str,
+    values: np.ndarray | None = None,
 ) -> Drawing:
     """Rows of cells, one per stage, with arrows from the elements read to the one written."""
     data = _Stages.of(_block(trace, block), buffer)
@@ -250,6 +286,7 @@ def _stage_rows(
         threads = data.trace.threads_per_block
         capped.append(f"elements 0-{ncols - 1} of {n_elem}, threads 0-{min(ncols, threads) - 1} of {threads}")
     labels = _stage_labels(data, stages, sweeps)
+    sums = _partial_sums(data, stages, values, n_elem) if values is not None else {}
     _column_numbers(ax, d, ncols, CELL + 0.35, "element")
     for r, stage in enumerate(rows):
         y0 = -r * ROW_PITCH
@@ -257,7 +294,7 @@ def _stage_rows(
             _cells(ax, d, np.arange(ncols), np.full(ncols, y0), ["white"] * ncols)
             _text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
             continue
-        _stage_row(ax, d, data, stage, y0, ncols)
+        _stage_row(ax, d, data, stage, y0, ncols, sums.get(stage))
         _text(ax, d, -0.4, y0 + CELL / 2, labels[stages.index(stage)], ha="right")
         if r > 0:
             _stage_arrows(ax, d, data, stage, y0 + CELL, y0 + ROW_PITCH - STRIP - 0.15, ncols)
@@ -266,9 +303,10 @@ def _stage_rows(
     _note(ax, d, capped)
     bottom = -(len(rows) - 1) * ROW_PITCH - STRIP - 0.4 - NOTE_SPACE
     span = ncols + 1
+    cells = "number = partial sum" if sums else "number = writing thread" if ncols <= 32 else ""
     title = (
         f"{trace.kernel}: {what} on {buffer} in block {block}, one row per barrier step\n"
-        f"arrows: elements read → element written; colour = thread"
+        f"arrows: elements read → element written; colour = warp" + (f"; {cells}" if cells else "")
     )
     _finish(ax, (-max(2.5, 0.13 * span), ncols + max(6.0, 0.33 * span)), (bottom, CELL + 0.8), title)
     return d
@@ -288,17 +326,42 @@ def _stage_labels(data: _Stages, stages: list[int], sweeps: bool) -> list[str]:
     return labels
 
 
-def _stage_row(ax: Axes, d: Drawing, data: _Stages, stage: int, y0: float, ncols: int) -> None:
-    """One stage: cells coloured by their writer, the thread strip, and the counts at the right."""
+def _partial_sums(data: _Stages, stages: list[int], values: np.ndarray, n: int) -> dict[int, np.ndarray]:
+    """What each element holds after each stage, replaying the trace's dataflow (dst += src) on
+    the values the buffer held before the first stage."""
+    held = np.zeros(n)
+    start = np.asarray(values, float).ravel()[:n]
+    held[: len(start)] = start
+    out = {}
+    for stage in stages:
+        m = data.moves[data.moves.stage == stage]
+        after = held.copy()
+        np.add.at(after, m.dst, held[m.src])
+        held = out[stage] = after
+    return out
+
+
+def _number(v: float) -> str:
+    return f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
+
+
+def _stage_row(
+    ax: Axes, d: Drawing, data: _Stages, stage: int, y0: float, ncols: int, sums: np.ndarray | None = None
+) -> None:
+    """One stage: cells coloured by their writer's warp, the thread strip, and the counts at the right."""
     acc = data.acc
     here = analysis.subset(acc, (acc.stage == stage) & np.isin(acc.op, analysis.WRITE_OPS))
     writer = dict(zip(here.index.tolist(), here.thread.tolist()))
-    colors = [thread_color(writer[i]) if i in writer else IDLE for i in range(ncols)]
+    colors = [group_color(writer[i] // LANES) if i in writer else IDLE for i in range(ncols)]
     _cells(ax, d, np.arange(ncols), np.full(ncols, y0), colors)
-    if ncols <= 32:
-        for i in range(ncols):
-            if i in writer:
-                _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(writer[i]), fontsize=_label_size(ncols))
+    size = _label_size(ncols)
+    labels = (
+        {i: _number(float(sums[i])) for i in writer} if sums is not None else writer if ncols <= 32 else {}
+    )
+    if labels and max(len(str(v)) for v in labels.values()) * size * 0.62 <= 900 / ncols:  # fits a cell
+        for i, label in labels.items():
+            if i < ncols:
+                _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(label), fontsize=size)
     n_threads = min(ncols, data.trace.threads_per_block)
     divergent = np.unique(here.warp[np.isin(here.event, data.partial)])
     _thread_strip(ax, d, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
@@ -321,14 +384,14 @@ def _stage_arrows(
             continue
         outside = src >= ncols  # the source is beyond the drawn columns: enter from the right
         start = (ncols + 0.2, below) if outside else (src + CELL / 2, below)
-        _arrow(ax, d, stage, start, (dst + CELL / 2, top), thread_color(t), dashed=outside)
+        _arrow(ax, d, stage, start, (dst + CELL / 2, top), group_color(t // LANES), dashed=outside)
 
 
 def _column_numbers(ax: Axes, d: Drawing, ncols: int, y: float, name: str) -> None:
     """Element (or bank, or bin) numbers above the first row: all of them, or every 8th."""
-    _text(ax, d, -0.4, y, name, ha="right", fontsize=6, color="0.3")
-    for i in range(0, ncols, 1 if ncols <= 32 else 8):
-        _text(ax, d, i + CELL / 2, y, str(i), fontsize=6, color="0.3")
+    _text(ax, d, -0.4, y, name, ha="right", color="0.3")
+    for i in range(0, ncols, 1 if ncols <= 16 else 8 if ncols <= 64 else 16):
+        _text(ax, d, i + CELL / 2, y, str(i), color="0.3")
 
 
 def _plural(n: int, word: str) -> str:
@@ -336,11 +399,14 @@ def _plural(n: int, word: str) -> str:
 
 
 def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
-    """Threads 0..n-1 under a stage row: coloured if active, grey if idle, red frame if divergent."""
+    """Threads 0..n-1 under a stage row, in warps: coloured if active, grey if idle, red frame
+    round a divergent warp, a thick mark where one warp ends and the next begins."""
     y = y0 - STRIP - 0.08
     tids = np.arange(n)
-    colors = [thread_color(t) if t in active else IDLE for t in tids]
+    colors = [group_color(t // LANES) if t in active else IDLE for t in tids]
     _cells(ax, d, tids, np.full(n, y), colors, h=STRIP, lw=0.2)
+    for w in range(1, -(-n // LANES)):
+        ax.plot([w * LANES - 0.05] * 2, [y - 0.12, y + STRIP + 0.12], color="0.15", lw=1.6, zorder=2)
     frames = [w for w in divergent if w * LANES < n]
     if frames:
         rects = [
@@ -501,7 +567,7 @@ def bank_heatmap(
         for bank in np.flatnonzero(row.hits).tolist():
             dark = row.hits[bank] > 0.6 * counts.max()
             color = "white" if dark else "black"
-            _text(ax, d, bank + CELL / 2, -r + CELL / 2, str(row.hits[bank]), fontsize=6, color=color)
+            _text(ax, d, bank + CELL / 2, -r + CELL / 2, str(row.hits[bank]), fontsize=FONT, color=color)
         _text(ax, d, -0.4, -r + CELL / 2, f"warp {row.warp}", ha="right")
         _text(
             ax,
@@ -668,7 +734,7 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
         ax, d, lanes, np.full(LANES, lane_y), [group_color(p) if a else IDLE for p, a in zip(phase, active)]
     )
     for ln in range(0, LANES, 4):
-        _text(ax, d, ln + CELL / 2, lane_y + CELL + 0.3, str(ln), fontsize=6, color="0.3")
+        _text(ax, d, ln + CELL / 2, lane_y + CELL + 0.3, str(ln), fontsize=FONT, color="0.3")
     _text(ax, d, -0.4, lane_y + CELL / 2, "lane", ha="right")
     one = trace.select(np.arange(len(trace)) == event)
     if space == "shared":
@@ -699,7 +765,7 @@ def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float
     banks = np.arange(analysis.BANKS)
     _cells(ax, d, banks, np.full(analysis.BANKS, bank_y), ["white"] * analysis.BANKS, lw=0.8)
     for b in range(0, analysis.BANKS, 4):
-        _text(ax, d, b + CELL / 2, bank_y + CELL / 2, str(b), fontsize=6)
+        _text(ax, d, b + CELL / 2, bank_y + CELL / 2, str(b), fontsize=FONT)
     _text(ax, d, -0.4, bank_y + CELL / 2, "bank", ha="right")
     stack: dict[int, list[int]] = {}  # bank -> its distinct words, in address order
     for b, w in sorted(set(zip(words.bank.tolist(), words.word.tolist()))):
@@ -713,12 +779,12 @@ def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float
     _cells(ax, d, wx, wy, [ALERT if w in conflict else "0.85" for _, _, w in slots], h=0.6, lw=0.3)
     if depth <= 8:  # word numbers fit in the boxes
         for b, k, w in slots:
-            _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=5)
+            _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=FONT)
     _text(ax, d, -0.4, bank_y - 0.7, "word", ha="right")
     for b, ws in stack.items():
         if len(ws) > MAX_STACK:  # a tower this tall is the point; its full height is a number
             y = bank_y - 1.0 - 0.7 * shown
-            _text(ax, d, b + CELL / 2, y, f"{len(ws)}\nwords", fontsize=6, va="top", color=ALERT)
+            _text(ax, d, b + CELL / 2, y, f"{len(ws)}\nwords", fontsize=FONT, va="top", color=ALERT)
     targets = [(ln, (b + CELL / 2, bank_y + CELL)) for ln, b in zip(words.lane.tolist(), words.bank.tolist())]
     return targets, bank_y - 1.0 - 0.7 * max(shown - 1, 0) - (1.2 if depth > MAX_STACK else 0)
 
@@ -733,7 +799,7 @@ def _sector_targets(ax: Axes, d: Drawing, sectors: np.recarray) -> tuple[list, f
     if len(secs) <= 32:
         for x, s in zip(xs.tolist(), (secs - secs[0]).tolist()):
             label = f"+{s * analysis.SECTOR_BYTES}"
-            _text(ax, d, x + CELL * pitch / 2, -0.35, label, fontsize=5, rotation=90, va="top")
+            _text(ax, d, x + CELL * pitch / 2, -0.35, label, fontsize=FONT, rotation=90, va="top")
     _text(ax, d, -0.4, CELL / 2, "sector", ha="right")
     where = dict(zip(secs.tolist(), (xs + CELL * pitch / 2).tolist()))
     targets = [(ln, (where[s], CELL)) for ln, s in zip(sectors.lane.tolist(), sectors.sector.tolist())]

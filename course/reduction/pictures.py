@@ -27,8 +27,9 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
     shared = analysis.bank_conflicts(t)
     if len(shared):
         out["shared requests"] = len(shared)
-        out["worst bank conflict"] = f"{int(shared.ways.max())}-way"
         out["shared wavefronts"] = int(shared.ways.sum())
+        out["of them from bank conflicts"] = int(shared.extra.sum())
+        out["worst bank conflict"] = f"{int(shared.extra.max()) + 1}-way"
     div = analysis.divergence(t)
     if len(div):
         partial = div.active < div.possible

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 
-from .. import analysis, arrays, backend, bench
+from .. import analysis, arrays, backend, bench, draw
 from ..emulator import Trace
-from .topic import ENGINE, STORY
+from .topic import BEYOND, ENGINE, STORY
 
 
 def first_trace(name: str, x: Any, *, block: int = 128, grid: int | None = None, **kw: Any) -> Trace:
@@ -99,18 +100,51 @@ def lanes_per_warp(name: str, n: int = 256, block: int = 256) -> np.ndarray:
 
 
 def draw_lanes(ax: Any, name: str, **kw: Any) -> Any:
-    """Heat map of `lanes_per_warp`: a full warp is 32; anything between 0 and 32 is divergence."""
+    """Heat map of `lanes_per_warp`: 32 is a full warp, 1 to 31 a divergent one (it issues every
+    instruction for its few busy lanes), and 0, drawn white, a warp with nothing left to do."""
     grid = lanes_per_warp(name, **kw)
-    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=32, aspect="auto")
+    cmap = mpl.colormaps["viridis"].with_extremes(under="white")
+    image = ax.imshow(grid, cmap=cmap, vmin=0.5, vmax=32, aspect="auto")
     for (step, warp), v in np.ndenumerate(grid):
-        ax.text(
-            warp, step, str(v), ha="center", va="center", color="white" if v < 20 else "black", fontsize=8
-        )
+        color = "0.5" if v == 0 else "white" if v < 20 else "black"
+        ax.text(warp, step, str(v) if v else "–", ha="center", va="center", color=color, fontsize=9)
     ax.set_xlabel("warp")
     ax.set_ylabel("tree step")
+    ax.set_xticks(range(grid.shape[1]))
     ax.set_yticks(range(len(grid)), [str(k + 1) for k in range(len(grid))])
-    ax.set_title(f"{name}: active lanes per warp")
+    ax.set_title(f"{name}: lanes of each warp that add (– : the warp has finished)")
     return image
+
+
+def draw_tree(ax: Any, name: str, n: int = 64) -> Any:
+    """Block 0's tree for version `name` on n ones (so each cell shows how many inputs it holds),
+    one thread per element: two warps for n = 64, so the warp boundary is in the picture."""
+    x = np.ones(n, np.float32)
+    return draw.reduction_tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
+
+
+def worst_step(name: str, n: int = 256) -> int:
+    """The tree step (1, 2, ...) whose shared-memory accesses conflict most, from `step_table`."""
+    rows = step_table(name, n=n, block=n)
+    return max(rows, key=lambda r: int(r["worst bank conflict"].split("-")[0]))["step"]
+
+
+def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> Any:
+    """Warp 0's shared-memory read in tree step `step` of version `name` (block of n float sums),
+    lane by lane: which bank each lane's word is in; a stack in a bank is a conflict."""
+    t = first_trace(name, np.ones(n, np.float32), block=n, blocks=[0], spaces={"shared", "sync"})
+    counts = analysis.step_counts(t, "sdata")
+    stage = counts[counts.ops > 0][step - 1]
+    loads = np.flatnonzero(
+        (t.space == "shared")
+        & (t.op == "ld")
+        & (t.warp == 0)
+        & (t.epoch >= stage.first_epoch)
+        & (t.epoch <= stage.last_epoch)
+    )
+    ways = analysis.bank_conflicts(t.select(np.isin(np.arange(len(t)), loads)))
+    event = loads[int(np.argmax(ways.ways))]
+    return draw.warp_access(ax, t, int(event))
 
 
 def tradeoff(
@@ -127,9 +161,9 @@ def tradeoff(
     return rows
 
 
-# ---------------------------------------------------------------- the article's table, on this GPU
+# ---------------------------------------------------------------- timings on a GPU
 
-ARTICLE_SIZES = tuple(131072 * 2**k for k in range(9))  # 131072 ... 33554432
+ARTICLE_SIZES = (131072, 4194304, 33554432)  # the article's smallest, Harris's 4M, the article's largest
 # Harris's 2007 G80 numbers (4M ints, block 128; peak 86.4 GB/s): ms and GB/s of kernels 1-7
 G80 = {
     "reduce1": (8.054, 2.083), "reduce2": (3.456, 4.854), "reduce3": (1.722, 9.741),
@@ -137,6 +171,13 @@ G80 = {
     "reduce7": (0.268, 62.671),
 }  # fmt: skip
 G80_PEAK_GBPS = 86.4
+SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
+NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
+
+
+def _gpu() -> None:
+    if backend.device().backend != "cupy":
+        raise RuntimeError(NEEDS_A_GPU)
 
 
 def peak_gbps() -> float:
@@ -149,43 +190,103 @@ def peak_gbps() -> float:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
 
 
+def _inputs(n: int) -> list[Any]:
+    """Copies of the article's input 1..n on the GPU, enough to rotate them out of L2."""
+    sets = bench.rotation_sets(4 * n, backend.device().l2_cache_bytes)
+    first = arrays.asarray(np.arange(1, n + 1, dtype=np.uint32))
+    return [first] + [first.copy() for _ in range(sets - 1)]
+
+
+def _us(launches: Sequence[Any], runs: int) -> float:
+    return 1e3 * float(np.median(bench.time_runs(launches, runs=runs)))
+
+
 def article_table(
     sizes: Sequence[int] = ARTICLE_SIZES, block: int = 128, runs: int = 20
 ) -> list[dict[str, Any]]:
-    """Kernels 1-7 timed as the article launches them (uint32 in, long long sums, block 128):
-    the first pass only, median of `runs` CUDA-event timings with inputs rotated past L2.
-    On the emulator there is nothing to time: say so."""
-    if backend.device().backend != "cupy":
-        raise RuntimeError("timings need a GPU: on the emulator, the counts above tell the story")
+    """Kernels 1-7 (the fixed code) each launched two ways in the same run, beside a device copy
+    of the same bytes: as the article's main() launches every kernel (n/128 blocks of 128), and by
+    the version's own rule (half the blocks for 4-6, one wave of the GPU for 7). The kernel
+    alone (its block sums), median of `runs` CUDA-event timings, inputs rotated past L2.
+    On the emulator: RuntimeError (nothing to time)."""
+    _gpu()
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        sets = bench.rotation_sets(4 * n, backend.device().l2_cache_bytes)
-        xs = [arrays.asarray(np.arange(1, n + 1, dtype=np.uint32)) for _ in range(sets)]
-        previous = None
+        xs = _inputs(n)
+        copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
+        rows.append({"N": n, "kernel": "device copy", "article grid": "", "article µs": copy,
+                     "article GB/s": 4 * n / copy / 1e3, "fixed grid": "", "fixed µs": copy,
+                     "fixed GB/s": 4 * n / copy / 1e3})  # fmt: skip
         for name in STORY:
-            grid = -(-n // block) if name == "reduce7" else None
-            launches = [ENGINE.plan(name, x, block=block, grid=grid).launches[0] for x in xs]
-            ms = float(np.median(bench.time_runs(launches, runs=runs)))
-            gbps = 4 * n / ms / 1e6
-            rows.append({"N": n, "kernel": name, "ms": ms, "GB/s": gbps,
-                         "step speedup": previous / ms if previous else 1.0})  # fmt: skip
-            previous = ms
+            article = [ENGINE.plan(name, x, block=block, grid=-(-n // block)).launches[0] for x in xs]
+            fixed = [ENGINE.plan(name, x, block=block).launches[0] for x in xs]
+            a, f = _us(article, runs), _us(fixed, runs)
+            rows.append({
+                "N": n, "kernel": name, "article grid": article[0].grid[0], "article µs": a,
+                "article GB/s": 4 * n / a / 1e3, "fixed grid": fixed[0].grid[0], "fixed µs": f,
+                "fixed GB/s": 4 * n / f / 1e3,
+            })  # fmt: skip
         del xs
         bench.free_gpu_memory()
-    first: dict[int, float] = {r["N"]: r["ms"] for r in rows if r["kernel"] == "reduce1"}
-    for r in rows:
-        r["cumulative"] = first[r["N"]] / r["ms"]
     return rows
 
 
-def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = 4194304) -> list[dict[str, Any]]:
-    """This GPU beside the G80 at 4M elements, each as a share of its own peak bandwidth."""
+def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]) -> list[dict[str, Any]]:
+    """This GPU (fixed launches, at n: big enough for its copy to near its peak) beside Harris's G80
+    at 4M, each as a share of its own DRAM peak."""
     peak = peak_gbps()
-    out = []
+    copy = next(r for r in rows if r["N"] == n and r["kernel"] == "device copy")
+    out = [{"kernel": "device copy", "G80 ms": None, "G80 % of peak": None, "this GPU µs": copy["fixed µs"],
+            "this GPU GB/s": copy["fixed GB/s"], "% of peak": 100 * copy["fixed GB/s"] / peak}]  # fmt: skip
     for name, (ms, gbps) in G80.items():
         mine = next(r for r in rows if r["N"] == n and r["kernel"] == name)
         out.append({
             "kernel": name, "G80 ms": ms, "G80 % of peak": 100 * gbps / G80_PEAK_GBPS,
-            "this GPU ms": mine["ms"], "this GPU GB/s": mine["GB/s"], "% of peak": 100 * mine["GB/s"] / peak,
+            "this GPU µs": mine["fixed µs"], "this GPU GB/s": mine["fixed GB/s"],
+            "% of peak": 100 * mine["fixed GB/s"] / peak,
         })  # fmt: skip
     return out
+
+
+def in_flight(block: int, blocks: int, loads: int = 2, itemsize: int = 4) -> dict[str, Any]:
+    """What a launch of kernel 7 keeps in flight per SM, from the launch (not timed): resident
+    blocks per SM (at most 2048 threads), and the bytes of loads each SM has issued and waits for."""
+    sms = backend.device().sm_count
+    per_sm = min(-(-blocks // sms), max(1, 2048 // block))
+    return {"blocks": blocks, "blocks per SM": per_sm, "threads per SM": per_sm * block,
+            "bytes in flight per SM": per_sm * block * loads * itemsize}  # fmt: skip
+
+
+def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> list[dict[str, Any]]:
+    """Kernel 7 with a grid of 1/16, 1/8, ... of one wave up to one full wave (16 blocks of 128
+    per SM): bytes in flight per SM against the bandwidth reached, beside the copy. On the
+    emulator: RuntimeError (nothing to time)."""
+    _gpu()
+    xs = _inputs(n)
+    copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
+    sms = backend.device().sm_count
+    rows = []
+    for per_sm in (1, 2, 4, 8, 16):
+        launches = [ENGINE.plan("reduce7", x, block=block, grid=sms * per_sm).launches[0] for x in xs]
+        us = _us(launches, runs)
+        rows.append(
+            {
+                **in_flight(block, sms * per_sm),
+                "µs": us,
+                "GB/s": 4 * n / us / 1e3,
+                "% of copy": 100 * copy / us,
+            }
+        )
+    del xs
+    bench.free_gpu_memory()
+    return rows
+
+
+def speed_against_n(
+    versions: Sequence[str] = ("reduce7", *BEYOND),
+    sizes: Sequence[int] = SWEEP_SIZES,
+) -> list[dict[str, Any]]:
+    """The fixed kernel 7 and the versions beyond the article (the whole sum on the GPU), float32,
+    beside cupy.sum and a device copy, from 2^16 to 2^28: course.bench records."""
+    _gpu()
+    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]

@@ -131,7 +131,9 @@ def plan(call: Call) -> Plan:
     blocks = call.grid[0]
     n = np.int32(call.n)
     if v.name in ("reduce_vec4", "reduce_single_pass") and arrays.misalignment(x, 16):
-        raise InputError(f"{v.name} loads 16 bytes at a time: x must start on a 16-byte boundary (a copy does)")
+        raise InputError(
+            f"{v.name} loads 16 bytes at a time: x must start on a 16-byte boundary (a copy does)"
+        )
     if v.name == "reduce_single_pass":
         partial, out = call.zeros(blocks, acc), call.zeros(1, acc)
         return Plan([call.launch((x, partial, out, n))], answer=_first(out))
