@@ -85,3 +85,21 @@ def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = Non
     head = "  ".join(c.rjust(w) for c, w in zip(cols, widths))
     body = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
     return "\n".join([head, "  ".join("-" * w for w in widths), *body])
+
+
+class Table(list):  # type: ignore[type-arg]
+    """Rows of dicts that a notebook shows as an aligned text table (the same text on every
+    backend); an empty table shows its `note` instead (e.g. why there is nothing to time)."""
+
+    def __init__(
+        self, rows: Iterable[Mapping[str, Any]] = (), *, note: str = "", columns: Sequence[str] | None = None
+    ):
+        super().__init__(rows)
+        self.note = note
+        self.columns = columns
+
+    def __repr__(self) -> str:
+        return table(self, self.columns) if self else self.note or "(no rows)"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))

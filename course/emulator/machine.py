@@ -409,6 +409,7 @@ class Machine:
         self.budget = budget or DEFAULT_BUDGET
         self.steps = 0
         self.work = 0  # thread-instructions executed
+        self.issued = 0  # warp-instructions issued: what the SMs' schedulers spend their cycles on
         self.mem = Memory()
         self.params: dict[str, bytes] = {}
         self.param_names: dict[str, str] = {}
@@ -519,6 +520,7 @@ class Machine:
             uniform = None
             for p, idx in groups:
                 self.work += self.T if idx is None else len(idx)
+                self.issued += self.W if idx is None else int(np.count_nonzero(np.diff(idx >> 5))) + 1
                 nxt = self._execute(code[p], p, idx)
                 if idx is None and nxt is not None and len(groups) == 1:
                     uniform = nxt
@@ -1074,6 +1076,7 @@ class Machine:
             block=self.block,
             buffers=bufs,
             source=self.program.source.splitlines(),
+            instructions=(self.issued, self.work),
         )
 
     # -- words for messages

@@ -68,6 +68,8 @@ class Trace:
     columns: dict[str, np.ndarray] = field(repr=False)
     dropped: int = 0  # events not recorded because of the filter
     parts: list[Trace] = field(default_factory=list, repr=False)  # the launches of a concatenated trace
+    # (warp-instructions issued, thread-instructions run) by the whole launch, whatever was recorded
+    instructions: tuple[int, int] = (0, 0)
 
     @staticmethod
     def concat(traces: Sequence[Trace]) -> Trace:
@@ -99,6 +101,7 @@ class Trace:
             block_dim=first.block_dim, buffers=buffers, source=first.source,
             columns={**{k: np.concatenate(v) for k, v in columns.items()}, "launch": np.concatenate(launch)},
             dropped=sum(t.dropped for t in traces), parts=list(traces),
+            instructions=(sum(t.instructions[0] for t in traces), sum(t.instructions[1] for t in traces)),
         )  # fmt: skip
 
     def launches(self) -> list[Trace]:

@@ -39,7 +39,8 @@ kernel = ENGINE.kernel
 
 __all__ = [
     "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "check", "compare_steps",
-    "draw_lanes", "exercise_bounds", "exercise_shuffle", "first_trace", "g80_comparison", "kernel",
-    "lanes_per_warp", "loads_per_thread", "panel", "reference", "run", "step_table", "trace", "tradeoff",
-    "versions", "warp_syncs", "writes_to",
+    "draw_banks", "draw_lanes", "draw_tree", "exercise_any_block", "exercise_bounds", "exercise_grid",
+    "exercise_shuffle", "exercise_ways", "first_trace", "g80_comparison", "in_flight", "instructions_per_element",
+    "kernel", "lanes_per_warp", "latency_table", "loads_per_thread", "panel", "reference", "run",
+    "speed_against_n", "step_table", "trace", "tradeoff", "versions", "warp_syncs", "worst_step", "writes_to",
 ]  # fmt: skip

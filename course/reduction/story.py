@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import analysis, arrays, backend, bench, draw
 from ..emulator import Trace
+from ..source import Table
 from .topic import BEYOND, ENGINE, STORY
 
 
@@ -22,7 +23,7 @@ def first_trace(name: str, x: Any, *, block: int = 128, grid: int | None = None,
     return ENGINE.trace(name, x, block=block, grid=grid, **kw).launches()[0]
 
 
-def step_table(name: str, n: int = 256, block: int = 256, dtype: Any = np.float32) -> list[dict[str, Any]]:
+def step_table(name: str, n: int = 256, block: int = 256, dtype: Any = np.float32) -> Table:
     """Block 0's tree step by step: threads and warps that add, warps with idle lanes, worst
     bank conflict of the step's shared accesses. Read from the trace of version `name`.
 
@@ -32,7 +33,7 @@ def step_table(name: str, n: int = 256, block: int = 256, dtype: Any = np.float3
     counts = analysis.step_counts(t, "sdata")
     shared = analysis.bank_conflicts(t)
     div = analysis.divergence(t.where(space="shared"))
-    rows = []
+    rows = Table()
     for c in counts[counts.ops > 0]:
         epochs = (shared.epoch >= c.first_epoch) & (shared.epoch <= c.last_epoch) & (shared.op == "st")
         writers = div[(div.epoch >= c.first_epoch) & (div.epoch <= c.last_epoch) & (div.op == "st")]
@@ -147,11 +148,20 @@ def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> Any:
     return draw.warp_access(ax, t, int(event))
 
 
-def tradeoff(
-    n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))
-) -> list[dict[str, Any]]:
+def instructions_per_element(names: Sequence[str] = STORY, n: int = 2**16, block: int = 256) -> Table:
+    """Warp instructions each version issues per element summed (its own launch, counted by the
+    emulator): what is left to cut once the memory accesses are clean."""
+    x = np.arange(1, n + 1, dtype=np.uint32)
+    rows = Table()
+    for name in names:
+        issued, threads = first_trace(name, x, block=block, spaces=set()).instructions
+        rows.append({"kernel": name, "warp instructions": issued, "per element": issued / n})
+    return rows
+
+
+def tradeoff(n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))) -> Table:
     """Kernel 7 with (block, grid) choices: elements per thread against tree work, from traces."""
-    rows = []
+    rows = Table()
     for block, grid in configs:
         loads = loads_per_thread("reduce7", n, block=block, grid=grid)
         rows.append({
@@ -175,8 +185,12 @@ SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
 NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
 
 
+def on_gpu() -> bool:
+    return backend.device().backend == "cupy"
+
+
 def _gpu() -> None:
-    if backend.device().backend != "cupy":
+    if not on_gpu():
         raise RuntimeError(NEEDS_A_GPU)
 
 
@@ -208,9 +222,10 @@ def article_table(
     of the same bytes: as the article's main() launches every kernel (n/128 blocks of 128), and by
     the version's own rule (half the blocks for 4-6, one wave of the GPU for 7). The kernel
     alone (its block sums), median of `runs` CUDA-event timings, inputs rotated past L2.
-    On the emulator: RuntimeError (nothing to time)."""
-    _gpu()
-    rows: list[dict[str, Any]] = []
+    On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    rows = Table()
     for n in sizes:
         xs = _inputs(n)
         copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
@@ -231,13 +246,15 @@ def article_table(
     return rows
 
 
-def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]) -> list[dict[str, Any]]:
+def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]) -> Table:
     """This GPU (fixed launches, at n: big enough for its copy to near its peak) beside Harris's G80
-    at 4M, each as a share of its own DRAM peak."""
+    at 4M, each as a share of its own DRAM peak (an empty table without GPU timings)."""
+    if not rows:
+        return Table(note=NEEDS_A_GPU)
     peak = peak_gbps()
     copy = next(r for r in rows if r["N"] == n and r["kernel"] == "device copy")
-    out = [{"kernel": "device copy", "G80 ms": None, "G80 % of peak": None, "this GPU µs": copy["fixed µs"],
-            "this GPU GB/s": copy["fixed GB/s"], "% of peak": 100 * copy["fixed GB/s"] / peak}]  # fmt: skip
+    out = Table([{"kernel": "device copy", "G80 ms": None, "G80 % of peak": None, "this GPU µs": copy["fixed µs"],
+            "this GPU GB/s": copy["fixed GB/s"], "% of peak": 100 * copy["fixed GB/s"] / peak}])  # fmt: skip
     for name, (ms, gbps) in G80.items():
         mine = next(r for r in rows if r["N"] == n and r["kernel"] == name)
         out.append({
@@ -257,15 +274,16 @@ def in_flight(block: int, blocks: int, loads: int = 2, itemsize: int = 4) -> dic
             "bytes in flight per SM": per_sm * block * loads * itemsize}  # fmt: skip
 
 
-def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> list[dict[str, Any]]:
+def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     """Kernel 7 with a grid of 1/16, 1/8, ... of one wave up to one full wave (16 blocks of 128
     per SM): bytes in flight per SM against the bandwidth reached, beside the copy. On the
-    emulator: RuntimeError (nothing to time)."""
-    _gpu()
+    emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
     xs = _inputs(n)
     copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
     sms = backend.device().sm_count
-    rows = []
+    rows = Table()
     for per_sm in (1, 2, 4, 8, 16):
         launches = [ENGINE.plan("reduce7", x, block=block, grid=sms * per_sm).launches[0] for x in xs]
         us = _us(launches, runs)
@@ -287,6 +305,21 @@ def speed_against_n(
     sizes: Sequence[int] = SWEEP_SIZES,
 ) -> list[dict[str, Any]]:
     """The fixed kernel 7 and the versions beyond the article (the whole sum on the GPU), float32,
-    beside cupy.sum and a device copy, from 2^16 to 2^28: course.bench records."""
-    _gpu()
+    beside cupy.sum and a device copy, from 2^16 to 2^28: course.bench records (none on the emulator)."""
+    if not on_gpu():
+        return []
     return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+
+
+def _gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[float, float]:
+    """GB/s of kernel 7 with `blocks` blocks, and with one full wave, at n (GPU only)."""
+    _gpu()
+    xs = _inputs(n)
+    wave = in_flight(block, 10**9)["blocks per SM"] * backend.device().sm_count
+    speeds = []
+    for grid in (blocks, wave):
+        us = _us([ENGINE.plan("reduce7", x, block=block, grid=grid).launches[0] for x in xs], runs)
+        speeds.append(4 * n / us / 1e3)
+    del xs
+    bench.free_gpu_memory()
+    return speeds[0], speeds[1]
