@@ -154,7 +154,7 @@ def instructions_per_element(names: Sequence[str] = STORY, n: int = 2**16, block
     x = np.arange(1, n + 1, dtype=np.uint32)
     rows = Table()
     for name in names:
-        issued, threads = first_trace(name, x, block=block, spaces=set()).instructions
+        issued = first_trace(name, x, block=block, spaces=set()).instructions[0]
         rows.append({"kernel": name, "warp instructions": issued, "per element": issued / n})
     return rows
 
