@@ -179,17 +179,25 @@ class Kernel:
         of the arrays, so the caller's are untouched. An empty list means nothing was found.
         """
         host = emulator_copies(args) if isinstance(args, (tuple, list)) else args
-        ok = self._validated(grid, block, host, shared_mem, EMULATED)
-        trace, fault = run_checked(
-            self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(host), ok.shared_mem,
-            kernel_name=self.name, budget=budget,
-        )  # fmt: skip
+        return self.inspect(grid, block, host, shared_mem=shared_mem, budget=budget)[0]
+
+    def inspect(
+        self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, budget: int | None = None
+    ) -> tuple[checks.Findings, Trace]:
+        """`check` and `trace` in one run on the emulator, on the arrays given (emulator arrays:
+        they are written as by a launch, up to a fault). Returns the findings and the trace of
+        everything that ran."""
+        ok = self._validated(grid, block, args, shared_mem, EMULATED)
         initialized = {
             p.name: mask
-            for p, a in zip(self.params, host)
+            for p, a in zip(self.params, args)
             if isinstance(a, EmulatorArray) and a.size and (mask := a.write_mask()) is not None
         }
-        return checks.findings(trace, fault, initialized=initialized)
+        trace, fault = run_checked(
+            self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(args), ok.shared_mem,
+            kernel_name=self.name, budget=budget,
+        )  # fmt: skip
+        return checks.findings(trace, fault, initialized=initialized), trace
 
     def _emulate(
         self, ok: _Checked, args: Any, *, recorder: TraceRecorder | None = None, budget: int | None = None

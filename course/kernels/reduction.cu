@@ -365,25 +365,28 @@ extern "C" __global__ void reduce_vec4(const elem_t* __restrict__ x, acc_t* out,
 // __threadfence() makes that store visible to every other block *before* the ticket that
 // follows it (without the fence the last block could read a partial sum still in flight), and
 // atomicInc hands out tickets 0, 1, ... and wraps the counter back to 0 for the next launch.
-// The block that draws the last ticket knows every other sum is written; its warp 0 reads them
-// (volatile: from memory, not from a stale register or L1 copy) and adds them with shuffles.
+// The block that draws the last ticket knows every other sum is written; after a
+// __syncthreads() (which orders the ticket before its threads' reads) it reads them through a
+// volatile pointer (from memory, not from a stale register or L1 line) and adds them.
 // x must be 16-byte aligned (16-byte loads): the course's arrays are; a view into one may not be.
 __device__ unsigned int blocks_done = 0;
 
 extern "C" __global__ void reduce_single_pass(const elem_t* __restrict__ x, acc_t* partial, acc_t* out, int n) {
     __shared__ acc_t scratch[32];
+    __shared__ bool last;
     acc_t v = sum_vectorised(x, n, blockIdx.x * blockDim.x + threadIdx.x, blockDim.x * gridDim.x);
     v = block_sum(v, scratch);  // in thread 0
-    if (threadIdx.x >= 32) return;  // warp 0 finishes; the other warps are done
-    unsigned int ticket = 0;
     if (threadIdx.x == 0) {
         partial[blockIdx.x] = v;
         __threadfence();
-        ticket = atomicInc(&blocks_done, gridDim.x - 1);
+        last = atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1;
     }
-    if (__shfl_sync(FULL_MASK, ticket, 0) != gridDim.x - 1) return;
-    acc_t w = 0;
-    for (unsigned int b = threadIdx.x; b < gridDim.x; b += 32) w += ((volatile acc_t*)partial)[b];
-    w = warp_sum(w);
-    if (threadIdx.x == 0) out[0] = w;
+    __syncthreads();
+    if (last) {
+        acc_t w = 0;
+        for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) w += ((volatile acc_t*)partial)[b];
+        __syncthreads();  // scratch is reused
+        w = block_sum(w, scratch);
+        if (threadIdx.x == 0) out[0] = w;
+    }
 }
