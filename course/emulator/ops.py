@@ -105,7 +105,7 @@ def reader(ctx: Any, op: tuple, dt: np.dtype) -> Callable[[Any, Any], Any]:
         v = imm_value(op[1], dt)
         return lambda m, idx: v
     if kind == "sym":
-        v = imm_value(ctx.symbol_address(op[1]), dt)
+        v = imm_value(32 if op[1] == "WARP_SZ" else ctx.symbol_address(op[1]), dt)
         return lambda m, idx: v
     if kind == "vec" and len(op[1]) == 1:
         return reader(ctx, op[1][0], dt)
@@ -1414,6 +1414,41 @@ def warp_reduce(m: Any, idx: Any, values: np.ndarray, how: str) -> np.ndarray:
     return np.repeat(red, counts)
 
 
+_IDENTITY = {"or": 0, "xor": 0, "add": 0, "any": False, "all": True}
+
+
+def member_reduce(m: Any, idx: Any, values: np.ndarray, masks: Any, how: str) -> np.ndarray:
+    """Combine `values` over the lanes each lane's member mask names (among the active ones):
+    a *_sync collective with a partial mask (a cooperative-groups tile) sees only its members."""
+    t, lane = _lanes(m, idx)
+    values = np.broadcast_to(np.asarray(values), t.shape)
+    masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
+    if not np.any(masks != masks[0]) and int(masks[0]) == 0xFFFFFFFF:
+        return warp_reduce(m, idx, values, how)
+    warp = t >> 5
+    uw, row = np.unique(warp, return_inverse=True)
+    dt = values.dtype
+    if how in _IDENTITY:
+        ident = _IDENTITY[how]
+    elif how == "and":
+        ident = ~dt.type(0)
+    elif how == "min":
+        ident = np.iinfo(dt).max if dt.kind in "iu" else np.inf
+    else:
+        ident = np.iinfo(dt).min if dt.kind in "iu" else -np.inf
+    grid = np.full((len(uw), LANES32), ident, dt)
+    grid[row, lane] = values
+    here = np.zeros((len(uw), LANES32), bool)
+    here[row, lane] = True
+    member = ((masks[:, None].astype(np.int64) >> np.arange(LANES32)) & 1).astype(bool) & here[row]
+    ufunc = {"or": np.bitwise_or, "and": np.bitwise_and, "add": np.add, "min": np.minimum, "max": np.maximum,
+             "xor": np.bitwise_xor, "any": np.logical_or, "all": np.logical_and}[how]  # fmt: skip
+    return ufunc.reduce(np.where(member, grid[row], dt.type(ident)), axis=1).astype(dt)
+
+
+LANES32 = 32
+
+
 @builds("vote")
 def _vote(instr: Instr, ctx: Any) -> Op:
     mode = next(p for p in instr.parts if p in ("all", "any", "uni", "ballot"))
@@ -1426,15 +1461,16 @@ def _vote(instr: Instr, ctx: Any) -> Op:
         t, lane = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         pred = np.broadcast_to(_arr(rp(m, idx)), t.shape)
+        mask = rmask(m, idx)
         if mode == "ballot":
             bits = np.where(pred, np.left_shift(np.uint32(1), lane.astype(np.uint32)), np.uint32(0))
-            w(m, idx, warp_reduce(m, idx, bits.astype(np.uint32), "or"))
+            w(m, idx, member_reduce(m, idx, bits.astype(np.uint32), mask, "or"))
         elif mode == "all":
-            w(m, idx, warp_reduce(m, idx, pred, "all"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "all"))
         elif mode == "any":
-            w(m, idx, warp_reduce(m, idx, pred, "any"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "any"))
         else:
-            w(m, idx, warp_reduce(m, idx, pred, "all") | ~warp_reduce(m, idx, pred, "any"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "all") | ~member_reduce(m, idx, pred, mask, "any"))
         m.record_sync(instr, idx, "vote")
 
     return Op(instr, run)
@@ -1466,16 +1502,18 @@ def _match(instr: Instr, ctx: Any) -> Op:
         t, lane = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         v = np.broadcast_to(_arr(ra(m, idx)), t.shape)
+        mask = np.broadcast_to(np.asarray(rmask(m, idx), np.uint32), t.shape)
         warp = t >> 5
         out = np.zeros(t.shape, np.uint32)
         bits = np.left_shift(np.uint32(1), lane.astype(np.uint32)).astype(np.uint32)
-        for k in range(32):  # lanes of the same warp with the same value
+        for k in range(32):  # lanes of the same warp, in this lane's member mask, with the same value
             other = np.searchsorted(t, t - lane + k)
             other = np.minimum(other, len(t) - 1)
             same = (t[other] == t - lane + k) & (v[other] == v) & (warp[other] == warp)
+            same &= ((mask >> np.uint32(k)) & np.uint32(1)) == 1
             out |= np.where(same, bits[other], 0).astype(np.uint32)
         if mode == "all":
-            active = warp_reduce(m, idx, bits, "or")
+            active = member_reduce(m, idx, bits, mask, "or")
             allsame = out == active
             wd(m, idx, np.where(allsame, active, 0).astype(np.uint32))
             if wp is not None:
@@ -1498,7 +1536,7 @@ def _redux(instr: Instr, ctx: Any) -> Op:
         t, _ = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         v = np.broadcast_to(_arr(ra(m, idx)), t.shape).astype(dt)
-        w(m, idx, warp_reduce(m, idx, v, how).astype(dt))
+        w(m, idx, member_reduce(m, idx, v, rmask(m, idx), how).astype(dt))
         m.record_sync(instr, idx, "vote")
 
     return Op(instr, run)

@@ -238,7 +238,23 @@ class Case:
     ref: Callable[[Launch], list[np.ndarray]]
     sort: bool = False  # outputs whose order the hardware decides: compared sorted
     note: str = ""
-    kernel: str = "kernel"
+
+    @property
+    def kernel(self) -> str:
+        return "c_" + re.sub(r"\W", lambda m: f"_{ord(m[0]):x}_", self.id)
+
+
+CG_HEAD = """#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+"""
+
+
+def cases_source(cases: Sequence[Case]) -> str:
+    """One source for several cases: each one's `kernel` renamed after its id."""
+    body = "\n".join(c.source.replace(" void kernel(", f" void {c.kernel}(") for c in cases)
+    return HEADER + CG_HEAD + body
 
 
 def case_launch(case: Case) -> Launch:
@@ -288,10 +304,10 @@ def run_row(row: Row, source: str) -> Outcome:
     return Outcome(row.id, "ok", got, seconds=time.perf_counter() - t0)
 
 
-def run_case(case: Case) -> Outcome:
+def run_case(case: Case, source: str | None = None) -> Outcome:
     t0 = time.perf_counter()
     try:
-        kern = module_for(HEADER + case.source).get_function(case.kernel)
+        kern = module_for(source or cases_source([case])).get_function(case.kernel)
         launch = case_launch(case)
         args = [course.asarray(a) if isinstance(a, np.ndarray) else a for a in launch.args]
         kern((launch.grid,), (launch.block,), tuple(args), shared_mem=launch.shared_mem)
@@ -408,3 +424,18 @@ def _decoded(t: CType, a: np.ndarray) -> list[Any]:
     if t.fmt is None or t.lanes > 1:
         return np.asarray(a).tolist()
     return [decode(t.fmt, int(b)) for b in np.ascontiguousarray(a).view(t.fmt.dtype).tolist()]
+
+
+def case_diffs(case: Case, got: list[np.ndarray]) -> list[Diff]:
+    """A case's outputs against its reference: bit for bit (NaNs alike)."""
+    launch = case_launch(case)
+    want = case.ref(launch)
+    out = []
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        if w.dtype != g.dtype:
+            w = w.astype(g.dtype)
+        letter = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}.get(g.dtype)
+        t = TYPES[letter] if letter else CType("x", "", g.dtype)
+        out.append(compare(t, g, w))
+    return out
