@@ -41,3 +41,7 @@ class InstructionBudgetExceeded(KernelFault, TimeoutError):
 
 class UnsupportedInstruction(KernelFault, NotImplementedError):
     """The emulator does not implement a PTX instruction the compiler emitted."""
+
+
+class EmulatorDefect(CourseError, RuntimeError):
+    """The emulator itself failed on a kernel: a bug in the course, not in the learner's code."""

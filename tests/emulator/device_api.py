@@ -289,7 +289,8 @@ def run_row(row: Row, source: str) -> Outcome:
     t0 = time.perf_counter()
     try:
         kern = module_for(source).get_function(row.kernel)
-        ins = make_inputs(row)
+        with np.errstate(all="ignore"):
+            ins = make_inputs(row)
         n = len(ins[0]) if ins else 1
         outs = [course.zeros(n, t.dtype) for t in row.outs]
         args = [course.asarray(a) for a in ins] + outs + [np.int32(n)]
@@ -349,6 +350,12 @@ class Diff:
 def compare(t: CType, got: np.ndarray, want: np.ndarray, ulp: float = 0, abs_tol: float = 0,
             inputs: Sequence[np.ndarray] = ()) -> Diff:  # fmt: skip
     """Bits must match (any NaN matches any NaN) or lie within ulp / abs_tol of each other."""
+    with np.errstate(all="ignore"):
+        return _compare(t, got, want, ulp, abs_tol, inputs)
+
+
+def _compare(t: CType, got: np.ndarray, want: np.ndarray, ulp: float, abs_tol: float,
+             inputs: Sequence[np.ndarray]) -> Diff:  # fmt: skip
     g, w = lanes_of(t, got), lanes_of(t, want)
     if g.shape != w.shape:
         return Diff(int(g.size), math.inf, f"shape {g.shape} != {w.shape}")
@@ -401,8 +408,13 @@ def ref_tolerance(row: Row) -> tuple[float, float]:
 def against_reference(row: Row, got: list[np.ndarray]) -> list[Diff]:
     """Each output of the emulator against the row's reference (where `ref_where` holds)."""
     assert row.ref is not None
-    ins = make_inputs(row)
-    want = row.ref(*ins)
+    with np.errstate(all="ignore"):
+        ins = make_inputs(row)
+        want = row.ref(*ins)
+        return _against(row, got, ins, want)
+
+
+def _against(row: Row, got: list[np.ndarray], ins: list[np.ndarray], want: list[np.ndarray]) -> list[Diff]:
     keep = np.ones(len(got[0]), bool)
     if row.ref_where is not None:
         cols = [_decoded(t, a) for t, a in zip(row.ins, ins)]
@@ -429,7 +441,8 @@ def _decoded(t: CType, a: np.ndarray) -> list[Any]:
 def case_diffs(case: Case, got: list[np.ndarray]) -> list[Diff]:
     """A case's outputs against its reference: bit for bit (NaNs alike)."""
     launch = case_launch(case)
-    want = case.ref(launch)
+    with np.errstate(all="ignore"):
+        want = case.ref(launch)
     out = []
     for g, w in zip(got, want):
         w = np.asarray(w)
@@ -439,3 +452,156 @@ def case_diffs(case: Case, got: list[np.ndarray]) -> list[Diff]:
         t = TYPES[letter] if letter else CType("x", "", g.dtype)
         out.append(compare(t, g, w))
     return out
+
+
+# ---------------------------------------------------------------- coverage: every row and case, both backends
+
+APPROX = ("approx", "div.full")
+
+
+def gpu_exact(source: str, kernel: str) -> bool:
+    """Whether the GPU computes this kernel exactly: its PTX (callees included) has no approximate
+    instruction (ex2.approx, sin.approx, rsqrt.approx, div.full, ...)."""
+    program = module_for_emulator(source).program
+    names = {kernel} | {f for f in program.module.functions if not program.module.functions[f].is_entry}
+    return not any(
+        any(a in ins.opcode for a in APPROX) or ins.opcode.startswith("tanh")
+        for f in names
+        for ins in program.module.functions[f].instrs
+    )
+
+
+def module_for_emulator(source: str) -> course.Module:
+    previous = course.device().backend
+    course.set_backend("emulator")
+    try:
+        return module_for(source)
+    finally:
+        course.set_backend(previous)
+
+
+def sources(rows: Sequence[Row], cases: Sequence[Case]) -> tuple[dict[str, str], dict[str, str]]:
+    """One source per family of rows, one per family of cases."""
+    fams: dict[str, list[Row]] = {}
+    for r in rows:
+        fams.setdefault(r.family, []).append(r)
+    cfams: dict[str, list[Case]] = {}
+    for c in cases:
+        cfams.setdefault(c.family, []).append(c)
+    return ({f: group_source(rs) for f, rs in fams.items()}, {f: cases_source(cs) for f, cs in cfams.items()})
+
+
+def coverage(rows: Sequence[Row], cases: Sequence[Case], gpu: bool) -> list[dict[str, Any]]:
+    """Run everything on the emulator (against the references) and, if `gpu`, on the GPU too."""
+    row_src, case_src = sources(rows, cases)
+    out = []
+    for item in [*rows, *cases]:
+        is_row = isinstance(item, Row)
+        src = row_src[item.family] if is_row else case_src[item.family]
+        course.set_backend("emulator")
+        emu = run_row(item, src) if is_row else run_case(item, src)  # type: ignore[arg-type]
+        rec: dict[str, Any] = {"id": item.id, "function": item.func, "family": item.family,
+                               "emulator": emu.status, "detail": emu.detail, "seconds": round(emu.seconds, 3)}  # fmt: skip
+        exact_gpu = True
+        ulp, abs_tol = 0.0, 0.0
+        if is_row:
+            assert isinstance(item, Row)
+            rec["signature"] = item.sig
+            try:
+                exact_gpu = gpu_exact(src, item.kernel)
+            except Exception:
+                exact_gpu = True
+            ulp, abs_tol = (0.0, 0.0) if exact_gpu else (item.ulp, item.abs_tol)
+        rec["bound"] = "bit-exact" if exact_gpu else _bound(ulp, abs_tol)
+        if emu.status == "ok":
+            diffs = against_reference(item, emu.outputs) if is_row else case_diffs(item, emu.outputs)  # type: ignore[arg-type]
+            bad = [d for d in diffs if not d.ok]
+            rec["emulator"] = "pass" if not bad else "fail"
+            rec["detail"] = bad[0].example if bad else ""
+        if gpu:
+            course.set_backend("cupy")
+            dev = run_row(item, src) if is_row else run_case(item, src)  # type: ignore[arg-type]
+            course.set_backend("emulator")
+            rec["gpu"] = dev.status
+            if dev.status == "ok" and emu.status == "ok":
+                outs = item.outs if is_row else [_ctype_of(g) for g in dev.outputs]  # type: ignore[union-attr]
+                ds = [compare(t, e, g, ulp, abs_tol) for t, e, g in zip(outs, emu.outputs, dev.outputs)]
+                bad = [d for d in ds if not d.ok]
+                rec["gpu"] = "agree" if not bad else "differ"
+                rec["gpu_worst_ulp"] = max((d.worst for d in ds), default=0.0)
+                rec["gpu_detail"] = bad[0].example if bad else ""
+                if is_row and item.ref is not None:  # type: ignore[union-attr]
+                    rd = against_reference(item, dev.outputs)  # type: ignore[arg-type]
+                    rec["gpu_vs_reference"] = (
+                        "pass" if all(d.ok for d in rd) else next(d.example for d in rd if not d.ok)
+                    )
+            elif dev.status != "ok":
+                rec["gpu_detail"] = dev.detail
+        out.append(rec)
+    return out
+
+
+def _ctype_of(a: np.ndarray) -> CType:
+    letter = {np.dtype(np.float32): "f", np.dtype(np.float64): "d"}.get(a.dtype)
+    return TYPES[letter] if letter else CType("x", "", a.dtype)
+
+
+def _bound(ulp: float, abs_tol: float) -> str:
+    parts = ([f"{ulp:g} ulp"] if ulp else []) + ([f"abs {abs_tol:.2g}"] if abs_tol else [])
+    return "within " + " or ".join(parts) if parts else "bit-exact"
+
+
+def coverage_markdown(records: Sequence[dict[str, Any]], command: str) -> str:
+    """The coverage table: a summary per family, then every function x type."""
+    gpu = any("gpu" in r for r in records)
+    fams: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        fams.setdefault(r["family"], []).append(r)
+    lines = [
+        "# Emulator coverage of the CUDA device API",
+        "",
+        f"Made by `{command}` from the table in `tests/emulator/device_table.py` and",
+        "`tests/emulator/device_cases.py`. Each row is one function on one type, run on edge values",
+        "(0, -0, subnormals, the normal boundary, overflow, inf, NaN, INT_MIN...) and random inputs.",
+        "*Emulator* compares the emulator with an exact (or documented-bound) NumPy reference;",
+        "*GPU* compares the GPU with the emulator: bit for bit where the kernel's PTX has no approximate",
+        "instruction, else within the bound the CUDA Programming Guide documents (NaN payloads aside).",
+        "",
+        "| family | functions x types | emulator pass | unsupported (clear error) | emulator fail | "
+        + ("GPU agrees | GPU differs |" if gpu else "GPU |"),
+        "|---|---|---|---|---|" + ("---|---|" if gpu else "---|"),
+    ]
+    for fam, rs in fams.items():
+        cnt = lambda key, val: sum(1 for r in rs if r.get(key) == val)  # noqa: E731
+        row = f"| {fam} | {len(rs)} | {cnt('emulator', 'pass')} | {cnt('emulator', 'unsupported')} | " + (
+            f"{cnt('emulator', 'fail') + cnt('emulator', 'error')} | "
+        )
+        row += f"{cnt('gpu', 'agree')} | {len(rs) - cnt('gpu', 'agree')} |" if gpu else "not run here |"
+        lines.append(row)
+    total = len(records)
+    lines += [
+        "",
+        f"{total} rows in all; {sum(r['emulator'] == 'pass' for r in records)} pass on the emulator.",
+    ]
+    bad = [r for r in records if r["emulator"] != "pass" or (gpu and r.get("gpu") != "agree")]
+    if bad:
+        lines += ["", "## Rows that do not pass", "", "| id | emulator | GPU | detail |", "|---|---|---|---|"]
+        for r in bad:
+            detail = (
+                (r.get("detail") or r.get("gpu_detail") or "").replace("|", "\\|").replace("\n", " ")[:200]
+            )
+            lines.append(f"| `{r['id']}` | {r['emulator']} | {r.get('gpu', '-')} | {detail} |")
+    for fam, rs in fams.items():
+        lines += [
+            "",
+            f"## {fam}",
+            "",
+            "| id | function | emulator | GPU | GPU bound |",
+            "|---|---|---|---|---|",
+        ]
+        for r in rs:
+            g = r.get("gpu", "-")
+            if g == "agree" and r.get("gpu_worst_ulp"):
+                g += f" ({r['gpu_worst_ulp']:g} ulp)"
+            lines.append(f"| `{r['id']}` | `{r['function']}` | {r['emulator']} | {g} | {r['bound']} |")
+    return "\n".join(lines) + "\n"

@@ -150,22 +150,22 @@ extern "C" __global__ void kernel(const int* x, unsigned* out) {{
         tag = "/divergent" if div else ""
         cases += [
             mk(f"__ballot_sync{tag}", "__ballot_sync", "out[i] = __ballot_sync(mask, v > 1);",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), bit(l[v > 1]).sum()), x, active=a), divergent=div),
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), bit(ln[v > 1]).sum()), x, active=a), divergent=div),
             mk(f"__any_sync{tag}", "__any_sync", "out[i] = __any_sync(mask, v == 0);",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), (v == 0).any()), x, active=a), divergent=div),
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), (v == 0).any()), x, active=a), divergent=div),
             mk(f"__all_sync{tag}", "__all_sync", "out[i] = __all_sync(mask, v > 0);",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), (v > 0).all()), x, active=a), divergent=div),
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), (v > 0).all()), x, active=a), divergent=div),
             mk(f"__uni_sync{tag}", "__uni_sync", "out[i] = __uni_sync(mask, v > 1);",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), len(set((v > 1).tolist())) == 1), x, active=a),
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), len(set((v > 1).tolist())) == 1), x, active=a),
                divergent=div),
             mk(f"__activemask{tag}", "__activemask", "out[i] = __activemask();",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), bit(l).sum()), x, active=a), divergent=div),
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), bit(ln).sum()), x, active=a), divergent=div),
             mk(f"__match_any_sync{tag}", "__match_any_sync", "out[i] = __match_any_sync(mask, v);",
-               lambda x, a=act: _per_warp(lambda v, l: np.array([bit(l[v == e]).sum() for e in v]), x, active=a),
+               lambda x, a=act: _per_warp(lambda v, ln: np.array([bit(ln[v == e]).sum() for e in v]), x, active=a),
                divergent=div),
             mk(f"__match_all_sync{tag}", "__match_all_sync",
                "int p; unsigned r = __match_all_sync(mask, v, &p); out[i] = r ^ (p << 31);",
-               lambda x, a=act: _per_warp(lambda v, l: np.full(len(l), (bit(l).sum() ^ (1 << 31))
+               lambda x, a=act: _per_warp(lambda v, ln: np.full(len(ln), (bit(ln).sum() ^ (1 << 31))
                                                                 if (v == v[0]).all() else 0), x, active=a),
                divergent=div),
         ]  # fmt: skip
@@ -173,7 +173,7 @@ extern "C" __global__ void kernel(const int* x, unsigned* out) {{
         for t in ("unsigned", "int"):
             cases.append(mk(f"__reduce_{how}_sync/{t}", f"__reduce_{how}_sync",
                             f"out[i] = __reduce_{how}_sync(mask, ({t})(v * 1000003 - 2000000));",
-                            lambda x, f=f, t=t: _per_warp(lambda v, l: np.full(len(l), f((v.astype(np.int64) * 1000003
+                            lambda x, f=f, t=t: _per_warp(lambda v, ln: np.full(len(ln), f((v.astype(np.int64) * 1000003
                                                           - 2000000).astype(np.int32).astype(np.uint32 if t == "unsigned"
                                                           else np.int64).astype(np.int64))), x)))  # fmt: skip
     for how, f in (
@@ -183,7 +183,7 @@ extern "C" __global__ void kernel(const int* x, unsigned* out) {{
     ):
         cases.append(mk(f"__reduce_{how}_sync", f"__reduce_{how}_sync",
                         f"out[i] = __reduce_{how}_sync(mask, (unsigned)(v * 0x9E3779B1u));",
-                        lambda x, f=f: _per_warp(lambda v, l: np.full(len(l), f((v.astype(np.int64) * 0x9E3779B1)
+                        lambda x, f=f: _per_warp(lambda v, ln: np.full(len(ln), f((v.astype(np.int64) * 0x9E3779B1)
                                                                                   & 0xFFFFFFFF)), x)))  # fmt: skip
     cases.append(
         mk(
@@ -240,11 +240,14 @@ extern "C" __global__ void kernel({ctype}* slots, const int* idx, const {ctype}*
             lanes = 2 if ctype.endswith("2") else 1
             vals = [to_bits(fmt, rng.integers(-2, 3, N).astype(np.float64)) for _ in range(lanes)]
             init = [to_bits(fmt, rng.integers(-8, 9, 2 * SLOTS).astype(np.float64)) for _ in range(lanes)]
-            pack = lambda ls: (
-                ls[0].astype(dt)
-                if lanes == 1
-                else (ls[0].astype(np.uint32) | (ls[1].astype(np.uint32) << 16))
-            )  # noqa: E731
+
+            def pack(ls):
+                return (
+                    ls[0].astype(dt)
+                    if lanes == 1
+                    else (ls[0].astype(np.uint32) | (ls[1].astype(np.uint32) << 16))
+                )
+
             return Launch(2, BLOCK, [pack(init), idx, pack(vals)], [0])
         if dt in (np.float32, np.float64):
             v = rng.integers(-8, 9, N).astype(dt) / 4
