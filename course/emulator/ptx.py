@@ -220,6 +220,7 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
     sites: dict[tuple[int, int], int] = {}  # a header line's place -> the .cu line it was inlined at
     unplaced: list[Instr] = []
     scopes: list[dict[str, str]] = []  # register renames of the nested { } blocks
+    bare: dict[str, str] = {}  # function registers declared without '%' (hand-written PTX): t -> %t
     pending = ""  # a statement that spans lines (calls do)
     for offset, raw in enumerate(body.split("\n")):
         line_no = first_line + offset
@@ -261,6 +262,8 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
                 _registers(stmt, declared)
                 for reg, typ in declared.items():  # an inner scope's %r3 is not the function's %r3
                     unique = f"{'' if reg.startswith('%') else '%'}{reg}.{len(fn.regs)}" if scopes else reg
+                    if not scopes and not reg.startswith("%"):
+                        unique = bare[reg] = "%" + reg
                     fn.regs[unique] = typ
                     if scopes:
                         scopes[-1][reg] = unique
@@ -270,8 +273,8 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
                 continue  # .pragma and other directives
             else:
                 instr = _instruction(stmt, line_no, cu_line, name)
-                if any(scopes):
-                    _rename(instr, scopes)
+                if bare or any(scopes):
+                    _rename(instr, [bare, *scopes])
                 instr.cu_file, instr.line = cu_file, line
                 fn.instrs.append(instr)
                 if cu_line == 0:
