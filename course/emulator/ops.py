@@ -1428,6 +1428,7 @@ def member_reduce(m: Any, idx: Any, values: np.ndarray, masks: Any, how: str) ->
     warp = t >> 5
     uw, row = np.unique(warp, return_inverse=True)
     dt = values.dtype
+    ident: Any
     if how in _IDENTITY:
         ident = _IDENTITY[how]
     elif how == "and":
@@ -1640,7 +1641,13 @@ def _half_finish(bits: np.ndarray, fmt: str, *, ftz: bool, sat: bool, relu: bool
     return bits
 
 
-_EXACT_OPS = {"add": _exact_add, "sub": _exact_sub, "mul": _exact_mul, "fma": _exact_fma, "mad": _exact_fma}
+_EXACT_OPS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "add": _exact_add,
+    "sub": _exact_sub,
+    "mul": _exact_mul,
+    "fma": _exact_fma,
+    "mad": _exact_fma,
+}
 
 
 def _half_arith(instr: Instr, ctx: Any) -> Op:
@@ -1665,9 +1672,9 @@ def _half_arith(instr: Instr, ctx: Any) -> Op:
         if op == "abs":
             return _half_finish((np.asarray(xs[0]) & np.uint16(0x7FFF)).astype(np.uint16), fmt, **flags)
         if op in ("ex2", "tanh", "rcp", "sqrt", "rsqrt", "lg2", "sin", "cos"):
-            f = {"ex2": np.exp2, "tanh": np.tanh, "rcp": lambda a: 1 / a, "sqrt": np.sqrt,
-                 "rsqrt": lambda a: 1 / np.sqrt(a), "lg2": np.log2, "sin": np.sin, "cos": np.cos}[op]  # fmt: skip
-            r = f(vals[0])  # approximate on the GPU: here the exact value rounded once
+            fns: dict[str, Callable[[np.ndarray], np.ndarray]] = {"ex2": np.exp2, "tanh": np.tanh, "rcp": lambda a: 1 / a, "sqrt": np.sqrt,
+                 "rsqrt": lambda a: 1 / np.sqrt(a), "lg2": np.log2, "sin": np.sin, "cos": np.cos}  # fmt: skip
+            r = fns[op](vals[0])  # approximate on the GPU: here the exact value rounded once
             return _half_finish(f64_to_half(r, 0.0, fmt, "rn"), fmt, **flags)
         raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
 
