@@ -251,3 +251,38 @@ def test_unsupported_instruction_names_opcode_and_line(emulator_backend: course.
 }"""
     with pytest.raises(UnsupportedInstruction, match=r"bmsk\.clamp\.b32.*line 3 of kernel\.cu"):
         course.Module(code=src).get_function("k")
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_bfe_field_as_wide_as_the_word(typ: str, emulator_backend: course.Device) -> None:
+    """bfe.{u,s}32 with a length of 32 or more takes the whole word from pos on (mutation survivor)."""
+    src = f"""extern "C" __global__ void k(const unsigned* x, const unsigned* pos, const unsigned* len, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("bfe.{typ} %0, %1, %2, %3;" : "=r"(v) : "r"(x[i]), "r"(pos[i]), "r"(len[i]));
+    y[i] = v;
+}}"""
+    x = np.array([0xDEADBEEF, 0x12345678, 0x80000001, 0xFFFFFFFF, 0x7FFFFFFF], np.uint32)
+    pos = np.array([0, 0, 4, 0, 31], np.uint32)
+    ln = np.array([32, 40, 32, 255, 32], np.uint32)
+    *_, y = launch(src, 1, len(x), x, pos, ln, np.zeros(len(x), np.uint32))
+    want = [int(v) >> int(p) for v, p in zip(x, pos)]
+    if typ == "s32":  # bits past the field copy its top bit (the word's sign here)
+        want = [(w | (0xFFFFFFFF << (32 - int(p)) & 0xFFFFFFFF)) if int(v) >> 31 else w
+                for w, v, p in zip(want, x, pos)]  # fmt: skip
+    np.testing.assert_array_equal(y, np.array(want, np.uint32))
+
+
+def test_bfi_field_as_wide_as_the_word(emulator_backend: course.Device) -> None:
+    """bfi.b32 with a length of 32 or more inserts the whole of a from pos on (mutation survivor)."""
+    src = r"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, const unsigned* pos,
+                                     const unsigned* len, unsigned* y) {
+    int i = threadIdx.x; unsigned v;
+    asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(pos[i]), "r"(len[i]));
+    y[i] = v;
+}"""
+    a = np.array([0xDEADBEEF, 0x12345679, 0xFFFFFFFF, 0x0000000F], np.uint32)
+    b = np.array([0x11111111, 0xFFFFFFFF, 0x00000000, 0xF0F0F0F0], np.uint32)
+    pos = np.array([0, 0, 8, 4], np.uint32)
+    ln = np.array([32, 255, 32, 4], np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, pos, ln, np.zeros(len(a), np.uint32))
+    np.testing.assert_array_equal(y, np.array([0xDEADBEEF, 0x12345679, 0xFFFFFF00, 0xF0F0F0F0], np.uint32))
