@@ -17,6 +17,7 @@ from .errors import (
     BarrierError,
     CompileError,
     CourseError,
+    EmulatorDefect,
     InputError,
     InstructionBudgetExceeded,
     KernelFault,
@@ -40,7 +41,7 @@ def notebook() -> None:
 
 
 __all__ = [
-    "ArgumentError", "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray",
+    "ArgumentError", "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray", "EmulatorDefect",
     "InputError", "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
     "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty", "notebook",
     "set_backend", "zeros",

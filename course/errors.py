@@ -57,6 +57,10 @@ class UnsupportedInstruction(KernelFault, NotImplementedError):
     """The emulator does not implement a PTX instruction the compiler emitted."""
 
 
+class EmulatorDefect(CourseError, RuntimeError):
+    """The emulator itself failed on a kernel: a bug in the course, not in the learner's code."""
+
+
 # ---------------------------------------------------------------- how a notebook shows them
 
 FULL_TRACEBACKS = False  # True: course errors show the whole traceback in IPython, as others do

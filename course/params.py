@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 # C element types -> the NumPy dtypes an array passed for a pointer to them may have
-_ANY_2_BYTES = ("float16", "uint16", "int16")  # bfloat16 has no NumPy dtype of its own
+_ANY_2_BYTES = ("float16", "uint16", "int16")  # half and bfloat16 bits (bfloat16 has no NumPy dtype)
 C_DTYPES: dict[str, tuple[str, ...]] = {
-    "float": ("float32",), "double": ("float64",), "__half": ("float16",), "half": ("float16",),
+    "float": ("float32",), "double": ("float64",), "__half": _ANY_2_BYTES, "half": _ANY_2_BYTES,
     "__nv_bfloat16": _ANY_2_BYTES, "nv_bfloat16": _ANY_2_BYTES,
     "char": ("int8", "uint8"), "signed char": ("int8",), "unsigned char": ("uint8",), "bool": ("bool",),
     "short": ("int16",), "unsigned short": ("uint16",), "int": ("int32",), "unsigned int": ("uint32",),
@@ -27,15 +27,20 @@ C_DTYPES: dict[str, tuple[str, ...]] = {
     "int32_t": ("int32",), "uint32_t": ("uint32",), "int64_t": ("int64",), "uint64_t": ("uint64",),
     "size_t": ("uint64",),
     # vector types: an array of their elements (a float4* walks a float32 array four at a time)
-    "float2": ("float32",), "float4": ("float32",), "double2": ("float64",), "__half2": ("float16",),
-    "int2": ("int32",), "int4": ("int32",), "uint2": ("uint32",), "uint4": ("uint32",),
-    "char4": ("int8",), "uchar4": ("uint8",),
+    "float2": ("float32",), "float4": ("float32",), "double2": ("float64",), "__half2": _ANY_2_BYTES,
+    "__nv_bfloat162": _ANY_2_BYTES, "int2": ("int32",), "int4": ("int32",), "uint2": ("uint32",),
+    "uint4": ("uint32",), "char4": ("int8",), "uchar4": ("uint8",),
+}  # fmt: skip
+# vector types may also take integer words of their whole size: their bits, packed (a __half2 as uint32)
+VECTOR_BYTES = {
+    "float2": 8, "float4": 16, "double2": 16, "__half2": 4, "__nv_bfloat162": 4, "int2": 8, "int4": 16,
+    "uint2": 8, "uint4": 16, "char4": 4, "uchar4": 4,
 }  # fmt: skip
 _SPELLINGS = {  # equivalent spellings -> the key above
     "signed": "int", "signed int": "int", "unsigned": "unsigned int", "short int": "short",
     "unsigned short int": "unsigned short", "long int": "long", "unsigned long int": "unsigned long",
     "long long int": "long long", "signed long long": "long long", "signed long long int": "long long",
-    "unsigned long long int": "unsigned long long", "__nv_bfloat162": "__nv_bfloat16",
+    "unsigned long long int": "unsigned long long", "half2": "__half2", "nv_bfloat162": "__nv_bfloat162",
 }  # fmt: skip
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
 
@@ -50,6 +55,7 @@ class Param:
     c_type: str  # "" when the source declaration could not be read
     is_pointer: bool | None  # None when unknown (a 64-bit parameter with no source info)
     dtypes: tuple[str, ...] | None = None  # pointers: the element dtypes allowed (None: unchecked)
+    vector_bytes: int = 0  # pointers to a vector type: its size (an integer array of that itemsize fits too)
 
     def describe(self) -> str:
         return f"{self.c_type or self.ptx_type} {self.name}".strip()
@@ -68,8 +74,9 @@ def read(
             continue
         c_type, c_name = decls[j]
         pointer = "*" in c_type or "[" in c_type
-        dtypes = C_DTYPES.get(_resolve(c_type, aliases)) if pointer else None
-        out.append(Param(c_name, ptx_type, size, c_type, pointer, dtypes))
+        element = _resolve(c_type, aliases) if pointer else ""
+        dtypes = C_DTYPES.get(element)
+        out.append(Param(c_name, ptx_type, size, c_type, pointer, dtypes, VECTOR_BYTES.get(element, 0)))
     return out
 
 
@@ -142,4 +149,6 @@ def _resolve(c_type: str, aliases: dict[str, str]) -> str:
 
 def dtype_fits(param: Param, dtype: np.dtype) -> bool:
     """Whether an array of `dtype` may be passed for pointer parameter `param`."""
-    return param.dtypes is None or dtype.name in param.dtypes
+    if param.dtypes is None or dtype.name in param.dtypes:
+        return True
+    return dtype.kind in "iu" and dtype.itemsize == param.vector_bytes

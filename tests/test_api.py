@@ -315,7 +315,7 @@ def test_an_array_of_another_element_type_is_refused_on_both_backends(backend):
         course.ArgumentError, match=r"\(int\* x\) points to int32 elements, but the array holds float32"
     ):
         ints((1,), (32,), (floats, np.int32(4)))
-    with pytest.raises(TypeError, match="x.astype"):  # check() refuses too: it would find nothing wrong
+    with pytest.raises(TypeError, match=r"x\.astype"):  # check() refuses too: it would find nothing wrong
         ints.check((1,), (32,), (floats, np.int32(4)))
     elems = mod.get_function("elems")  # elem_t is ELEM_TYPE is float, through the typedef and the -D option
     with pytest.raises(course.ArgumentError, match="NumPy's default dtype is float64"):

@@ -19,6 +19,8 @@ import numpy as np
 
 from ..errors import (
     BarrierError,
+    CourseError,
+    EmulatorDefect,
     InstructionBudgetExceeded,
     KernelFault,
     UnsupportedInstruction,
@@ -35,7 +37,7 @@ from .memory import (
     raise_out_of_bounds,
 )
 from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse, source_name
-from .trace import LANES, BufferInfo, Trace, TraceRecorder
+from .trace import LANES, BufferInfo, Trace, TraceRecorder, id_ranges
 
 RUN, BAR, EXIT = 0, 1, 2
 WAVE_THREADS = 1 << 17
@@ -102,6 +104,8 @@ class Compiled:
     has_calls: bool = False
     # recursive callees: the registers and local bytes a call saves, by call site
     frames: dict[int, tuple[list[str], tuple[int, int]]] = field(default_factory=dict)
+    # the module-scope variables the entry and its callees name (the only ones it can reach)
+    module_symbols: frozenset[str] | None = None
 
 
 class Program:
@@ -110,7 +114,12 @@ class Program:
     def __init__(self, ptx: str, source: str = ""):
         self.ptx = ptx
         self.source = source
-        self.module: PtxModule = parse(ptx)
+        try:
+            self.module: PtxModule = parse(ptx)
+        except CourseError:
+            raise
+        except Exception as exc:
+            raise defect(exc, "parsing the PTX of this module") from exc
         self._compiled: dict[str, Compiled] = {}
         self.module_vars: dict[str, tuple[int, np.ndarray, Variable]] = {}
         base = MODULE_VARS_BASE
@@ -136,7 +145,18 @@ class Program:
 
     def compiled(self, name: str) -> Compiled:
         if name not in self._compiled:
-            self._compiled[name] = _Builder(self, self.entry(name)).build()
+            builder = _Builder(self, self.entry(name))
+            try:
+                self._compiled[name] = builder.build()
+            except UnsupportedInstruction as exc:
+                ins = builder.current
+                if ins is None:
+                    raise
+                raise UnsupportedInstruction(f"{exc} {self.where(ins)}") from None
+            except CourseError:
+                raise
+            except Exception as exc:
+                raise defect(exc, f"building kernel {name}", builder.current, self) from exc
         return self._compiled[name]
 
     def where(self, instr: Instr) -> str:
@@ -173,6 +193,7 @@ class _Builder:
         self.prefix = ""
         self.is_entry = True
         self.index = 0
+        self.current: Instr | None = None  # the instruction being built (for error messages)
 
     def _reachable(self, entry: Function) -> list[Function]:
         seen: list[Function] = [entry]
@@ -251,6 +272,7 @@ class _Builder:
             self.prefix = "" if self.is_entry else fn.name + "::"
             for ins in fn.instrs:
                 self.index = len(code)
+                self.current = ins
                 op = ops.build(ins, self)
                 if ins.parts[0] in ("membar", "fence"):  # recorded: the bug checker orders blocks by them
                     op.run = _record_fence(ins)
@@ -260,6 +282,7 @@ class _Builder:
             static_shared=static, dynamic_offset=dyn_off, dynamic_names=frozenset(dynamic[:1] and [dynamic[0].split("$")[0]]),
             local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps, frames=self.frames,
             has_calls=len(self.functions) > 1 or any(i.parts[0] == "call" for i in self.entry.instrs),
+            module_symbols=frozenset(used & set(self.program.module_vars)),
         )  # fmt: skip
 
     # -- the ctx interface used by ops.build
@@ -384,6 +407,24 @@ def run_kernel(
     return m.trace() if recorder is not None else None
 
 
+def defect(exc: BaseException, doing: str, instr: Instr | None = None, program: Program | None = None,
+           kernel: str = "") -> EmulatorDefect:  # fmt: skip
+    """An internal error turned into words a learner can act on: which kernel and instruction, that
+    the emulator is at fault, and how to run the same kernel on a GPU instead."""
+    where = ""
+    if instr is not None:
+        where = f" at PTX line {instr.ptx_line} (`{instr.text}`)"
+        if program is not None:
+            where += f", {program.where(instr)}"
+    who = f" kernel {kernel}" if kernel else ""
+    return EmulatorDefect(
+        f"the course's emulator failed while {doing}{who}{where}: {type(exc).__name__}: {exc}. "
+        "This is a defect of the emulator, not of your kernel; please report it with the kernel's "
+        "source. To run the same kernel on a GPU instead: course.set_backend('cupy') (or set "
+        "COURSE_BACKEND=cupy) on a machine with CUDA and CuPy."
+    )
+
+
 class Machine:
     def __init__(
         self,
@@ -415,7 +456,8 @@ class Machine:
         self.param_names: dict[str, str] = {}
         self._map_args(args)
         for name, (base, data, var) in program.module_vars.items():
-            self.mem.add_buffer(name, data, var.space, base=base)
+            if self.k.module_symbols is None or name in self.k.module_symbols:
+                self.mem.add_buffer(name, data, var.space, base=base)
         self.n_global = len(self.mem.buffers)
         self.tpb = block[0] * block[1] * block[2]
         self.tpb_pad = -(-self.tpb // LANES) * LANES
@@ -443,10 +485,17 @@ class Machine:
     # -- running
 
     def run(self) -> None:
-        per_wave = max(1, WAVE_THREADS // self.tpb_pad)
-        for first in range(0, self.nblocks, per_wave):
-            self._start_wave(np.arange(first, min(first + per_wave, self.nblocks)))
-            self._run_wave()
+        try:
+            per_wave = max(1, WAVE_THREADS // self.tpb_pad)
+            for first in range(0, self.nblocks, per_wave):
+                self._start_wave(np.arange(first, min(first + per_wave, self.nblocks)))
+                self._run_wave()
+        except CourseError:
+            raise
+        except Exception as exc:
+            pc = getattr(self, "cur_pc", None)
+            ins = self.k.code[pc].instr if pc is not None and 0 <= pc < len(self.k.code) else None
+            raise defect(exc, "running", ins, self.program, self.name) from exc
 
     def _start_wave(self, blocks: np.ndarray) -> None:
         self.block_ids = blocks
@@ -663,11 +712,11 @@ class Machine:
         where = []
         for p in np.unique(bp[st == BAR]):
             tids = np.flatnonzero((bp == p) & (st == BAR))
-            where.append(f"threads {_ranges(tids)} wait {self.program.where(self.k.code[int(p)].instr)}")
+            where.append(f"threads {id_ranges(tids)} wait {self.program.where(self.k.code[int(p)].instr)}")
         exited = np.flatnonzero(st[: self.tpb] == EXIT)
         self.fault = Fault("barrier", -1, slot * self.tpb_pad + np.arange(self.tpb))
         if len(exited):
-            where.append(f"threads {_ranges(exited)} have exited")
+            where.append(f"threads {id_ranges(exited)} have exited")
         raise BarrierError(
             f"{self.name}: block {self._block_coords(slot)} is stuck: its threads wait at different "
             "__syncthreads() calls, which never meet (a barrier inside a divergent branch?):\n  "
@@ -1110,20 +1159,6 @@ class _RegCtx:
 
     def storage(self, name: str) -> np.dtype:
         return self.k.storage[name]
-
-
-def _ranges(ids: np.ndarray) -> str:
-    if len(ids) == 0:
-        return "none"
-    out, start, prev = [], int(ids[0]), int(ids[0])
-    for x in ids[1:]:
-        x = int(x)
-        if x != prev + 1:
-            out.append(f"{start}-{prev}" if prev > start else str(start))
-            start = x
-        prev = x
-    out.append(f"{start}-{prev}" if prev > start else str(start))
-    return ",".join(out)
 
 
 def _apply_atomic(

@@ -23,7 +23,7 @@ DT: dict[str, Any] = {
     "u8": np.uint8, "s8": np.int8, "b8": np.uint8, "u16": np.uint16, "s16": np.int16, "b16": np.uint16,
     "f16": np.float16, "bf16": np.uint16, "u32": np.uint32, "s32": np.int32, "b32": np.uint32,
     "f32": np.float32, "f16x2": np.uint32, "bf16x2": np.uint32, "u64": np.uint64, "s64": np.int64,
-    "b64": np.uint64, "f64": np.float64, "pred": np.bool_,
+    "b64": np.uint64, "f64": np.float64, "pred": np.bool_, "u16x2": np.uint32, "s16x2": np.uint32,
 }  # fmt: skip
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 SINT = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -105,7 +105,7 @@ def reader(ctx: Any, op: tuple, dt: np.dtype) -> Callable[[Any, Any], Any]:
         v = imm_value(op[1], dt)
         return lambda m, idx: v
     if kind == "sym":
-        v = imm_value(ctx.symbol_address(op[1]), dt)
+        v = imm_value(32 if op[1] == "WARP_SZ" else ctx.symbol_address(op[1]), dt)
         return lambda m, idx: v
     if kind == "vec" and len(op[1]) == 1:
         return reader(ctx, op[1][0], dt)
@@ -243,10 +243,12 @@ def _round_exact(hi: np.ndarray, err: Any, mode: str, dt: np.dtype) -> np.ndarra
     r = hi.astype(dt)
     d = np.where(finite, (r.astype(np.float64) - hi) - err, 0.0)  # the sign of (r - exact)
     exact_sign = np.where(hi != 0, np.sign(hi), np.sign(err))
-    if mode == "rn":  # a float64 tie can hide which float32 neighbour is nearer
-        other = np.nextafter(r, np.where(d > 0, dt.type(-np.inf), dt.type(np.inf)))
-        do = (other.astype(np.float64) - hi) - err
-        return np.where(np.isfinite(d) & (np.abs(do) < np.abs(d)), other, r)
+    if mode == "rn":  # hi itself may be a tie that err, however small, breaks
+        other = np.nextafter(r, np.where(r.astype(np.float64) > hi, dt.type(-np.inf), dt.type(np.inf)))
+        dr = r.astype(np.float64) - hi  # both exact: r and other are hi's neighbours
+        do = other.astype(np.float64) - hi
+        tie = np.isfinite(dr) & np.isfinite(do) & (dr == -do) & (dr != 0)
+        return np.where(tie & (err != 0) & (np.sign(err) == np.sign(do)), other, r)
     if mode == "rm":
         step = d > 0
         toward = dt.type(-np.inf)
@@ -281,7 +283,16 @@ def _exact_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray,
     hi, lo = _two_sum(s, rest)  # renormalised: hi is the nearest double to the exact value
     lo = lo + rest_err
     keep = ~np.isfinite(s) | (rest == 0)  # infinities, and the sign of an exact zero (-0 + -0)
-    return np.where(keep, s, hi), np.where(keep, 0.0, lo)
+    hi, lo = np.where(keep, s, hi), np.where(keep, 0.0, lo)
+    # Dekker's split overflows for huge factors: IEEE's own answer for infinities, NaNs and zeros
+    # (a finite product plus an infinite c is c; finite huge cases are redone exactly later)
+    bad = ~np.isfinite(hi) | ~np.isfinite(lo)
+    if bad.any():
+        with np.errstate(all="ignore"):
+            special = a * b + c
+        special = np.where(np.isfinite(a) & np.isfinite(b) & np.isinf(c), c, special)
+        hi, lo = np.where(bad, special, hi), np.where(bad, 0.0, lo)
+    return hi, lo
 
 
 def _exact_div(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -330,8 +341,10 @@ def float_op(
             xs = tuple(_ftz(x) for x in xs)
         if directed or (flush32 and exact is not None):
             assert exact is not None
-            hi, err = exact(*[_arr(x).astype(np.float64) for x in xs])
+            x64 = [_arr(x).astype(np.float64) for x in xs]
+            hi, err = exact(*x64)
             r = _round_exact(hi, err, mode, dt)
+            r = _exact_where_risky(instr.parts[0], x64, hi, r, mode, dt)
         else:
             r = _arr(fn(*xs)).astype(dt, copy=False)
             if flush32:
@@ -401,6 +414,12 @@ def _arith(instr: Instr, ctx: Any) -> Op:
     f: Callable[..., Any]
     if "cc" in instr.parts:
         return _carry_op(instr, ctx)
+    if t in HALVES:
+        return _half_arith(instr, ctx)
+    if t in ("u16x2", "s16x2"):
+        return _simd16(instr, ctx)
+    if "relu" in instr.parts and op in ("min", "max"):
+        return _int_relu(instr, ctx)
     if dt.kind == "f":
         if op in ("add", "sub", "mul", "div"):
             f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
@@ -650,6 +669,8 @@ def _video(instr: Instr, ctx: Any) -> Op:
 def _unary(instr: Instr, ctx: Any) -> Op:
     op, t = instr.parts[0], itype(instr)
     dt = dtype(t)
+    if t in HALVES:
+        return _half_arith(instr, ctx)
     if dt.kind == "f":
         fns: dict[str, Callable[..., Any]] = {
             "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a),
@@ -912,6 +933,8 @@ _BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 @builds("setp", "set")
 def _setp(instr: Instr, ctx: Any) -> Op:
+    if instr.parts[-1] in HALVES:
+        return _half_setp(instr, ctx)
     cmp = comparison(instr.parts[1])
     boolop = next((_BOOL[p] for p in instr.parts[2:] if p in _BOOL), None)
     src_t = dtype(instr.parts[-1])
@@ -1011,6 +1034,8 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
     types = [p for p in instr.parts if p in DT]
     if len(types) != 2 or any(p in instr.parts for p in ("tf32", "e4m3x2", "e5m2x2", "rna")):
         raise UnsupportedInstruction(f"the emulator does not implement the conversion '{instr.opcode}'")
+    if types[0] in HALVES or types[1] in HALVES:
+        return _half_cvt(instr, ctx, types)
     dt, st = dtype(types[0]), dtype(types[1])
     mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), "")
     sat, ftz = "sat" in instr.parts, "ftz" in instr.parts
@@ -1044,9 +1069,10 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
                 out = v.astype(dt)
                 return np.where(hi, dt.type(info.max), out)
             return v.astype(dt)
-        if dt.kind == "f":  # int -> float
-            if mode in ("rz", "rm", "rp") and dt == np.float32:
-                return _round_exact(a.astype(np.float64), 0.0, mode, dt)
+        if dt.kind == "f":  # int -> float: 64-bit integers are an exact pair of doubles
+            if mode in ("rz", "rm", "rp") or (a.dtype.itemsize == 8 and dt.itemsize == 8):
+                hi, err = _int_pair(a)
+                return _round_exact(hi, err, mode or "rn", dt)
             return a.astype(dt)
         if sat:
             info = np.iinfo(dt)
@@ -1206,7 +1232,10 @@ def _atom(instr: Instr, ctx: Any) -> Op:
     t = itype(instr)
     dt = dtype(t)
     kind = next((p for p in instr.parts[1:] if p in ATOMIC_OPS), None)
-    if kind is None or _vec(instr) > 1 or t in ("f16", "bf16", "f16x2", "bf16x2"):
+    if t in HALVES:  # atom.add.noftz.f16 and friends: a rounded 16-bit add per lane
+        kind = f"add.{t}" if kind == "add" else None
+        dt = _storage16(t)
+    if kind is None or _vec(instr) > 1:
         raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
     if instr.parts[0] == "red":
         dst, ad, *srcs = None, *instr.operands
@@ -1385,6 +1414,42 @@ def warp_reduce(m: Any, idx: Any, values: np.ndarray, how: str) -> np.ndarray:
     return np.repeat(red, counts)
 
 
+_IDENTITY = {"or": 0, "xor": 0, "add": 0, "any": False, "all": True}
+
+
+def member_reduce(m: Any, idx: Any, values: np.ndarray, masks: Any, how: str) -> np.ndarray:
+    """Combine `values` over the lanes each lane's member mask names (among the active ones):
+    a *_sync collective with a partial mask (a cooperative-groups tile) sees only its members."""
+    t, lane = _lanes(m, idx)
+    values = np.broadcast_to(np.asarray(values), t.shape)
+    masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
+    if not np.any(masks != masks[0]) and int(masks[0]) == 0xFFFFFFFF:
+        return warp_reduce(m, idx, values, how)
+    warp = t >> 5
+    uw, row = np.unique(warp, return_inverse=True)
+    dt = values.dtype
+    ident: Any
+    if how in _IDENTITY:
+        ident = _IDENTITY[how]
+    elif how == "and":
+        ident = ~dt.type(0)
+    elif how == "min":
+        ident = np.iinfo(dt).max if dt.kind in "iu" else np.inf
+    else:
+        ident = np.iinfo(dt).min if dt.kind in "iu" else -np.inf
+    grid = np.full((len(uw), LANES32), ident, dt)
+    grid[row, lane] = values
+    here = np.zeros((len(uw), LANES32), bool)
+    here[row, lane] = True
+    member = ((masks[:, None].astype(np.int64) >> np.arange(LANES32)) & 1).astype(bool) & here[row]
+    ufunc = {"or": np.bitwise_or, "and": np.bitwise_and, "add": np.add, "min": np.minimum, "max": np.maximum,
+             "xor": np.bitwise_xor, "any": np.logical_or, "all": np.logical_and}[how]  # fmt: skip
+    return ufunc.reduce(np.where(member, grid[row], dt.type(ident)), axis=1).astype(dt)
+
+
+LANES32 = 32
+
+
 @builds("vote")
 def _vote(instr: Instr, ctx: Any) -> Op:
     mode = next(p for p in instr.parts if p in ("all", "any", "uni", "ballot"))
@@ -1397,15 +1462,16 @@ def _vote(instr: Instr, ctx: Any) -> Op:
         t, lane = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         pred = np.broadcast_to(_arr(rp(m, idx)), t.shape)
+        mask = rmask(m, idx)
         if mode == "ballot":
             bits = np.where(pred, np.left_shift(np.uint32(1), lane.astype(np.uint32)), np.uint32(0))
-            w(m, idx, warp_reduce(m, idx, bits.astype(np.uint32), "or"))
+            w(m, idx, member_reduce(m, idx, bits.astype(np.uint32), mask, "or"))
         elif mode == "all":
-            w(m, idx, warp_reduce(m, idx, pred, "all"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "all"))
         elif mode == "any":
-            w(m, idx, warp_reduce(m, idx, pred, "any"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "any"))
         else:
-            w(m, idx, warp_reduce(m, idx, pred, "all") | ~warp_reduce(m, idx, pred, "any"))
+            w(m, idx, member_reduce(m, idx, pred, mask, "all") | ~member_reduce(m, idx, pred, mask, "any"))
         m.record_sync(instr, idx, "vote")
 
     return Op(instr, run)
@@ -1437,16 +1503,18 @@ def _match(instr: Instr, ctx: Any) -> Op:
         t, lane = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         v = np.broadcast_to(_arr(ra(m, idx)), t.shape)
+        mask = np.broadcast_to(np.asarray(rmask(m, idx), np.uint32), t.shape)
         warp = t >> 5
         out = np.zeros(t.shape, np.uint32)
         bits = np.left_shift(np.uint32(1), lane.astype(np.uint32)).astype(np.uint32)
-        for k in range(32):  # lanes of the same warp with the same value
+        for k in range(32):  # lanes of the same warp, in this lane's member mask, with the same value
             other = np.searchsorted(t, t - lane + k)
             other = np.minimum(other, len(t) - 1)
             same = (t[other] == t - lane + k) & (v[other] == v) & (warp[other] == warp)
+            same &= ((mask >> np.uint32(k)) & np.uint32(1)) == 1
             out |= np.where(same, bits[other], 0).astype(np.uint32)
         if mode == "all":
-            active = warp_reduce(m, idx, bits, "or")
+            active = member_reduce(m, idx, bits, mask, "or")
             allsame = out == active
             wd(m, idx, np.where(allsame, active, 0).astype(np.uint32))
             if wp is not None:
@@ -1469,7 +1537,7 @@ def _redux(instr: Instr, ctx: Any) -> Op:
         t, _ = _lanes(m, idx)
         m.check_converged(instr, idx, rmask(m, idx))
         v = np.broadcast_to(_arr(ra(m, idx)), t.shape).astype(dt)
-        w(m, idx, warp_reduce(m, idx, v, how).astype(dt))
+        w(m, idx, member_reduce(m, idx, v, rmask(m, idx), how).astype(dt))
         m.record_sync(instr, idx, "vote")
 
     return Op(instr, run)
@@ -1482,3 +1550,500 @@ def check_mask_converged(active_bits: np.ndarray, masks: np.ndarray, lanes: np.n
 
 
 __all__ = ["BUILDERS", "BarrierError", "Op", "build"]
+
+
+# ---------------------------------------------------------------- 16-bit floats, packed pairs, SIMD16
+
+HALVES = ("f16", "bf16", "f16x2", "bf16x2")
+F16_NAN, BF16_NAN = 0x7FFF, 0x7FFF  # the canonical NaNs the GPU writes (CUDART_NAN_FP16, _BF16)
+
+
+def _half_fmt(t: str) -> str:
+    return "bf16" if t.startswith("bf16") else "f16"
+
+
+def half_to_f64(bits: Any, fmt: str) -> np.ndarray:
+    """16-bit float bits (uint16) -> exact float64 values."""
+    b = np.ascontiguousarray(np.asarray(bits).astype(np.uint16))
+    if fmt == "f16":
+        return b.view(np.float16).astype(np.float64)
+    return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+
+
+def f64_to_half(hi: Any, err: Any, fmt: str, mode: str = "rn") -> np.ndarray:
+    """The exact value hi + err rounded once to f16 or bf16 in `mode`; bits as uint16."""
+    hi = np.asarray(hi, np.float64)
+    if fmt == "f16":
+        r = _round_exact(hi, err, mode, np.dtype(np.float16))
+        return np.where(np.isnan(hi), np.uint16(F16_NAN), np.asarray(r, np.float16).view(np.uint16)).astype(
+            np.uint16
+        )
+    # bfloat16: round to odd at float32 (16 spare bits keep every later rounding exact), then cut
+    finite = np.isfinite(hi)
+    r32 = np.asarray(_round_exact(hi, err, "rz", np.dtype(np.float32)), np.float32)
+    errv = np.where(finite, np.broadcast_to(np.asarray(err, np.float64), hi.shape), 0.0)
+    inexact = finite & (((r32.astype(np.float64) - hi) - errv) != 0)
+    u = np.ascontiguousarray(r32).view(np.uint32) | inexact.astype(np.uint32)
+    top, low = u >> np.uint32(16), u & np.uint32(0xFFFF)
+    neg = (u >> np.uint32(31)) == 1
+    if mode == "rn":
+        up = (low > 0x8000) | ((low == 0x8000) & ((top & np.uint32(1)) == 1))
+    elif mode == "rp":
+        up = (low != 0) & ~neg
+    elif mode == "rm":
+        up = (low != 0) & neg
+    else:
+        up = np.zeros(u.shape, bool)
+    out = top + up.astype(np.uint32)
+    return np.where(np.isnan(hi), np.uint32(BF16_NAN), out).astype(np.uint16)
+
+
+def _lanes16(x: Any, t: str) -> list[np.ndarray]:
+    x = np.asarray(x)
+    if t.endswith("x2"):
+        x = x.astype(np.uint32)
+        return [(x & np.uint32(0xFFFF)).astype(np.uint16), (x >> np.uint32(16)).astype(np.uint16)]
+    return [x.astype(np.uint16)]
+
+
+def _pack16(lanes: list[np.ndarray], t: str) -> np.ndarray:
+    if t.endswith("x2"):
+        lo, hi = np.broadcast_arrays(*lanes)
+        return lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16))
+    return np.asarray(lanes[0]).astype(np.uint16)
+
+
+def _storage16(t: str) -> np.dtype:
+    return np.dtype(np.uint32 if t.endswith("x2") else np.uint16)
+
+
+def _half_flush(v: np.ndarray, fmt: str) -> np.ndarray:
+    tiny = 2.0**-14 if fmt == "f16" else 2.0**-126
+    return np.where((np.abs(v) < tiny) & (v != 0), np.copysign(0.0, v), v)
+
+
+def _half_finish(bits: np.ndarray, fmt: str, *, ftz: bool, sat: bool, relu: bool,
+                 satfinite: bool = False) -> np.ndarray:  # fmt: skip
+    """.ftz, .sat, .relu and .satfinite applied to rounded 16-bit results."""
+    nan = F16_NAN if fmt == "f16" else BF16_NAN
+    v = half_to_f64(bits, fmt)
+    if ftz:
+        tiny = 2.0**-14 if fmt == "f16" else 2.0**-126
+        bits = np.where((np.abs(v) < tiny) & (v != 0), bits & np.uint16(0x8000), bits).astype(np.uint16)
+    if sat:  # clamp to [0, 1]; NaN -> 0
+        one = 0x3C00 if fmt == "f16" else 0x3F80
+        bits = np.where(np.isnan(v) | (v <= 0), 0, np.where(v >= 1, one, bits)).astype(np.uint16)
+    if relu:  # negative -> +0, NaN -> canonical NaN
+        bits = np.where(np.isnan(v), nan, np.where(v <= 0, 0, bits)).astype(np.uint16)
+    if satfinite:
+        big = 0x7BFF if fmt == "f16" else 0x7F7F
+        bits = np.where(np.isinf(v), np.where(v > 0, big, big | 0x8000), bits).astype(np.uint16)
+    return bits
+
+
+_EXACT_OPS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "add": _exact_add,
+    "sub": _exact_sub,
+    "mul": _exact_mul,
+    "fma": _exact_fma,
+    "mad": _exact_fma,
+}
+
+
+def _half_arith(instr: Instr, ctx: Any) -> Op:
+    """add, sub, mul, fma, min, max, neg, abs on f16, bf16 and their packed pairs (lane by lane)."""
+    op, t = instr.parts[0], itype(instr)
+    fmt = _half_fmt(t)
+    mode = _rounding(instr)
+    flags = {"ftz": "ftz" in instr.parts, "sat": "sat" in instr.parts, "relu": "relu" in instr.parts}
+    nan = F16_NAN if fmt == "f16" else BF16_NAN
+
+    def lane(*xs: np.ndarray) -> np.ndarray:
+        vals = [half_to_f64(x, fmt) for x in xs]
+        if flags["ftz"]:
+            vals = [_half_flush(v, fmt) for v in vals]
+        if op in _EXACT_OPS:
+            hi, err = _EXACT_OPS[op](*np.broadcast_arrays(*vals))
+            return _half_finish(f64_to_half(hi, err, fmt, mode), fmt, **flags)
+        if op in ("min", "max"):
+            return _half_minmax(instr, op, xs, vals, fmt, flags["ftz"])
+        if op == "neg":
+            return _half_finish((np.asarray(xs[0]) ^ np.uint16(0x8000)).astype(np.uint16), fmt, **flags)
+        if op == "abs":
+            return _half_finish((np.asarray(xs[0]) & np.uint16(0x7FFF)).astype(np.uint16), fmt, **flags)
+        if op in ("ex2", "tanh", "rcp", "sqrt", "rsqrt", "lg2", "sin", "cos"):
+            fns: dict[str, Callable[[np.ndarray], np.ndarray]] = {"ex2": np.exp2, "tanh": np.tanh, "rcp": lambda a: 1 / a, "sqrt": np.sqrt,
+                 "rsqrt": lambda a: 1 / np.sqrt(a), "lg2": np.log2, "sin": np.sin, "cos": np.cos}  # fmt: skip
+            r = fns[op](vals[0])  # approximate on the GPU: here the exact value rounded once
+            return _half_finish(f64_to_half(r, 0.0, fmt, "rn"), fmt, **flags)
+        raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
+
+    def f(*xs: Any) -> Any:
+        lanes = [_lanes16(x, t) for x in xs]
+        out = [lane(*[ls[k] for ls in lanes]) for k in range(len(lanes[0]))]
+        with np.errstate(all="ignore"):
+            return _pack16(out, t)
+
+    del nan
+    return simple(instr, ctx, f, [_storage16(t)] * (len(instr.operands) - 1))
+
+
+def _half_minmax(instr: Instr, op: str, xs: tuple, vals: list[np.ndarray], fmt: str, ftz: bool) -> np.ndarray:
+    """PTX min/max on 16-bit floats: a NaN loses to a number (.NaN: wins), -0 < +0; .xorsign.abs
+    compares magnitudes and gives the result the xor of the signs."""
+    nan = F16_NAN if fmt == "f16" else BF16_NAN
+    a, b = np.broadcast_arrays(*[np.asarray(x).astype(np.uint16) for x in xs[:2]])
+    va, vb = np.broadcast_arrays(*vals[:2])
+    xorsign = "xorsign" in instr.parts
+    if xorsign:
+        sign = (a ^ b) & np.uint16(0x8000)
+        a, b = a & np.uint16(0x7FFF), b & np.uint16(0x7FFF)
+        va, vb = np.abs(va), np.abs(vb)
+    # order by value, then by sign bit for zeros (-0 < +0)
+    a_less = (va < vb) | ((va == vb) & ((a & 0x8000) > (b & 0x8000)))
+    pick_a = a_less if op == "min" else ~a_less & ~((va == vb) & (a == b))
+    pick_a = pick_a | (a == b)
+    out = np.where(pick_a, a, b)
+    na, nb = np.isnan(va), np.isnan(vb)
+    if "NaN" in instr.parts:
+        out = np.where(na | nb, nan, out)
+    else:
+        out = np.where(na & nb, nan, np.where(na, b, np.where(nb, a, out)))
+    if xorsign:
+        out = np.where(np.isnan(half_to_f64(out, fmt)), out, out | sign)
+    if ftz:
+        out = _half_finish(out.astype(np.uint16), fmt, ftz=True, sat=False, relu=False)
+    return out.astype(np.uint16)
+
+
+def _half_setp(instr: Instr, ctx: Any) -> Op:
+    """setp / set on f16, bf16 and packed pairs: setp.f16x2 writes p|q (low lane, high lane);
+    set.*.f16x2.f16x2 writes 1.0 or 0.0 per lane, set.*.u32.f16x2 0xFFFF or 0 per lane."""
+    src = instr.parts[-1]
+    fmt = _half_fmt(src)
+    cmp = comparison(instr.parts[1])
+    boolop = next((_BOOL[p] for p in instr.parts[2:] if p in _BOOL), None)
+    ftz = "ftz" in instr.parts
+    dst, a, b, *rest = instr.operands
+    ra, rb = reader(ctx, a, _storage16(src)), reader(ctx, b, _storage16(src))
+    rc = reader(ctx, rest[0], np.dtype(np.bool_)) if rest else None
+
+    def preds(m: Any, idx: Any) -> list[np.ndarray]:
+        la, lb = _lanes16(ra(m, idx), src), _lanes16(rb(m, idx), src)
+        out = []
+        for x, y in zip(la, lb):
+            vx, vy = half_to_f64(x, fmt), half_to_f64(y, fmt)
+            if ftz:
+                vx, vy = _half_flush(vx, fmt), _half_flush(vy, fmt)
+            p = np.asarray(cmp(vx, vy))
+            if rc is not None and boolop is not None:
+                p = boolop(p, rc(m, idx))
+            out.append(p)
+        return out
+
+    if instr.parts[0] == "set":
+        out_t = instr.parts[-2]
+        w = writer(ctx, dst)
+        if out_t in HALVES:
+            one = np.uint16(0x3C00 if _half_fmt(out_t) == "f16" else 0x3F80)
+        else:
+            one = np.uint16(0xFFFF) if src.endswith("x2") else None
+
+        def run_set(m: Any, idx: Any) -> None:
+            ps = preds(m, idx)
+            if one is None:  # a 32-bit integer or float from one comparison
+                dt = dtype(out_t)
+                ones = (
+                    np.float32(1.0) if dt.kind == "f" else dt.type(np.iinfo(dt).max if dt.kind == "u" else -1)
+                )
+                w(m, idx, np.where(ps[0], ones, dt.type(0)).astype(dt))
+                return
+            w(m, idx, _pack16([np.where(p, one, np.uint16(0)).astype(np.uint16) for p in ps], src))
+
+        return Op(instr, run_set)
+    outs = dst[1] if dst[0] == "pair" else [dst]
+    ws = [writer(ctx, o) for o in outs]
+
+    def run(m: Any, idx: Any) -> None:
+        ps = preds(m, idx)
+        if len(ps) == 1 and len(ws) == 2:  # p|q on a scalar: q is the complement
+            ps = [ps[0], ~ps[0]]
+        for w, p in zip(ws, ps):
+            w(m, idx, p)
+
+    return Op(instr, run)
+
+
+def _simd16(instr: Instr, ctx: Any) -> Op:
+    """add, sub, min, max (.relu, .sat) on two 16-bit integer lanes of a 32-bit register (sm_90)."""
+    op, t = instr.parts[0], itype(instr)
+    signed = t.startswith("s")
+    relu, sat = "relu" in instr.parts, "sat" in instr.parts
+
+    def lane(x: np.ndarray, k: int) -> np.ndarray:
+        v = (np.asarray(x).astype(np.int64) >> (16 * k)) & 0xFFFF
+        return np.where(v >= 0x8000, v - 0x10000, v) if signed else v
+
+    f = {"add": np.add, "sub": np.subtract, "min": np.minimum, "max": np.maximum}.get(op)
+    if f is None:
+        raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
+
+    def g(a: Any, b: Any) -> Any:
+        out = np.zeros(np.broadcast(a, b).shape, np.int64)
+        for k in range(2):
+            r = f(lane(a, k), lane(b, k))
+            if relu:
+                r = np.maximum(r, 0)
+            if sat:
+                r = np.clip(r, -0x8000, 0x7FFF) if signed else np.clip(r, 0, 0xFFFF)
+            out |= (r & 0xFFFF) << (16 * k)
+        return out.astype(np.uint32)
+
+    return simple(instr, ctx, g, [np.dtype(np.uint32)] * 2)
+
+
+@builds("fns")
+def _fns(instr: Instr, ctx: Any) -> Op:
+    """fns.b32 d, mask, base, offset: the offset-th set bit of mask counting from bit base."""
+
+    def f(mask: Any, base: Any, offset: Any) -> Any:
+        mask, base, offset = np.broadcast_arrays(
+            _arr(mask).astype(np.int64),
+            _arr(base).astype(np.int64),
+            _arr(offset).astype(np.int32).astype(np.int64),
+        )
+        out = np.full(mask.shape, 0xFFFFFFFF, np.int64)
+        bit = lambda p: ((mask >> np.clip(p, 0, 31)) & 1).astype(bool) & (p >= 0) & (p < 32)  # noqa: E731
+        out = np.where((offset == 0) & bit(base), base, out)
+        count = np.abs(offset) - 1
+        inc = np.where(offset > 0, 1, -1)
+        found = offset == 0
+        for step in range(32):
+            pos = base + inc * step
+            hit = ~found & bit(pos)
+            take = hit & (count == 0)
+            out = np.where(take, pos, out)
+            found |= take
+            count = np.where(hit & ~take, count - 1, count)
+        return out.astype(np.uint32)
+
+    return simple(instr, ctx, f, [np.dtype(np.uint32), np.dtype(np.uint32), np.dtype(np.int32)])
+
+
+@builds("mul24", "mad24")
+def _mul24(instr: Instr, ctx: Any) -> Op:
+    """mul24.lo/.hi, mad24.lo/.hi: products of the low 24 bits (sign-extended for .s32)."""
+    dt = dtype(itype(instr))
+    signed = dt.kind == "i"
+    hi = "hi" in instr.parts
+    if "sat" in instr.parts:
+        raise UnsupportedInstruction(f"the emulator does not implement '{instr.opcode}'")
+
+    def low24(x: Any) -> np.ndarray:
+        v = _arr(x).astype(np.int64) & 0xFFFFFF
+        return np.where(v >= 0x800000, v - 0x1000000, v) if signed else v
+
+    def f(a: Any, b: Any, *c: Any) -> Any:
+        p = low24(a) * low24(b)  # at most 48 bits
+        r = (p >> 16) if hi else p
+        r = (r & 0xFFFFFFFF).astype(np.uint32)
+        if c:
+            r = r + _arr(c[0]).astype(np.uint32)
+        return r.astype(np.uint32).view(dt) if np.ndim(r) else np.uint32(r).view(dt)
+
+    return simple(instr, ctx, f, [dt] * (len(instr.operands) - 1))
+
+
+def _int_relu(instr: Instr, ctx: Any) -> Op:
+    """max.relu.s32 / min.relu.s32: the result clamped at 0 from below."""
+    dt = dtype(itype(instr))
+    f = np.maximum if instr.parts[0] == "max" else np.minimum
+    return simple(instr, ctx, lambda a, b: np.maximum(f(a, b), 0).astype(dt))
+
+
+def _half_cvt(instr: Instr, ctx: Any, types: list[str]) -> Op:
+    """cvt where either side is f16, bf16 or a packed pair (cvt.rn.f16x2.f32 d, a, b: a -> high half)."""
+    dst_t, src_t = types
+    mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp")), "rn")
+    rint = next((p for p in instr.parts if p in ("rni", "rzi", "rmi", "rpi")), "")
+    flags = {"ftz": "ftz" in instr.parts, "sat": "sat" in instr.parts, "relu": "relu" in instr.parts,
+             "satfinite": "satfinite" in instr.parts}  # fmt: skip
+    dst, *srcs = instr.operands
+    w = writer(ctx, dst)
+    if dst_t.endswith("x2"):  # two float32 sources packed: the first goes to the upper half
+        fmt = _half_fmt(dst_t)
+        rs = [reader(ctx, s, dtype(src_t)) for s in srcs]
+
+        def run_pack(m: Any, idx: Any) -> None:
+            a, b = (_arr(r(m, idx)).astype(np.float64) for r in rs)
+            hi_, lo_ = (_half_finish(f64_to_half(v, 0.0, fmt, mode), fmt, **flags) for v in (a, b))
+            w(m, idx, _pack16([lo_, hi_], dst_t))
+
+        return Op(instr, run_pack)
+    if src_t.endswith("x2"):
+        raise UnsupportedInstruction(f"the emulator does not implement the conversion '{instr.opcode}'")
+    r = reader(ctx, srcs[0], _storage16(src_t) if src_t in HALVES else dtype(src_t))
+
+    def value(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The source as an exact float64 pair."""
+        if src_t in HALVES:
+            v = half_to_f64(a, _half_fmt(src_t))
+            return v, np.zeros_like(v)
+        if dtype(src_t).kind == "f":
+            v = a.astype(np.float64)
+            if flags["ftz"] and a.dtype == np.float32:
+                v = _ftz(a).astype(np.float64)
+            return v, np.zeros_like(v)
+        return _int_pair(a)
+
+    def run(m: Any, idx: Any) -> None:
+        a = _arr(r(m, idx))
+        hi, err = value(a)
+        if rint:
+            hi = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[rint](hi)
+            err = np.zeros_like(hi)
+        if dst_t in HALVES:
+            fmt = _half_fmt(dst_t)
+            bits = f64_to_half(hi, err, fmt, mode)
+            w(m, idx, _half_finish(bits, fmt, **flags))
+            return
+        dt = dtype(dst_t)
+        if dt.kind == "f":
+            out = _round_exact(hi, err, mode, dt) if dt.itemsize < 8 or np.any(err) else hi.astype(dt)
+            if flags["sat"]:
+                out = (np.where(np.isnan(out), dt.type(0), np.clip(out, 0, 1)) + dt.type(0)).astype(dt)
+            w(m, idx, np.asarray(out, dt))
+            return
+        rnd = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, "": np.trunc}[rint]
+        v = rnd(hi)
+        info = np.iinfo(dt)
+        v = np.where(np.isnan(v), 0, np.clip(v, float(info.min), float(info.max)))
+        out = np.where(v >= float(info.max), dt.type(info.max), v.astype(dt))
+        w(m, idx, out.astype(dt))
+
+    return Op(instr, run)
+
+
+def _int_pair(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer as an exact float64 pair hi + err (64-bit integers do not fit one double)."""
+    if a.dtype.itemsize < 8:
+        v = a.astype(np.float64)
+        return v, np.zeros_like(v)
+    if a.dtype.kind == "i":
+        high = (a >> 32).astype(np.float64) * 4294967296.0
+    else:
+        high = (a >> np.uint64(32)).astype(np.float64) * 4294967296.0
+    low = (a.astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    return _two_sum(high, low)
+
+
+def _half_atomic(fmt: str, t: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """atom.add.noftz.{f16,bf16,f16x2,bf16x2}: a rounded 16-bit add per lane, no flush."""
+
+    def add(old: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = []
+        for x, y in zip(_lanes16(old, t), _lanes16(b, t)):
+            hi, err = _two_sum(*np.broadcast_arrays(half_to_f64(x, fmt), half_to_f64(y, fmt)))
+            with np.errstate(all="ignore"):
+                out.append(f64_to_half(hi, err, fmt, "rn"))
+        return _pack16(out, t).astype(old.dtype)
+
+    return add
+
+
+for _t in HALVES:
+    ATOMIC_OPS[f"add.{_t}"] = _half_atomic(_half_fmt(_t), _t)
+
+
+# the exact value of an operation, in fractions (before the one rounding of a directed mode)
+_EXACT: dict[str, Any] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "rcp": lambda a: 1 / a,
+    "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
+}  # fmt: skip
+
+
+def _exact_where_risky(op: str, xs: list[np.ndarray], hi: np.ndarray, r: Any, mode: str, dt: np.dtype) -> Any:
+    """Redo with exact fractions the elements where the float64 error terms cannot be trusted:
+    near overflow (the pair overflows or Dekker's split does) and near underflow (the error term
+    itself underflows, so the rounding direction is lost)."""
+    if op not in ("add", "sub", "mul", "div", "fma", "mad", "rcp", "sqrt"):
+        return r
+    xs = list(np.broadcast_arrays(*xs))
+    finite = np.logical_and.reduce([np.isfinite(x) for x in xs])
+    big = np.logical_or.reduce([np.abs(x) > 2.0**990 for x in xs])
+    small = np.logical_or.reduce([(np.abs(x) < 2.0**-960) & (x != 0) for x in xs])
+    with np.errstate(all="ignore"):
+        risky = finite & (big | small | ~np.isfinite(hi) | ((np.abs(hi) < 2.0**-960) & (hi != 0)))
+    if op in ("mul", "fma", "mad"):  # a product too small for its error term to survive
+        with np.errstate(all="ignore"):
+            risky |= finite & (np.abs(xs[0] * xs[1]) < 2.0**-960) & (xs[0] != 0) & (xs[1] != 0)
+    if op in ("div", "rcp"):
+        risky &= xs[-1] != 0
+    if op in ("mul", "div", "rcp", "sqrt"):
+        risky &= np.logical_and.reduce([x != 0 for x in xs])
+    if op == "sqrt":
+        risky &= xs[0] > 0
+    if not risky.any():
+        return r
+    out = np.array(r, dtype=dt, copy=True)
+    flat_out = out.reshape(-1)
+    cols = [np.broadcast_to(x, risky.shape).reshape(-1) for x in xs]
+    for k in np.flatnonzero(risky.reshape(-1)):
+        f = [Fraction(float(c[k])) for c in cols]
+        if op == "sqrt":
+            flat_out[k] = _round_sqrt_fraction(f[0], mode, dt)
+            continue
+        q = _EXACT[op](*f)
+        if q != 0:
+            flat_out[k] = _round_fraction(q, mode, dt)
+    return out
+
+
+def _bracket(q: Fraction, dt: np.dtype) -> tuple[Any, Any]:
+    """The neighbours lo <= q <= hi of q in the format dt (hi may be infinite)."""
+    try:
+        c = dt.type(float(q))
+    except OverflowError:
+        c = dt.type(np.inf if q > 0 else -np.inf)
+    if np.isinf(c):
+        big = np.finfo(dt).max
+        return (dt.type(big), c) if q > 0 else (c, dt.type(-big))
+    if Fraction(float(c)) == q:
+        return c, c
+    if Fraction(float(c)) < q:
+        return c, np.nextafter(c, dt.type(np.inf))
+    return np.nextafter(c, dt.type(-np.inf)), c
+
+
+def _round_fraction(q: Fraction, mode: str, dt: np.dtype) -> Any:
+    lo, hi = _bracket(q, dt)
+    if lo == hi:
+        return lo
+    if mode == "rz":
+        return lo if q > 0 else hi
+    if mode == "rm":
+        return lo
+    if mode == "rp":
+        return hi
+    if np.isinf(hi) or np.isinf(lo):  # past the largest finite value: the overflow threshold decides
+        big = Fraction(float(np.finfo(dt).max))
+        half_ulp = Fraction(2) ** (np.finfo(dt).maxexp - np.finfo(dt).nmant - 2)
+        return (hi if q > 0 else lo) if abs(q) >= big + half_ulp else (lo if q > 0 else hi)
+    dlo, dhi = q - Fraction(float(lo)), Fraction(float(hi)) - q
+    if dlo != dhi:
+        return lo if dlo < dhi else hi
+    even = (np.asarray(lo).view(UINT[dt.itemsize]) & 1) == 0
+    return lo if even else hi
+
+
+def _round_sqrt_fraction(a: Fraction, mode: str, dt: np.dtype) -> Any:
+    c = dt.type(math.sqrt(float(a)))
+    lo = c if Fraction(float(c)) ** 2 <= a else np.nextafter(c, dt.type(0))
+    hi = lo if Fraction(float(lo)) ** 2 == a else np.nextafter(lo, dt.type(np.inf))
+    if lo == hi or mode in ("rz", "rm"):
+        return lo
+    if mode == "rp":
+        return hi
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    return lo if mid * mid > a else hi

@@ -104,7 +104,7 @@ _VAR = re.compile(
     re.S,
 )
 _TOP_VAR = re.compile(r"^\s*((?:\.(?:extern|visible|weak)\s+)*\.(?:global|const|shared)\b[^;]*);", re.M)
-_REG = re.compile(r"^\.reg\s+(?:\.v[248]\s+)?\.(?P<type>\w+)\s+(?P<names>.+)$", re.S)
+_REG = re.compile(r"^\.reg\s*(?:\.v[248]\s*)?\.(?P<type>\w+)\s+(?P<names>.+)$", re.S)
 _PARAM = re.compile(
     r"\.param\s+(?:\.align\s+(?P<align>\d+)\s+)?\.(?P<type>\w+)\s+"
     r"(?P<ptr>\.ptr(?:\s+\.(?P<space>\w+))?(?:\s+\.align\s+\d+)?\s+)?(?P<name>[\w$]+)(?P<dims>(?:\[\d*\])*)"
@@ -232,6 +232,7 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
     sites: dict[tuple[int, int], int] = {}  # a header line's place -> the .cu line it was inlined at
     unplaced: list[Instr] = []
     scopes: list[dict[str, str]] = []  # register renames of the nested { } blocks
+    bare: dict[str, str] = {}  # function registers declared without '%' (hand-written PTX): t -> %t
     pending = ""  # a statement that spans lines (calls do)
     for offset, raw in enumerate(body.split("\n")):
         line_no = first_line + offset
@@ -272,7 +273,9 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
                 declared: dict[str, str] = {}
                 _registers(stmt, declared)
                 for reg, typ in declared.items():  # an inner scope's %r3 is not the function's %r3
-                    unique = f"{reg}.{len(fn.regs)}" if scopes else reg
+                    unique = f"{'' if reg.startswith('%') else '%'}{reg}.{len(fn.regs)}" if scopes else reg
+                    if not scopes and not reg.startswith("%"):
+                        unique = bare[reg] = "%" + reg
                     fn.regs[unique] = typ
                     if scopes:
                         scopes[-1][reg] = unique
@@ -282,8 +285,8 @@ def _function(head: re.Match, body: str, first_line: int, main: int = 1) -> Func
                 continue  # .pragma and other directives
             else:
                 instr = _instruction(stmt, line_no, cu_line, name)
-                if any(scopes):
-                    _rename(instr, scopes)
+                if bare or any(scopes):
+                    _rename(instr, [bare, *scopes])
                 instr.cu_file, instr.line = cu_file, line
                 fn.instrs.append(instr)
                 if cu_line == 0:
@@ -307,7 +310,9 @@ def _rename(instr: Instr, scopes: list[dict[str, str]]) -> None:
     def fix(op: Operand) -> Operand:
         if op[0] == "reg":
             return ("reg", name(op[1]), op[2])
-        if op[0] == "addr" and op[1] and op[1].startswith("%"):
+        if op[0] == "sym" and name(op[1]) != op[1]:  # inline asm declares registers with no '%'
+            return ("reg", name(op[1]), False)
+        if op[0] == "addr" and op[1] and (op[1].startswith("%") or name(op[1]) != op[1]):
             return ("addr", name(op[1]), op[2])
         if op[0] in ("vec", "pair"):
             return (op[0], [fix(o) for o in op[1]])
@@ -361,7 +366,7 @@ def _registers(stmt: str, regs: dict[str, str]) -> None:
 
 def _instruction(stmt: str, ptx_line: int, cu_line: int, function: str) -> Instr:
     guard = None
-    m = re.match(r"^@(!?)(%[\w$]+)\s+", stmt)
+    m = re.match(r"^@(!?)(%?[\w$]+)\s+", stmt)
     if m:
         guard = (m[2], m[1] == "!")
         stmt_body = stmt[m.end() :]
@@ -422,7 +427,9 @@ def parse_immediate(tok: str) -> int | float:
         val: int | float = struct.unpack("<f", int(t[2:], 16).to_bytes(4, "little"))[0]
     elif t[:2] in ("0d", "0D"):
         val = struct.unpack("<d", int(t[2:], 16).to_bytes(8, "little"))[0]
-    elif "." in t or "e" in t:
+    elif t[:2] in ("0x", "0X"):
+        val = int(t.rstrip("U"), 16)
+    elif "." in t or "e" in t or "E" in t:
         val = float(t)
     else:
         val = int(t.rstrip("U"), 0)

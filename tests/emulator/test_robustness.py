@@ -1,0 +1,288 @@
+"""Faults at the byte, rounding at the tie, barriers at the last warp, and PTX nobody meant to write.
+
+The first tests kill mutants that survived by hand (a bounds check one byte late, rz rounding to
+nearest, bf16 ties away from zero, a barrier released before the last warp arrives). The fuzz test
+feeds the emulator malformed and unusual PTX: whatever it raises must be a course error.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import course
+from course.emulator import Program, run_kernel
+from course.errors import CourseError, EmulatorDefect, OutOfBoundsError, UnsupportedInstruction
+
+
+def launch(src: str, grid: int, block: int, *args, shared_mem: int = 0, name: str = "k"):
+    k = course.Module(code=src).get_function(name)
+    dev = [course.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    k((grid,), (block,), tuple(dev), shared_mem=shared_mem)
+    return [course.asnumpy(d) if isinstance(a, np.ndarray) else d for a, d in zip(args, dev)]
+
+
+# ---------------------------------------------------------------- bounds at the byte
+
+
+@pytest.mark.parametrize("n", [1, 5, 7, 33])
+def test_byte_array_read_one_past_the_end_faults(n: int, emulator_backend: course.Device) -> None:
+    src = r'extern "C" __global__ void k(const unsigned char* x, unsigned char* y, int n) { int i = threadIdx.x; y[i] = x[i]; }'
+    x = np.arange(n, dtype=np.uint8)
+    (_, y, _) = launch(src, 1, n, x, np.zeros(n, np.uint8), np.int32(n))
+    np.testing.assert_array_equal(y, x)  # the last byte is inside
+    with pytest.raises(OutOfBoundsError, match="buffer 'x' at index"):
+        launch(src, 1, n + 1, x, np.zeros(n + 1, np.uint8), np.int32(n))
+
+
+def test_word_access_ending_one_byte_past_a_byte_array_faults(emulator_backend: course.Device) -> None:
+    src = r'extern "C" __global__ void k(const unsigned char* x, int* y, int off) { y[0] = *(const int*)(x + off); }'
+    x = np.arange(8, dtype=np.uint8)
+    (_, y, _) = launch(src, 1, 1, x, np.zeros(1, np.int32), np.int32(4))
+    assert y[0] == int.from_bytes(bytes([4, 5, 6, 7]), "little")
+    with pytest.raises(OutOfBoundsError):
+        launch(src, 1, 1, x[:7].copy(), np.zeros(1, np.int32), np.int32(4))  # bytes 4..7 of a 7-byte buffer
+
+
+@pytest.mark.parametrize("size", [1, 17, 33])
+def test_shared_write_one_byte_past_the_array_faults(size: int, emulator_backend: course.Device) -> None:
+    src = f"""
+extern "C" __global__ void k(unsigned char* out) {{
+    __shared__ unsigned char s[{size}];
+    s[threadIdx.x] = (unsigned char)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}}"""
+    (out,) = launch(src, 1, size, np.zeros(size, np.uint8))
+    np.testing.assert_array_equal(out, np.arange(size, dtype=np.uint8))
+    with pytest.raises(OutOfBoundsError, match="shared"):
+        launch(src, 1, size + 1, np.zeros(size + 1, np.uint8))
+
+
+# ---------------------------------------------------------------- rounding at the tie
+
+
+def test_double_to_float_rz_truncates(emulator_backend: course.Device) -> None:
+    src = r"""extern "C" __global__ void k(const double* x, float* z, float* n) {
+        int i = threadIdx.x; z[i] = __double2float_rz(x[i]); n[i] = __double2float_rn(x[i]); }"""
+    up = 1 + 2.0**-23 * 0.75  # nearer to 1 + 2**-23 than to 1
+    x = np.array([up, -up, 1 / 3, -1 / 3, 2.0**-130 * 1.75, 1e300, -1e300])
+    _, z, n = launch(src, 1, len(x), x, np.zeros(len(x), np.float32), np.zeros(len(x), np.float32))
+    assert z[0] == 1.0 and z[1] == -1.0 and n[0] == np.float32(1 + 2.0**-23)
+    assert z[2] == np.nextafter(np.float32(1 / 3), np.float32(0)) or z[2] == np.float32(1 / 3) < 1 / 3
+    assert abs(float(z[2])) <= 1 / 3 and abs(float(z[3])) <= 1 / 3
+    assert z[5] == np.finfo(np.float32).max and z[6] == -np.finfo(np.float32).max  # rz never overflows
+    assert np.isinf(n[5])
+
+
+def test_float_to_bfloat16_ties_round_to_even(emulator_backend: course.Device) -> None:
+    src = r"""#include <cuda_bf16.h>
+    extern "C" __global__ void k(const float* x, unsigned short* y) {
+        int i = threadIdx.x; y[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i])); }"""
+    # exactly halfway between two bfloat16 values: low 16 bits 0x8000
+    bits = np.array([0x3F808000, 0x3F818000, 0xBF808000, 0xBF818000, 0x00008000, 0x7F7F8000], np.uint32)
+    _, y = launch(src, 1, len(bits), bits.view(np.float32), np.zeros(len(bits), np.uint16))
+    np.testing.assert_array_equal(y, np.array([0x3F80, 0x3F82, 0xBF80, 0xBF82, 0x0000, 0x7F80], np.uint16))
+
+
+# ---------------------------------------------------------------- the barrier waits for the last warp
+
+
+@pytest.mark.parametrize("block", [64, 96, 1024])
+def test_syncthreads_waits_for_the_last_warp(block: int, emulator_backend: course.Device) -> None:
+    """The last warp is slow (a loop) before it writes; after the barrier every warp reads it."""
+    src = r"""
+extern "C" __global__ void k(int* out, int spin) {
+    extern __shared__ int s[];
+    int t = threadIdx.x;
+    int acc = 0;
+    if (t >= blockDim.x - 32) for (int k = 0; k < spin; ++k) acc += (k * k) & 1;
+    if (acc == 123456789) out[0] = -2;  // never: keeps the loop
+    s[t] = t;
+    __syncthreads();
+    out[t] = s[blockDim.x - 1 - t];
+}"""
+    (out, _) = launch(src, 1, block, np.zeros(block, np.int32), np.int32(200), shared_mem=4 * block)
+    np.testing.assert_array_equal(out, np.arange(block)[::-1])
+
+
+# ---------------------------------------------------------------- malformed and unusual PTX
+
+BASE = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void k(const float* x, float* y, __half* h, int n) {
+    __shared__ float s[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? x[i] : 0.0f;
+    s[threadIdx.x] = v * 2.0f;
+    __syncthreads();
+    v += s[(threadIdx.x + 1) & 63] + __shfl_down_sync(0xffffffffu, v, 1);
+    if (i < n) { y[i] = sqrtf(fabsf(v)) + __popc(i); h[i] = __float2half(v); atomicAdd(&y[0], 1.0f); }
+}
+"""
+
+UNUSUAL = [
+    # registers without '%', declared inside braces, hex and float immediates, a label per line
+    """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p) {
+  .reg .b32 %r<4>; .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  { .reg .b32 t1; mov.b32 t1, 0xfffefffe; add.s32 %r1, t1, 0x7e; }
+  L1: mov.f32 %r2, 0f3F800000;
+  cvta.to.global.u64 %rd2, %rd1;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}""",
+    # a 0d double immediate moved into an integer register, predicates without '%'
+    """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 p) {
+  .reg .pred P; .reg .b64 %rd<4>; .reg .f64 %fd<2>;
+  ld.param.u64 %rd1, [p];
+  mov.b64 %rd2, 0d3FF0000000000000;
+  setp.ne.s64 P, %rd2, 0;
+  @P mov.f64 %fd1, 0d4000000000000000;
+  cvta.to.global.u64 %rd3, %rd1;
+  st.global.f64 [%rd3], %fd1;
+  ret;
+}""",
+]
+
+
+def _mutate(ptx: str, rng: np.random.Generator) -> str:
+    lines = ptx.split("\n")
+    body = [k for k, s in enumerate(lines) if s.strip() and not s.strip().startswith(("//", ".file", ".loc"))]
+    k = int(rng.choice(body))
+    s = lines[k]
+    choice = int(rng.integers(0, 12))
+    tokens = s.split()
+    if choice == 0:
+        lines.pop(k)
+    elif choice == 1:
+        lines.insert(k, s)
+    elif choice == 2 and tokens:
+        lines[k] = s.replace(
+            tokens[0], tokens[0] + rng.choice([".x", ".f16x2", ".v8", ".sat", ".b128", ".rn"]), 1
+        )
+    elif choice == 3:
+        lines[k] = s.replace(";", "", 1)
+    elif choice == 4:
+        lines[k] = re.sub(r"%r\d+", "%r999", s, count=1)
+    elif choice == 5:
+        lines[k] = re.sub(r"\d+", str(int(rng.integers(-(2**40), 2**40))), s, count=1)
+    elif choice == 6:
+        lines[k] = s.replace(",", "", 1)
+    elif choice == 7:
+        lines[k] = s + " {"
+    elif choice == 8:
+        lines[k] = s.replace("[", "[[", 1)
+    elif choice == 9:
+        lines[k] = re.sub(r"\$L__\w+", "$L__nowhere", s)
+    elif choice == 10:
+        lines[k] = s.replace("%", "", 1)
+    else:
+        lines[k] = "".join(rng.permutation(list(s)))
+    return "\n".join(lines)
+
+
+def _run_all(ptx: str) -> None:
+    program = Program(ptx, BASE)
+    for name, fn in program.module.entries.items():
+        program.compiled(name)
+        args = []
+        for p in fn.params:
+            if p.type in ("u64", "b64", "s64"):
+                args.append((p.name, np.zeros(64, np.float32)))
+            else:
+                args.append((p.name, np.int32(40)))
+        run_kernel(program, name, (2, 1, 1), (64, 1, 1), args, shared_mem=256, budget=3000)
+
+
+def test_unusual_ptx_runs(emulator_backend: course.Device) -> None:
+    for ptx in UNUSUAL:
+        _run_all(ptx)
+
+
+def test_fuzzed_ptx_raises_only_course_errors(emulator_backend: course.Device) -> None:
+    ptx = course.compiler.compile_ptx(BASE).ptx
+    _run_all(ptx)  # the unmutated kernel runs
+    rng = np.random.default_rng(17)
+    seen: dict[str, int] = {}
+    for _ in range(400):
+        bad = ptx
+        for _ in range(int(rng.integers(1, 4))):
+            bad = _mutate(bad, rng)
+        try:
+            with np.errstate(all="ignore"):
+                _run_all(bad)
+        except CourseError as exc:
+            seen[type(exc).__name__] = seen.get(type(exc).__name__, 0) + 1
+            if isinstance(exc, EmulatorDefect):
+                assert "defect of the emulator" in str(exc) and "set_backend('cupy')" in str(exc)
+        except Exception as exc:  # anything else reached a learner as a bare Python error
+            raise AssertionError(f"{type(exc).__name__}: {exc}\n--- PTX ---\n{bad}") from exc
+    assert seen, "no mutant raised anything: the fuzzer is not reaching the emulator"
+
+
+def test_internal_error_names_kernel_instruction_and_line(
+    emulator_backend: course.Device, monkeypatch
+) -> None:
+    """A defect inside an instruction's implementation reaches the learner as an EmulatorDefect."""
+    from course.emulator import ops
+
+    src = r"""extern "C" __global__ void k(int* y) {
+    y[threadIdx.x] = __popc(threadIdx.x);
+}"""
+    monkeypatch.setattr(ops, "popcount", lambda v: [][1])
+    with pytest.raises(EmulatorDefect, match=r"kernel k at PTX line \d+ .*popc.*line 2 of kernel.cu"):
+        launch(src, 1, 32, np.zeros(32, np.int32))
+
+
+def test_unsupported_instruction_names_opcode_and_line(emulator_backend: course.Device) -> None:
+    src = r"""extern "C" __global__ void k(int* y) {
+    int v = threadIdx.x;
+    asm volatile("bmsk.clamp.b32 %0, %0, 3;" : "+r"(v));
+    y[threadIdx.x] = v;
+}"""
+    with pytest.raises(UnsupportedInstruction, match=r"bmsk\.clamp\.b32.*line 3 of kernel\.cu"):
+        course.Module(code=src).get_function("k")
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_bfe_field_as_wide_as_the_word(typ: str, emulator_backend: course.Device) -> None:
+    """bfe.{u,s}32 with a length of 32 or more takes the whole word from pos on (mutation survivor)."""
+    src = f"""extern "C" __global__ void k(const unsigned* x, const unsigned* pos, const unsigned* len, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("bfe.{typ} %0, %1, %2, %3;" : "=r"(v) : "r"(x[i]), "r"(pos[i]), "r"(len[i]));
+    y[i] = v;
+}}"""
+    x = np.array([0xDEADBEEF, 0x12345678, 0x80000001, 0xFFFFFFFF, 0x7FFFFFFF], np.uint32)
+    pos = np.array([0, 0, 4, 0, 31], np.uint32)
+    ln = np.array([32, 40, 32, 255, 32], np.uint32)
+    *_, y = launch(src, 1, len(x), x, pos, ln, np.zeros(len(x), np.uint32))
+    want = [int(v) >> int(p) for v, p in zip(x, pos)]
+    if typ == "s32":  # bits past the field copy its top bit (the word's sign here)
+        want = [(w | (0xFFFFFFFF << (32 - int(p)) & 0xFFFFFFFF)) if int(v) >> 31 else w
+                for w, v, p in zip(want, x, pos)]  # fmt: skip
+    np.testing.assert_array_equal(y, np.array(want, np.uint32))
+
+
+def test_bfi_field_as_wide_as_the_word(emulator_backend: course.Device) -> None:
+    """bfi.b32 with a length of 32 or more inserts the whole of a from pos on (mutation survivor)."""
+    src = r"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, const unsigned* pos,
+                                     const unsigned* len, unsigned* y) {
+    int i = threadIdx.x; unsigned v;
+    asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(pos[i]), "r"(len[i]));
+    y[i] = v;
+}"""
+    a = np.array([0xDEADBEEF, 0x12345679, 0xFFFFFFFF, 0x0000000F], np.uint32)
+    b = np.array([0x11111111, 0xFFFFFFFF, 0x00000000, 0xF0F0F0F0], np.uint32)
+    pos = np.array([0, 0, 8, 4], np.uint32)
+    ln = np.array([32, 255, 32, 4], np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, pos, ln, np.zeros(len(a), np.uint32))
+    np.testing.assert_array_equal(y, np.array([0xDEADBEEF, 0x12345679, 0xFFFFFF00, 0xF0F0F0F0], np.uint32))
