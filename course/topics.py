@@ -9,4 +9,4 @@ from __future__ import annotations
 from . import dot, reduction
 from .engine import Engine
 
-TOPICS: tuple[Engine, ...] = (dot.ENGINE, reduction.ENGINE)
+TOPICS: tuple[Engine, ...] = (reduction.ENGINE, dot.ENGINE)

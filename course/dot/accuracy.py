@@ -113,7 +113,7 @@ def lane_sums(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
 def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int = GPU_LANES) -> np.float32:
     """What a grid-stride kernel with `lanes` threads computes: lane_sums, then added pairwise
     (the block trees, then the blocks' sums)."""
-    return pairwise(lane_sums(a, b, lanes))
+    return np.float32(pairwise(lane_sums(a, b, lanes)))
 
 
 def sums(

@@ -99,7 +99,10 @@ def listing3_answer(n: int = 1024) -> dict[str, float]:
     c = arrays.zeros(n, F32)
     k = article_kernel("dot2_article", n)
     k((n // 256,), (256,), (arrays.asarray(a), arrays.asarray(b), c))
-    return {"exact": float(article_answer(n)), "the listing's answer": float(host_sum(arrays.asnumpy(c)[: n // 256]))}
+    return {
+        "exact": float(article_answer(n)),
+        "the listing's answer": float(host_sum(arrays.asnumpy(c)[: n // 256])),
+    }
 
 
 def atomic_counts(n: int = 4096, block: int = 256, grid: int = 2) -> dict[str, int]:
@@ -107,9 +110,13 @@ def atomic_counts(n: int = 4096, block: int = 256, grid: int = 2) -> dict[str, i
     blocks: every thread one product and one atomic), dot2 with `grid` blocks (the loop loops;
     one atomic per thread), dot_shfl (one per block)."""
     a, b = article_inputs(n)
-    counts = {"dot2_article, N / 256 blocks": first_trace("dot2_article", a, b, block=block, spaces={"global"})}
+    counts = {
+        "dot2_article, N / 256 blocks": first_trace("dot2_article", a, b, block=block, spaces={"global"})
+    }
     counts[f"dot2, {grid} blocks"] = first_trace("dot2", a, b, block=block, grid=grid, spaces={"global"})
-    counts[f"dot_shfl, {grid} blocks"] = first_trace("dot_shfl", a, b, block=block, grid=grid, spaces={"global"})
+    counts[f"dot_shfl, {grid} blocks"] = first_trace(
+        "dot_shfl", a, b, block=block, grid=grid, spaces={"global"}
+    )
     return {k: analysis.totals(t)["atomics"] for k, t in counts.items()}
 
 

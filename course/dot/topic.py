@@ -145,7 +145,9 @@ def prepare(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     if a.size != b.size:
         raise InputError(f"a and b must have the same length; got {a.size} and {b.size}")
     if not 1 <= a.size <= MAX_N:
-        raise InputError(f"dot takes vectors of 1 to {MAX_N} elements (the kernels index with int); got {a.size}")
+        raise InputError(
+            f"dot takes vectors of 1 to {MAX_N} elements (the kernels index with int); got {a.size}"
+        )
     return a, b
 
 
@@ -220,7 +222,9 @@ def sum_partials(call: Call, c: Any) -> tuple[Any, Any]:
     m = int(c.size)
     blocks = max(1, min(-(-m // FINISH_BLOCK), device().sm_count * (2048 // FINISH_BLOCK)))
     partial, out = call.empty(blocks, c.dtype), call.empty(1, c.dtype)
-    launch = call.launch((c, partial, out, np.int32(m)), kernel=k, grid=(blocks, 1, 1), block=(FINISH_BLOCK, 1, 1))
+    launch = call.launch(
+        (c, partial, out, np.int32(m)), kernel=k, grid=(blocks, 1, 1), block=(FINISH_BLOCK, 1, 1)
+    )
     return launch, out
 
 
@@ -303,7 +307,7 @@ BENCH = BenchSpec(
     sizes=tuple(2**k for k in range(16, 29)),
     quick_sizes=(2**16, 2**22, 2**24, 2**28),
     emulator_sizes=(2**14,),
-    moved=lambda size, dtype: 2 * int(size) * dtype.itemsize,  # a and b, read once; nothing written
+    moved=lambda size, dtype: 2 * math.prod(np.atleast_1d(size)) * dtype.itemsize,  # a and b, read once
     generate=_bench_input,
     baselines={"cupy.dot": _cupy_dot},
     goals=GOALS,
@@ -388,9 +392,14 @@ TOPIC = Topic(
     ),
     bench=BENCH,
     panel=PanelSpec(
-        article_inputs, picture, metrics, picture_input=picture_input, version="dot1", n=1024,
+        article_inputs,
+        picture,
+        metrics,
+        picture_input=picture_input,
+        version="dot1",
+        n=1024,
         emulator_max_n={"dot1": 2**14},
-    ),  # fmt: skip
+    ),
     sample=sample,
 )
 ENGINE = Engine(TOPIC)
