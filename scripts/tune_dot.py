@@ -11,6 +11,11 @@ the kernel adds into it, the kernel, and for kernels that leave one sum per bloc
 a cupy.sum of those. Accuracy: the median relative error against a float64 dot over 20 seeds
 of N = 2^24 standard-normal vectors. Writes the rows to $OUT/tune_dot.json.
 `--check-only` runs just the answer checks at small sizes (works on the emulator too).
+
+`--topic` checks the topic as course/dot builds it instead (its plans, block 256, the partial
+sums added on the device): `course.bench` at N = 2^28 with the issue's bandwidth goals, the
+issue's error statistic for every version and cupy.dot (`dot.measured_errors`) with its error
+goals, and the article's timings at N = 1024 (`dot.article_timings`). Writes $OUT/dot_topic.json.
 """
 
 from __future__ import annotations
@@ -269,11 +274,62 @@ def goals(rows: list[dict[str, Any]], errs: dict[str, dict[str, Any]]) -> list[d
     return out
 
 
+def topic(runs: int) -> None:
+    """The topic as course/dot builds it: timings and goals, errors and error goals, the article's timings."""
+    from course import dot
+
+    if course.device().backend != "cupy":
+        sys.exit("timings need a GPU (CuPy found none)")
+    started = time.perf_counter()
+    print(f"course.bench dot at N = 2^{N_TIME.bit_length() - 1} ...", file=sys.stderr)
+    records = bench.run(dot.ENGINE, N_TIME, runs=runs)
+    bench.free_gpu_memory()
+    print(f"\n## The topic's versions, {course.device().name}\n")
+    print(bench.table(records))
+    print(bench.goals_markdown(records, dot.TOPIC.bench.goals))
+    print(f"errors at N = 2^{N_ERROR.bit_length() - 1}, {SEEDS} seeds ...", file=sys.stderr)
+    errors = dot.measured_errors(N_ERROR, SEEDS)
+    print(
+        f"## Median relative error against a float64 dot, N = 2^{N_ERROR.bit_length() - 1}, {SEEDS} seeds\n"
+    )
+    print("| version | error |\n|---|---:|")
+    for name, e in errors.items():
+        print(f"| {name} | {e:.3g} |")
+    goals_met = dot.error_goals(errors)
+    print("\n| version | error | goal | met |\n|---|---:|---|---|")
+    for g in goals_met:
+        print(
+            f"| {g['version']} | {g['error']:.3g} | {g['goal']} ({g['limit']:.3g}) | {'yes' if g['met'] else 'NO'} |"
+        )
+    timings = dot.article_timings(runs=runs)
+    print("\n## The article's programs at N = 1024\n")
+    print(
+        "| program | article's total (ms) | kernel (µs) | copies + kernel + copy back (µs) |\n|---|---:|---:|---:|"
+    )
+    for r in timings:
+        article_ms, kernel_us, host_us = (
+            r["article's total (ms)"],
+            r["kernel (µs)"],
+            r["copies + kernel + copy back (µs)"],
+        )
+        print(f"| {r['program']} | {article_ms:.0f} | {kernel_us:.1f} | {host_us:.0f} |")
+    print(f"\n{time.perf_counter() - started:.0f} s")
+    out = Path(os.environ.get("OUT", "."))
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"environment": bench.environment(), "records": records, "errors": errors, "error_goals": goals_met,
+           "article_timings": timings}  # fmt: skip
+    (out / "dot_topic.json").write_text(json.dumps(doc, indent=1, default=str))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check-only", action="store_true", help="answer checks at small N only")
+    parser.add_argument("--topic", action="store_true", help="the topic as course/dot builds it")
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
+    if args.topic:
+        topic(args.runs)
+        return
     cfgs = configs()
     if args.check_only:
         rng = np.random.default_rng(0)

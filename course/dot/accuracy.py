@@ -1,7 +1,7 @@
-"""How accurate is a float32 dot product? The NumPy side of notebook 01's accuracy plot.
+"""How accurate is a float32 dot product? NumPy models of the kernels' ways of adding.
 
-    from tests.kernels import dot_accuracy
-    rows = dot_accuracy.error_table([2**10, 2**14, 2**18, 2**22], seeds=5)
+    from course.dot import accuracy
+    rows = accuracy.error_table([2**10, 2**14, 2**18, 2**22], seeds=5)
     # one row per N: the median relative error of each way of adding, against the exact dot
 
 Each way of adding is the one a kernel of `course/kernels/dot.cu` uses, done in NumPy on the
@@ -113,7 +113,7 @@ def lane_sums(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
 def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int = GPU_LANES) -> np.float32:
     """What a grid-stride kernel with `lanes` threads computes: lane_sums, then added pairwise
     (the block trees, then the blocks' sums)."""
-    return pairwise(lane_sums(a, b, lanes))
+    return np.float32(pairwise(lane_sums(a, b, lanes)))
 
 
 def sums(
