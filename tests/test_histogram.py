@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 import course
 from course import bench, histogram
-from course.histogram import topic
 
 SMS = 132  # the emulator's H100-like device
 
@@ -41,7 +40,9 @@ def test_data_that_changes_the_time_not_the_answer(emulator_backend, rng, name, 
     assert np.array_equal(histogram.run(name, x, block=256), histogram.reference(x))
 
 
-@pytest.mark.parametrize("name", ["hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes", "hist6_runs"])
+@pytest.mark.parametrize(
+    "name", ["hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes", "hist6_runs"]
+)
 def test_a_small_grid_loops_many_times(emulator_backend, rng, name):
     x = rng.integers(0, 256, 20_000, dtype=np.uint8)
     plan = histogram.ENGINE.plan(name, course.asarray(x), block=64, grid=3)
@@ -119,12 +120,16 @@ class TestData:
         assert x.dtype == np.uint8 and x.shape == (1001,)
 
     def test_the_kinds_differ_as_they_should(self, rng):
-        counts = {d: np.bincount(histogram.histogram_bytes(2**16, d, rng), minlength=256) for d in histogram.DISTS}
+        counts = {
+            d: np.bincount(histogram.histogram_bytes(2**16, d, rng), minlength=256) for d in histogram.DISTS
+        }
         assert (counts["uniform"] > 0).all() and counts["uniform"].max() < 2 * 2**16 / 256
         assert counts["all-equal"][7] == 2**16
         assert counts["skewed"][0] > counts["skewed"][1] > counts["skewed"][15] > counts["skewed"][60]
         photo = histogram.photo_bytes()
-        assert photo.size == 600 * 512 * 3 and np.array_equal(histogram.histogram_bytes(10**6, "real", rng)[:100], photo[:100])
+        assert photo.size == 600 * 512 * 3 and np.array_equal(
+            histogram.histogram_bytes(10**6, "real", rng)[:100], photo[:100]
+        )
 
     def test_an_unknown_kind_says_which_there_are(self, rng):
         with pytest.raises(course.InputError, match="uniform"):
@@ -224,7 +229,9 @@ class TestContention:
     def test_per_lane_copies_have_no_collisions_and_no_bank_conflicts(self, emulator_backend):
         for data in ("all-equal", "uniform"):
             assert histogram.contention("hist5_lanes", data, 4096).max_lanes.max() == 1
-            t = histogram.first_trace("hist5_lanes", histogram.histogram_bytes(4096, data, np.random.default_rng(0)))
+            t = histogram.first_trace(
+                "hist5_lanes", histogram.histogram_bytes(4096, data, np.random.default_rng(0))
+            )
             atoms = course.analysis.bank_conflicts(t.where(space="shared", op="atom"))
             assert len(atoms) and (atoms.ways == 1).all()
 
@@ -235,10 +242,15 @@ class TestContention:
         assert 4096 * 0.98 < u.lanes.sum() <= 4096  # uniform bytes: runs of one, almost always
 
     def test_what_each_kind_of_data_costs(self, emulator_backend):
-        rows = histogram.contention_table(("hist1", "hist3_vec", "hist5_lanes"), ("uniform", "all-equal"), 2048)
+        rows = histogram.contention_table(
+            ("hist1", "hist3_vec", "hist5_lanes"), ("uniform", "all-equal"), 2048
+        )
         by = {(r["version"], r["data"]): r for r in rows}
         assert by["hist1", "all-equal"]["lanes on one bin (mean)"] == 32.0
-        assert by["hist1", "uniform"]["lanes on one bin (mean)"] < 3 and by["hist1", "uniform"]["bank conflict (mean ways)"] is None
+        assert (
+            by["hist1", "uniform"]["lanes on one bin (mean)"] < 3
+            and by["hist1", "uniform"]["bank conflict (mean ways)"] is None
+        )
         assert by["hist3_vec", "uniform"]["bank conflict (mean ways)"] > 2  # 32 random bins in 32 banks
         assert by["hist5_lanes", "all-equal"]["lanes on one bin (mean)"] == 1.0
         assert by["hist5_lanes", "uniform"]["bank conflict (mean ways)"] == 1.0
