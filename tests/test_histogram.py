@@ -62,7 +62,7 @@ class TestLaunchRules:
 
     @pytest.mark.parametrize(
         ("name", "block", "per_sm"),
-        [("hist1", 1024, 2), ("hist1", 128, 16), ("hist3_vec", 256, 8), ("hist5_lanes", 1024, 2),
+        [("hist1", 1024, 2), ("hist1", 128, 16), ("hist1", 32, 32), ("hist3_vec", 256, 8), ("hist5_lanes", 1024, 2),
          ("hist5_lanes", 512, 4), ("hist5_lanes", 256, 6), ("hist5_lanes", 32, 6), ("hist1_article", 256, 1)],
     )  # fmt: skip
     def test_one_wave_at_2_to_the_28(self, emulator_backend, name, block, per_sm):

@@ -212,14 +212,16 @@ def merge_table(
     names: Sequence[str] = STORY, n: int = 2**14, block: int = 256, data: str = "uniform"
 ) -> list[dict[str, Any]]:
     """Private, then merge: where each version's atomics go, from the trace. hist1 makes one
-    global atomic a byte; the others count in shared memory and add at most 256 per block."""
+    global atomic a byte; the others count in shared memory and add at most 256 per block, which
+    pays once a block sees many more than 256 bytes (hist2's one byte a thread per block does not
+    at small N: it launches N / block blocks)."""
     rows = []
     for name in names:
         t = first_trace(name, _bytes(n, data), block=block)
         glob = analysis.contention(t, "hist")
         shared = t.where(space="shared", op="atom")
         rows.append({
-            "version": name, "blocks": int(t.grid[0]),
+            "version": name, "blocks": int(t.grid[0]), "bytes per block": -(-n // int(t.grid[0])),
             "shared atomics": int(shared.lanes().sum()) if len(shared) else 0,
             "global atomics": int(glob.lanes.sum()),
             "global atomics per byte": round(float(glob.lanes.sum()) / n, 4),

@@ -49,9 +49,9 @@ class SharedWave(OneWave):
         return device.sm_count * max(1, min(THREADS_PER_SM // threads, BLOCKS_PER_SM, by_shared))
 
     def __str__(self) -> str:
-        kib = f"{self.shared // 1024} KiB" if self.shared >= 1024 else f"{self.shared} B"
+        shared = f", {self.shared // 1024} KiB of shared memory each" if self.shared else ""
         return (
-            f"one wave: as many blocks as an SM holds (2048 threads, {kib} of shared memory each), "
+            f"one wave: as many blocks as an SM holds (2048 threads, 32 blocks{shared}), "
             "fewer if N needs fewer; a grid-stride loop does the rest"
         )
 
@@ -69,7 +69,7 @@ VERSIONS = (
       listed=False, counts_in="hist", int_index=True,
       bug="indexes with int, so N must stay below 2^31 minus the threads of the grid; launched with "
       "one block per SM where its text says two"),
-    H("hist1", "global atomics, 64-bit indices, a full GPU of blocks", OneWave(1), BLOCKS, counts_in="hist"),
+    H("hist1", "global atomics, 64-bit indices, a full GPU of blocks", SharedWave(1), BLOCKS, counts_in="hist"),
     H("hist2_article", "a shared-memory histogram per block, as in the article", ARTICLE_GRID, ARTICLE_BLOCKS,
       listed=False, int_index=True,
       bug="assumes 256 threads a block: at 128, bins 128..255 are never zeroed nor added to hist; "
