@@ -190,6 +190,13 @@ class TestArticleBugs:
         assert [r["bytes per thread at N = 65536"] for r in rows] == [2, 1, 1]  # ceil(65536 / threads)
         assert [r["bytes per thread at 100 MiB"] for r in rows] == [3104, 1552, 388]
 
+    def test_the_gpu_tables_cases_trace_on_the_emulator(self, emulator_backend):
+        records = bench.run(histogram.every_version(), 4096, dists=["all-equal"])
+        assert [r["kernel"] for r in records] == [v.name for v in histogram.VERSIONS]
+        atomics = {r["kernel"]: r["counts"]["atomics"] for r in records}
+        assert atomics["hist1_article"] == atomics["hist1"] == 4096  # one global atomic a byte
+        assert atomics["hist4_warp_agg"] == 4096 // 32 + 1 and atomics["hist6_runs"] == 4096 // 16 + 1
+
     def test_timings_need_a_gpu(self, emulator_backend):
         with pytest.raises(RuntimeError, match="need a GPU"):
             histogram.article_timing()

@@ -24,6 +24,7 @@ from .story import (
     contention,
     contention_table,
     draw_contention,
+    every_version,
     first_trace,
     gpu_table,
     memset_replay,
@@ -43,7 +44,7 @@ kernel = ENGINE.kernel
 
 __all__ = [
     "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "article_grids", "article_timing",
-    "block_bug", "check", "contention", "contention_table", "draw_contention", "first_trace", "gpu_table",
+    "block_bug", "check", "contention", "contention_table", "draw_contention", "every_version", "first_trace", "gpu_table",
     "histogram_bytes", "kernel", "memset_replay", "merge_table", "panel", "photo_bytes", "reference",
     "rnd_255", "rnd_counts", "run", "trace", "versions", "wide", "wide_plan", "wide_reference",
 ]  # fmt: skip
