@@ -12,7 +12,8 @@ missing). Every configuration's counts are checked against NumPy once before it 
 Stages:
   story   every version at a full-occupancy launch, and the article's launches (blocks =
           1x and 2x the SM count, 256 threads) of its two kernels;
-  copies  hist5_lanes (and hist6_runs): sub-histograms per block x block size x blocks per SM;
+  copies  hist5_copies<C> (and hist6_copies<C>): C sub-histograms per block (hist5_lanes and
+          hist6_runs are C = 32) x block size x blocks per SM;
   knobs   block size x blocks per SM for hist3/hist4, and load width (4, 8, 16 bytes);
   wide    hist_wide, 4096 bins of 2^27 16-bit keys, against cupy.bincount;
   article the article's timing: its 100 MiB host-to-device copy beside its kernel.
@@ -111,7 +112,7 @@ def wide_keys(dist: str, n: int) -> np.ndarray:
 
 @functools.cache
 def module(load_bytes: int) -> course.Module:
-    names = tuple(f"{k}<{c}>" for k in ("hist5_lanes", "hist6_runs") for c in COPIES)
+    names = tuple(f"{k}<{c}>" for k in ("hist5_copies", "hist6_copies") for c in COPIES)
     return course.Module.from_file(
         "histogram.cu", options=(f"-DLOAD_BYTES={load_bytes}",), name_expressions=names
     )
@@ -245,13 +246,13 @@ def stage_story(b: Bench) -> None:
                 256,
                 mult * sms,
             )
-        for name in ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>"):
+        for name in ("hist1", "hist2", "hist3_vec", "hist4_warp_agg", "hist5_lanes", "hist6_runs"):
             per_sm, grid = b.full_grid(name, 512)
             b.time("story", f"{name} block=512 {per_sm}/SM", name, dist, 512, grid)
 
 
 def stage_copies(b: Bench) -> None:
-    variants = [f"hist5_lanes<{c}>" for c in COPIES] + [f"hist6_runs<{c}>" for c in (8, 16, 32)]
+    variants = [f"hist5_copies<{c}>" for c in COPIES] + [f"hist6_copies<{c}>" for c in (8, 16, 32)]
     for dist in ("uniform", "all-equal"):
         for name in variants:
             for block in BLOCKS:
@@ -271,7 +272,7 @@ def stage_knobs(b: Bench) -> None:
                 for per_sm in sorted({most // 2, most} - {0}):
                     b.time("knobs", f"{name} block={block} {per_sm}/SM", name, dist, block, b.sms * per_sm)
         for load in LOADS:
-            for name in ("hist3_vec", "hist4_warp_agg", "hist5_lanes<32>", "hist6_runs<32>"):
+            for name in ("hist3_vec", "hist4_warp_agg", "hist5_lanes", "hist6_runs"):
                 per_sm, grid = b.full_grid(name, 512, load)
                 b.time("knobs", f"{name} block=512 {per_sm}/SM load={load}B", name, dist, 512, grid, load)
 
@@ -308,7 +309,7 @@ def stage_article(b: Bench) -> dict:
         copies.append(cupy.cuda.get_elapsed_time(start, end))
     want = np.bincount(h, minlength=BINS).astype(np.int64)
     out = {"n": n, "h2d_ms": statistics.median(copies)}
-    for name in ("hist1_article", "hist2_article", "hist5_lanes<32>"):
+    for name in ("hist1_article", "hist2_article", "hist5_lanes"):
         grid = b.sms if "article" in name else b.full_grid(name, 512)[1]
         block = 256 if "article" in name else 512
         steps, ok = checked(name, 16, block, grid, x, want)
@@ -396,7 +397,7 @@ def main() -> None:
             print(f"cupy.bincount 4096 bins, {dist} keys: {b.inputs[('wide', dist)][2] * 1e3:.1f} µs")
     table([r for r in b.rows if r.stage == "story"], "Every version: the article's launches, then story order at "
           "block 512 and a full GPU (blocks/SM from the occupancy calculator)", by_time=False)  # fmt: skip
-    table([r for r in b.rows if r.stage == "copies"], "hist5_lanes / hist6_runs: sub-histograms x block x blocks per SM "
+    table([r for r in b.rows if r.stage == "copies"], "hist5_copies / hist6_copies: sub-histograms x block x blocks per SM "
           "(the 12 fastest of each input)", top=12)  # fmt: skip
     table(
         [r for r in b.rows if r.stage == "knobs"],
@@ -414,7 +415,7 @@ def main() -> None:
     if article:
         print(f"\n## The article's timing, 100 MiB\n\nhost-to-device copy (pageable): {article['h2d_ms']:.2f} ms; "
               f"hist1_article {article['hist1_article_ms']:.3f} ms, hist2_article {article['hist2_article_ms']:.3f} ms "
-              f"(blocks = SM count, 256 threads); hist5_lanes<32> {article['hist5_lanes<32>_ms']:.3f} ms")  # fmt: skip
+              f"(blocks = SM count, 256 threads); hist5_lanes {article['hist5_lanes_ms']:.3f} ms")  # fmt: skip
     wrong = [r.config + " / " + r.dist for r in b.rows if not r.correct]
     print(f"\n{len(b.rows)} configurations timed, {len(wrong)} with wrong counts{': ' + ', '.join(wrong) if wrong else ''}; "
           f"{time.monotonic() - T0:.0f} s in all")  # fmt: skip

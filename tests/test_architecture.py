@@ -9,7 +9,7 @@ from pathlib import Path
 import course
 
 ROOT = Path(course.__file__).parent
-TOPIC_NAMES = ("reduction", "dot", "transpose", "histogram", "scan")
+TOPIC_NAMES = ("dot", "transpose", "histogram", "scan", "reduction")  # the notebooks' order
 
 
 def _module_name(path: Path) -> str:

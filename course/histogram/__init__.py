@@ -1,1 +1,50 @@
-"""Histogram: atomics, privatisation, and what skewed data does to them (being built: see data.py)."""
+"""Histogram: the article's two kernels, their bugs, and the kernels beyond them.
+
+    from course import histogram
+    histogram.versions()                        # the versions that count right, in story order
+    histogram.run("hist5_lanes", x)             # 256 int64 counts of the uint8 array x
+    histogram.trace("hist1", x[:4096], block=128)
+    histogram.check("hist2_article", x, block=128)
+    histogram.panel(data="all-equal")           # version, block, N and the kind of data
+    histogram.wide(keys, bins=4096)             # 16-bit keys into up to 12,288 bins
+
+`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 03
+tells the story with, `data.py` the kinds of bytes, `wide.py` the many-bin variant. The kernels
+are in `kernels/histogram.cu`.
+"""
+
+from __future__ import annotations
+
+from .data import BINS, DISTS, histogram_bytes, photo_bytes
+from .panel import panel
+from .story import (
+    article_grids,
+    article_timing,
+    block_bug,
+    contention,
+    contention_table,
+    draw_contention,
+    every_version,
+    first_trace,
+    gpu_table,
+    memset_replay,
+    merge_table,
+    rnd_255,
+    rnd_counts,
+)  # fmt: skip
+from .topic import ENGINE, STORY, TOPIC, VERSIONS
+from .wide import WIDE_BINS, wide, wide_plan, wide_reference
+
+versions = ENGINE.versions
+run = ENGINE.run
+reference = ENGINE.reference
+trace = ENGINE.trace
+check = ENGINE.check
+kernel = ENGINE.kernel
+
+__all__ = [
+    "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "article_grids", "article_timing",
+    "block_bug", "check", "contention", "contention_table", "draw_contention", "every_version", "first_trace", "gpu_table",
+    "histogram_bytes", "kernel", "memset_replay", "merge_table", "panel", "photo_bytes", "reference",
+    "rnd_255", "rnd_counts", "run", "trace", "versions", "wide", "wide_plan", "wide_reference",
+]  # fmt: skip

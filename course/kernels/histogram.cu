@@ -220,10 +220,11 @@ extern "C" __global__ void hist4_warp_agg(const unsigned char* __restrict__ x, u
 // the data, so all-equal bytes cost what uniform ones do. Fewer copies: less shared memory (1 KiB a
 // copy: 32 KiB at 32), more collisions. The merge adds the copies of each bin (each thread starts
 // at a different copy, so a warp's reads fall in different banks).
-// Any block size (1..1024), any grid; COPIES in 1, 2, 4, 8, 16, 32 (template: name_expressions).
+// Any block size (1..1024), any grid. The kernel owns `temp` (BINS * COPIES words); the body is
+// shared by the story's kernel (32 copies) and the tuning's template (COPIES in 1, 2, 4, 8, 16, 32).
 template <int COPIES>
-__global__ void hist5_lanes(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
-    __shared__ unsigned int temp[BINS * COPIES];
+__device__ __forceinline__ void count_per_lane(const unsigned char* __restrict__ x, unsigned int* hist, long long n,
+                                               unsigned int* temp) {
     for (int k = threadIdx.x; k < BINS * COPIES; k += blockDim.x) temp[k] = 0;
     __syncthreads();
     unsigned int* mine = temp + threadIdx.x % COPIES;
@@ -237,15 +238,27 @@ __global__ void hist5_lanes(const unsigned char* __restrict__ x, unsigned int* h
     }
 }
 
+extern "C" __global__ void hist5_lanes(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[BINS * 32];  // 32 KiB: at most 6 blocks per SM on Hopper
+    count_per_lane<32>(x, hist, n, temp);
+}
+
+template <int COPIES>
+__global__ void hist5_copies(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[BINS * COPIES];
+    count_per_lane<COPIES>(x, hist, n, temp);
+}
+
 // ---- 6. hist5, counting runs of equal bytes in registers first.
 // A thread walks its 16 bytes keeping (run, count) and adds `count` to the run's bin only when the
 // byte changes: one atomic per run instead of one per byte. All-equal bytes: one atomic per 16
 // bytes, so even the copies of one bin that every warp of the block shares are hit 16x less often.
 // Uniform bytes: a run is almost always one byte long, so it costs a compare per byte for nothing.
+// On the H200 it is slower than hist5 on every kind of data (docs/notes/histogram.md).
 // Same launch rules as hist5.
 template <int COPIES>
-__global__ void hist6_runs(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
-    __shared__ unsigned int temp[BINS * COPIES];
+__device__ __forceinline__ void count_runs(const unsigned char* __restrict__ x, unsigned int* hist, long long n,
+                                           unsigned int* temp) {
     for (int k = threadIdx.x; k < BINS * COPIES; k += blockDim.x) temp[k] = 0;
     __syncthreads();
     unsigned int* mine = temp + threadIdx.x % COPIES;
@@ -273,6 +286,17 @@ __global__ void hist6_runs(const unsigned char* __restrict__ x, unsigned int* hi
         for (int c = 0; c < COPIES; ++c) sum += temp[b * COPIES + (b + c) % COPIES];
         if (sum) atomicAdd(&hist[b], sum);
     }
+}
+
+extern "C" __global__ void hist6_runs(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[BINS * 32];
+    count_runs<32>(x, hist, n, temp);
+}
+
+template <int COPIES>
+__global__ void hist6_copies(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[BINS * COPIES];
+    count_runs<COPIES>(x, hist, n, temp);
 }
 
 // ---- More bins than a block's shared memory holds comfortably: 16-bit keys, `bins` bins
