@@ -9,4 +9,4 @@ from __future__ import annotations
 from . import reduction, transpose
 from .engine import Engine
 
-TOPICS: tuple[Engine, ...] = (transpose.ENGINE, reduction.ENGINE)
+TOPICS: tuple[Engine, ...] = (reduction.ENGINE, transpose.ENGINE)

@@ -272,10 +272,28 @@ __device__ __forceinline__ void x_load_cs(const elem_t* __restrict__ in, int m, 
         }
 }
 
+// VEC 1 only: each load asks L2 to fetch the whole 256-byte block around it (ld ... .L2::256B)
+template <int TR, int TC, int ROWS>
+__device__ __forceinline__ void x_load_256(const elem_t* __restrict__ in, int m, int n, int r0, int c0,
+                                           typename Tile<TR, TC, ROWS, 1>::Regs& v) {
+    const int x = threadIdx.x, y = threadIdx.y;
+#pragma unroll
+    for (int r = 0; r < TR / ROWS; ++r)
+#pragma unroll
+        for (int h = 0; h < TC / 32; ++h) {
+            const int row = r0 + y + r * ROWS, col = c0 + x + 32 * h;
+            unsigned w = 0;
+            if (row < m && col < n)
+                asm volatile("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(w) : "l"(in + row * n + col));
+            *reinterpret_cast<unsigned*>(&v[r][h]) = w;
+        }
+}
+
 template <int TR, int TC, int ROWS, int VEC, int HINT>
 __device__ __forceinline__ void x_load(const elem_t* __restrict__ in, int m, int n, int r0, int c0,
                                        typename Tile<TR, TC, ROWS, VEC>::Regs& v) {
-    if (HINT & 2) x_load_cs<TR, TC, ROWS, VEC>(in, m, n, r0, c0, v);
+    if (HINT & 4) x_load_256<TR, TC, ROWS>(in, m, n, r0, c0, reinterpret_cast<typename Tile<TR, TC, ROWS, 1>::Regs&>(v));
+    else if (HINT & 2) x_load_cs<TR, TC, ROWS, VEC>(in, m, n, r0, c0, v);
     else Tile<TR, TC, ROWS, VEC>::load(in, m, n, r0, c0, v);
 }
 
@@ -319,6 +337,28 @@ __global__ void x_pipe(const elem_t* __restrict__ in, elem_t* __restrict__ out, 
         __syncthreads();
         t = next, r0 = r1, c0 = c1;
     }
+}
+
+// tiles in Morton (Z) order: for a square grid of power-of-two tiles per side (others are wrong)
+template <int TR, int TC, int ROWS, int VEC>
+__global__ void x_morton(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
+    unsigned t = blockIdx.x, tx = 0, ty = 0;
+    for (int b = 0; b < 16; ++b) {
+        tx |= ((t >> (2 * b)) & 1u) << b;
+        ty |= ((t >> (2 * b + 1)) & 1u) << b;
+    }
+    transpose_tile<TR, TC, ROWS, VEC>(in, out, m, n, ty * TR, tx * TC);
+}
+
+// bands of GROUP tile rows as transpose_grouped, tile row j of a band shifted SKEW * j tile columns
+template <int TR, int TC, int ROWS, int VEC, int GROUP, int SKEW>
+__global__ void x_skew(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
+    const int tiles_x = (n + TC - 1) / TC, tiles_y = (m + TR - 1) / TR;
+    const int band = blockIdx.x / (GROUP * tiles_x);
+    const int height = min(GROUP, tiles_y - band * GROUP);
+    const int i = blockIdx.x - band * GROUP * tiles_x;
+    const int j = i % height;
+    transpose_tile<TR, TC, ROWS, VEC>(in, out, m, n, (band * GROUP + j) * TR, ((i / height + SKEW * j) % tiles_x) * TC);
 }
 
 extern "C" __global__ void x_copy4(const elem_t* __restrict__ in, elem_t* __restrict__ out, int n4) {
@@ -366,26 +406,18 @@ class Candidate:
 
 
 def candidates() -> list[Candidate]:
-    out = [Candidate("transpose_grouped<64, 64, 16, 1, 64>", (32, 16))]  # the first sweep's best
-    for g in (16, 64):
-        for hint in (0, 1, 2, 3):
-            out.append(Candidate(f"x_grouped<64, 64, 16, 1, {g}, {hint}>", (32, 16), group=g))
-    for tr, tc, rows in [(64, 128, 16), (128, 64, 16), (64, 128, 8), (128, 64, 8), (128, 64, 32), (32, 128, 16),
-                         (128, 32, 16), (64, 64, 8), (64, 64, 32)]:  # fmt: skip
-        for hint in (0, 1):
-            out.append(Candidate(f"x_grouped<{tr}, {tc}, {rows}, 1, 32, {hint}>", (32, rows), (tr, tc), 32))
-    for hint in (0, 1):
-        out.append(Candidate(f"x_grouped<64, 64, 32, 2, 64, {hint}>", (16, 32)))
-        out.append(Candidate(f"x_grouped<64, 128, 32, 4, 32, {hint}>", (8, 32), (64, 128), 32))
-        for tiles in (2, 4):
-            out.append(Candidate(f"x_pipe<64, 64, 16, 1, 64, {tiles}, {hint}>", (32, 16), tiles=tiles))
-        for per_sm in (2, 3, 4):
-            out.append(Candidate(f"x_pipe<64, 64, 16, 1, 64, 0, {hint}>", (32, 16), tiles=0, blocks_per_sm=per_sm))
-        out.append(Candidate(f"x_pipe<64, 64, 8, 1, 64, 0, {hint}>", (32, 8), tiles=0, blocks_per_sm=6))
-    out.append(Candidate("x_pipe<64, 64, 16, 1, 64, 2, 3>", (32, 16), tiles=2))
-    out.append(Candidate("x_pipe<64, 64, 16, 1, 64, 0, 3>", (32, 16), tiles=0, blocks_per_sm=4))
-    out += [Candidate("x_copy4", (256, 1), copy=4, blocks_per_sm=8), Candidate("x_copy4", (256, 1), copy=4),
-            Candidate("x_copy1", (256, 1), copy=1), Candidate("x_copy1", (1024, 1), copy=1)]  # fmt: skip
+    """The second device run: tile orders (band height, Morton, skew) and L2 prefetch hints on the
+    first sweep's best tile (the first run's cache hints, tile shapes, pipelined and persistent
+    tiles all lost: docs/tuning/transpose-beyond-2026-11-25.md)."""
+    b = (32, 16)
+    out = [
+        Candidate(f"transpose_grouped<64, 64, 16, 1, {g}>", b, group=g) for g in (32, 48, 64, 96, 128, 256)
+    ]
+    out += [Candidate(f"x_grouped<64, 64, 16, 1, {g}, 4>", b, group=g) for g in (16, 64, 128)]
+    out += [Candidate(f"x_grouped<64, 64, 16, 1, 64, {h}>", b) for h in (0, 5)]
+    out += [Candidate("x_morton<64, 64, 16, 1>", b)]
+    out += [Candidate(f"x_skew<64, 64, 16, 1, {g}, {k}>", b, group=g) for g, k in ((64, 1), (64, 8), (16, 1))]
+    out += [Candidate("transpose_grouped<64, 64, 8, 1, 64>", (32, 8)), Candidate("x_copy4", (256, 1), copy=4)]
     return out
 
 
@@ -447,9 +479,11 @@ def beyond(out_dir: Path) -> int:
         by: dict[str, list[dict[str, Any]]] = {}
         for r in mine:
             by.setdefault(r["config"], []).append(r)
+
         def key(rs: list[dict[str, Any]]) -> float:
             pcts = [r["pct_of_copy"] for r in rs if r["pct_of_copy"]]
             return -statistics.median(pcts) if pcts else 1e9
+
         for label, rs in sorted(by.items(), key=lambda kv: key(kv[1])):
             if not all(r["correct"] for r in rs):
                 print(f"| {label} | WRONG ANSWER | | | | |")
@@ -457,7 +491,9 @@ def beyond(out_dir: Path) -> int:
             pcts = [r["pct_of_copy"] for r in rs]
             ms = statistics.median(r["ms"] for r in rs)
             xs = statistics.median(r["x_cupy"] for r in rs)
-            print(f"| {label} | {ms:.4f} | {statistics.median(pcts):.1f} | {min(pcts):.1f} | {max(pcts):.1f} | {xs:.2f} |")
+            print(
+                f"| {label} | {ms:.4f} | {statistics.median(pcts):.1f} | {min(pcts):.1f} | {max(pcts):.1f} | {xs:.2f} |"
+            )
     path = out_dir / "tune_transpose_beyond.json"
     path.write_text(json.dumps(rows, indent=1) + "\n")
     print(f"\n{len(rows)} rows written to {path}; {time.perf_counter() - start:.0f} s in all")

@@ -14,6 +14,7 @@ import numpy as np
 from .. import analysis, arrays, backend, bench, draw
 from ..bench import Record
 from ..emulator import Trace
+from ..engine import Size
 from ..errors import CourseError
 from .topic import ARTICLE_BLOCKS, BENCH, ENGINE, STORY, BlockTiles, copy_kernel, kernel, version
 
@@ -82,7 +83,7 @@ def _global_buffers(t: Trace) -> tuple[str, str]:
 
 
 def warp_elements(
-    names: Sequence[str] = ("copy", "transpose_naive", "transpose_naive_cols", "transpose_padded"),
+    names: Sequence[str] = ("copy", "transpose_naive", "transpose_naive_cols", "transpose_rows"),
     shape: tuple[int, int] = (64, 64),
     block: Any = (32, 8),
     warp: int = 0,
@@ -119,7 +120,10 @@ def draw_warps(
     m, n = shape
     out_shape = shape if name == "copy" else (n, m)
     images = []
-    for ax, buffer, (rows, cols), what in ((axes[0], src, shape, "reads"), (axes[1], dst, out_shape, "writes")):
+    for ax, buffer, (rows, cols), what in (
+        (axes[0], src, shape, "reads"),
+        (axes[1], dst, out_shape, "writes"),
+    ):
         acc = analysis.steps(t, buffer)
         rgba = np.ones((rows, cols, 4))
         for w in np.unique(acc.warp).tolist():
@@ -132,7 +136,9 @@ def draw_warps(
         ax.set_yticks(np.arange(rows + 1), minor=True)
         ax.grid(which="minor", color="0.6", linewidth=0.3)
         ax.tick_params(labelsize=8)
-        ax.set_title(f"{buffer} ({rows}×{cols}): what block 0 {what}\ncolour = warp (0-{warps - 1})", fontsize=9)
+        ax.set_title(
+            f"{buffer} ({rows}×{cols}): what block 0 {what}\ncolour = warp (0-{warps - 1})", fontsize=9
+        )
     axes[0].set_xlabel(f"{t.kernel}, block {'×'.join(map(str, b))}", fontsize=8)
     return images
 
@@ -246,7 +252,7 @@ def article_blocks(
 
 
 def gpu_table(
-    sizes: Sequence[tuple[int, int]] = BENCH.quick_sizes,
+    sizes: Sequence[Size] = BENCH.quick_sizes,
     dtypes: Sequence[str] = ("float32", "int32"),
     runs: int = bench.MIN_RUNS,
 ) -> list[Record]:

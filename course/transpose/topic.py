@@ -351,23 +351,21 @@ def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarra
     return (a[:PICTURE_SIDE, :PICTURE_SIDE],)
 
 
-def _tile_buffer(t: Trace) -> str | None:
-    names = [b.name for b in t.buffers if b.space == "shared"]
-    return names[0] if names else None
+def picture_event(t: Trace, v: Version) -> int:
+    """The warp instruction the picture shows: warp 0's read of the shared tile (versions with
+    one), else its strided global access (the naive write, or the naive_cols read)."""
+    shared = np.flatnonzero((t.op == "ld") & (t.space == "shared"))
+    if len(shared):
+        return int(shared[0])
+    strided = "ld" if v.name == "transpose_naive_cols" else "st"
+    return int(np.flatnonzero((t.op == strided) & (t.space == "global"))[0])
 
 
 def picture(ax: Any, t: Trace, v: Version) -> Any:
-    """Shared-memory versions: who stored and who loaded each tile cell, warp by warp (a warp
-    on a row is conflict-free, one down a column conflicts). Naive ones: the strided access of
-    warp 0, lane by lane onto its 32-byte sectors."""
-    tile = _tile_buffer(t)
-    if tile is None:
-        strided = "st" if v.name == "transpose_naive" else "ld"
-        events = np.flatnonzero((t.op == strided) & (t.space == "global"))
-        return draw.warp_access(ax, t, int(events[0]))
-    bx = t.block_dim[0]
-    width = {"transpose_tiled": bx, "transpose_padded": bx + 1}.get(v.name)
-    return draw.transpose_tile(ax, t, tile, width=width)
+    """One warp instruction of block 0 up close (`draw.warp_access`): its 32 lanes onto the
+    shared-memory banks of the tile read (a tower of 32 words in one bank is a 32-way conflict),
+    or, for the naive versions, onto the 32-byte sectors of their strided access."""
+    return draw.warp_access(ax, t, picture_event(t, v))
 
 
 def metrics(t: Trace, v: Version) -> dict[str, Any]:
@@ -406,8 +404,9 @@ TOPIC = Topic(
     block=(32, 8),
     tolerance="exact: a transpose only moves bits",
     bench=BENCH,
-    panel=PanelSpec(panel_input, picture, metrics, picture_input=picture_input, version="transpose_naive",
-                    n=4096),  # fmt: skip
+    panel=PanelSpec(
+        panel_input, picture, metrics, picture_input=picture_input, version="transpose_naive", n=4096
+    ),
     sample=sample,
     sample_sizes=sample_sizes,
 )
