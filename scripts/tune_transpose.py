@@ -3,7 +3,8 @@ knobs of the fast ones (tile, threads per tile, elements per thread, vector widt
 at the goal sizes, each beside a device-to-device copy of the same bytes and CuPy's
 `cupy.ascontiguousarray(a.T)`, all timed by course.bench in one run.
 
-    OUT=/tmp/out python scripts/tune_transpose.py        (from the repository root, on a GPU)
+    OUT=/tmp/out python scripts/tune_transpose.py             (from the repository root, on a GPU)
+    OUT=/tmp/out python scripts/tune_transpose.py --beyond    (the candidates beyond the sweep, ~30 s)
 
 Stage 1 times every version and every (tile shape, rows, vec) of transpose_vec at every size;
 stage 2 takes the three best of those on the float32 sizes and times them there again with
@@ -11,6 +12,10 @@ the tiles visited in bands of GROUP tile rows (transpose_grouped). Every configu
 is checked against NumPy's a.T (computed once per size, uploaded) before it is timed; a wrong
 one is reported, not timed. Compiling takes ~30-40 s of the run (NVRTC, ~100 instantiations).
 Prints one table per size and writes every row to $OUT/tune_transpose.json.
+
+--beyond times the candidates of `candidates()` instead (tile orders, cache hints, pipelined
+tiles: kernels appended to transpose.cu's source, see EXTRA), 3 passes each, and writes
+$OUT/tune_transpose_beyond.json; docs/tuning/transpose.md holds what its runs found.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ C_TYPES = {"float32": "float", "int32": "int"}
 SIZES = [((1111, 113), "int32"), ((8192, 8192), "float32"), ((16384, 16384), "float32")]
 RUNS = 20
 GOAL_PCT, GOAL_X_CUPY, GOAL_ARTICLE = 95.0, 3.3, 2.0  # % of copy, x CuPy, article: at most 2x the copy's time
-GROUPS = (1, 2, 4, 8, 16, 32, 64)
+GROUPS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024)
 STAGE2_BEST = 3
 
 

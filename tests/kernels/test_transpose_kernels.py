@@ -49,6 +49,7 @@ GROUPED_CASES = [
     (64, 64, 16, 4, 4),
     (32, 32, 32, 1, 2),
     (64, 32, 16, 4, 5),
+    (32, 32, 8, 1, 1024),  # taller than any matrix here: whole tile columns
 ]
 
 
