@@ -148,60 +148,100 @@ struct alignas(V * sizeof(elem_t)) Vec {
 // One TILE_R x TILE_C tile of `in` whose corner is (r0, c0), written out as a TILE_C x TILE_R
 // tile of `out`. Block (32 / VEC, ROWS); TILE_R and TILE_C multiples of 32, ROWS dividing both.
 // Each thread moves TILE_R * TILE_C / (block threads) words: (TILE_R / ROWS) * (TILE_C / 32)
-// vectors in, (TILE_C / ROWS) * (TILE_R / 32) vectors out.
+// vectors in, (TILE_C / ROWS) * (TILE_R / 32) vectors out. Three phases, so that a kernel can
+// put the next tile's loads in flight before it stores this one (see the tuning script):
+// load (global -> registers), stash (registers -> shared), store (shared -> global).
+template <int TILE_R, int TILE_C, int ROWS, int VEC>
+struct Tile {
+    typedef elem_t Shared[TILE_R][TILE_C + 1];  // padded: the row stride is 1 mod 32 banks
+    typedef Vec<VEC> Regs[TILE_R / ROWS][TILE_C / 32];
+
+    // 1. load: rows y, y + ROWS, ... of the tile; 32 words apart along each row; every vector
+    // requested before any is used
+    static __device__ __forceinline__ void load(const elem_t* __restrict__ in, int m, int n, int r0, int c0,
+                                                Regs& v) {
+        const int x = VEC * threadIdx.x, y = threadIdx.y;
+#pragma unroll
+        for (int r = 0; r < TILE_R / ROWS; ++r)
+#pragma unroll
+            for (int h = 0; h < TILE_C / 32; ++h) {
+                const int row = r0 + y + r * ROWS, col = c0 + x + 32 * h;
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) v[r][h].v[k] = 0;
+                if (row < m) {
+                    if (n % VEC == 0 && col < n) {
+                        v[r][h] = *reinterpret_cast<const Vec<VEC>*>(in + row * n + col);
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < VEC; ++k)
+                            if (col + k < n) v[r][h].v[k] = in[row * n + col + k];
+                    }
+                }
+            }
+    }
+
+    // 2. stash: the vectors into the tile, one word at a time, along its rows
+    static __device__ __forceinline__ void stash(const Regs& v, Shared& tile) {
+        const int x = VEC * threadIdx.x, y = threadIdx.y;
+#pragma unroll
+        for (int r = 0; r < TILE_R / ROWS; ++r)
+#pragma unroll
+            for (int h = 0; h < TILE_C / 32; ++h)
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) tile[y + r * ROWS][x + 32 * h + k] = v[r][h].v[k];
+    }
+
+    // 3. store: output row c0 + c is column c of the tile; a thread gathers VEC consecutive
+    // words of it (tile rows x .. x + VEC - 1) and writes them with one vector store.
+    // STREAM: through __stcs (evict-first: the output is not read again).
+    template <bool STREAM = false>
+    static __device__ __forceinline__ void store(const Shared& tile, elem_t* __restrict__ out, int m, int n,
+                                                 int r0, int c0) {
+        const int x = VEC * threadIdx.x, y = threadIdx.y;
+#pragma unroll
+        for (int r = 0; r < TILE_C / ROWS; ++r)
+#pragma unroll
+            for (int h = 0; h < TILE_R / 32; ++h) {
+                const int c = y + r * ROWS, orow = c0 + c, ocol = r0 + x + 32 * h;
+                Vec<VEC> w;
+#pragma unroll
+                for (int k = 0; k < VEC; ++k) w.v[k] = tile[x + 32 * h + k][c];
+                if (orow < n) {
+                    if (m % VEC == 0 && ocol < m) {
+                        put<STREAM>(out + orow * m + ocol, w);
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < VEC; ++k)
+                            if (ocol + k < m) out[orow * m + ocol + k] = w.v[k];
+                    }
+                }
+            }
+    }
+
+    template <bool STREAM>
+    static __device__ __forceinline__ void put(elem_t* p, const Vec<VEC>& w) {
+        if (!STREAM) {
+            *reinterpret_cast<Vec<VEC>*>(p) = w;
+        } else if (VEC == 4) {
+            __stcs(reinterpret_cast<uint4*>(p), *reinterpret_cast<const uint4*>(&w));
+        } else if (VEC == 2) {
+            __stcs(reinterpret_cast<uint2*>(p), *reinterpret_cast<const uint2*>(&w));
+        } else {
+            __stcs(reinterpret_cast<unsigned*>(p), *reinterpret_cast<const unsigned*>(&w));
+        }
+    }
+};
+
 template <int TILE_R, int TILE_C, int ROWS, int VEC>
 __device__ __forceinline__ void transpose_tile(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m,
                                                int n, int r0, int c0) {
-    __shared__ elem_t tile[TILE_R][TILE_C + 1];
-    const int x = VEC * threadIdx.x, y = threadIdx.y;
-
-    // 1. load: rows y, y + ROWS, ... of the tile; 32 words apart along each row
-    Vec<VEC> v[TILE_R / ROWS][TILE_C / 32];  // every vector requested before any is stored
-#pragma unroll
-    for (int r = 0; r < TILE_R / ROWS; ++r)
-#pragma unroll
-        for (int h = 0; h < TILE_C / 32; ++h) {
-            const int row = r0 + y + r * ROWS, col = c0 + x + 32 * h;
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) v[r][h].v[k] = 0;
-            if (row < m) {
-                if (n % VEC == 0 && col < n) {
-                    v[r][h] = *reinterpret_cast<const Vec<VEC>*>(in + row * n + col);
-                } else {
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k)
-                        if (col + k < n) v[r][h].v[k] = in[row * n + col + k];
-                }
-            }
-        }
-#pragma unroll
-    for (int r = 0; r < TILE_R / ROWS; ++r)
-#pragma unroll
-        for (int h = 0; h < TILE_C / 32; ++h)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) tile[y + r * ROWS][x + 32 * h + k] = v[r][h].v[k];
+    typedef Tile<TILE_R, TILE_C, ROWS, VEC> T;
+    __shared__ typename T::Shared tile;
+    typename T::Regs v;
+    T::load(in, m, n, r0, c0, v);
+    T::stash(v, tile);
     __syncthreads();
-
-    // 2. store: output row c0 + c is column c of the tile; a thread gathers VEC consecutive
-    // words of it (tile rows x .. x + VEC - 1) and writes them with one vector store.
-#pragma unroll
-    for (int r = 0; r < TILE_C / ROWS; ++r)
-#pragma unroll
-        for (int h = 0; h < TILE_R / 32; ++h) {
-            const int c = y + r * ROWS, orow = c0 + c, ocol = r0 + x + 32 * h;
-            Vec<VEC> w;
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) w.v[k] = tile[x + 32 * h + k][c];
-            if (orow < n) {
-                if (m % VEC == 0 && ocol < m) {
-                    *reinterpret_cast<Vec<VEC>*>(out + orow * m + ocol) = w;
-                } else {
-#pragma unroll
-                    for (int k = 0; k < VEC; ++k)
-                        if (ocol + k < m) out[orow * m + ocol + k] = w.v[k];
-                }
-            }
-        }
+    T::store(tile, out, m, n, r0, c0);
 }
 
 // ---- 8. Vector accesses, bigger and non-square tiles.
@@ -212,18 +252,32 @@ __global__ void transpose_vec(const elem_t* __restrict__ in, elem_t* __restrict_
     transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, blockIdx.y * TILE_R, blockIdx.x * TILE_C);
 }
 
-// ---- 9. The same tiles, visited in bands of GROUP tile rows.
-// With a 2-D grid the blocks on the GPU at one time read a few whole tile rows of `in`, and
-// write to every row of `out` just a few tiles' worth (128 bytes each at TILE_R 32): DRAM pages
-// opened for 128-256 bytes. Here a 1-D grid numbers the tiles down GROUP tile rows before
-// moving right, so the blocks in flight cover a roughly square patch: long runs in the rows of
-// both `in` and `out`. Block (32 / VEC, ROWS); grid ceil(m / TILE_R) * ceil(n / TILE_C), 1-D.
+// The corner (r0, c0) of tile number t when tiles are numbered down bands of GROUP tile rows,
+// column by column within a band (the last band may be shorter). A GROUP of at least the
+// matrix's tile rows numbers the tiles down whole tile columns.
+template <int TILE_R, int TILE_C, int GROUP>
+__device__ __forceinline__ void band_corner(int t, int m, int n, int& r0, int& c0) {
+    const int tiles_x = (n + TILE_C - 1) / TILE_C, tiles_y = (m + TILE_R - 1) / TILE_R;
+    const int group = min(GROUP, tiles_y);                  // group * tiles_x: at most the tile count
+    const int band = t / (group * tiles_x);                 // which band of `group` tile rows
+    const int height = min(group, tiles_y - band * group);  // the last band may be shorter
+    const int i = t - band * group * tiles_x;               // position in the band, column by column
+    r0 = (band * group + i % height) * TILE_R;
+    c0 = (i / height) * TILE_C;
+}
+
+// ---- 9. The same tiles, visited down bands of GROUP tile rows.
+// With a 2-D grid the blocks on the GPU at one time read a few whole tile rows of `in` and
+// write 256 bytes into each of thousands of rows of `out`. Here a 1-D grid numbers the tiles
+// down GROUP tile rows before moving right. Tile column k of `in` is rows k * TILE_C onwards of
+// `out`, so when a band is the whole height (GROUP at least the matrix's tile rows) the blocks
+// in flight write a few whole rows of `out`: one stretch of memory, front to back, as a copy
+// writes it; their reads are 256-byte pieces of every row of `in`, which DRAM minds less.
+// Measured on the H200 (docs/tuning/transpose.md): 97 % of the copy against 94 % for the 2-D
+// grid. Block (32 / VEC, ROWS); grid ceil(m / TILE_R) * ceil(n / TILE_C), 1-D.
 template <int TILE_R, int TILE_C, int ROWS, int VEC, int GROUP>
 __global__ void transpose_grouped(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
-    const int tiles_x = (n + TILE_C - 1) / TILE_C, tiles_y = (m + TILE_R - 1) / TILE_R;
-    const int band = blockIdx.x / (GROUP * tiles_x);        // which band of GROUP tile rows
-    const int height = min(GROUP, tiles_y - band * GROUP);  // the last band may be shorter
-    const int i = blockIdx.x - band * GROUP * tiles_x;      // position in the band, column by column
-    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, (band * GROUP + i % height) * TILE_R,
-                                              (i / height) * TILE_C);
+    int r0, c0;
+    band_corner<TILE_R, TILE_C, GROUP>(blockIdx.x, m, n, r0, c0);
+    transpose_tile<TILE_R, TILE_C, ROWS, VEC>(in, out, m, n, r0, c0);
 }

@@ -311,7 +311,7 @@ def speed_against_n(
     return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
 
 
-def _gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[float, float]:
+def gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[float, float]:
     """GB/s of kernel 7 with `blocks` blocks, and with one full wave, at n (GPU only)."""
     _gpu()
     xs = _inputs(n)

@@ -1,9 +1,11 @@
-"""Every transpose version against NumPy at awkward shapes and each block it accepts; the
-article's bugs shown (bank conflicts counted from the trace, a non-square block's wrong answer,
-the checker's findings); coalescing counted in sectors per request.
+"""The transpose kernels beyond what the topic lists: the copy, blocks and tiles the topic does not
+offer (the tuning script's configurations), against NumPy at awkward shapes; their bank conflicts
+and 16-byte accesses counted from the trace.
 
-The launch rules below are the ones docs/notes/transpose.md gives the frame: a version's
-template arguments come from its block, its grid from the block (or tile) and the shape.
+The topic's versions at its own blocks are tested through the topic (tests/test_topics.py, the
+article's bugs and the story's counts in tests/test_transpose.py); this file launches kernels by
+hand with the launch rules of docs/notes/transpose.md: template arguments from the block, the
+grid from the block (or tile) and the shape.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 
 import course
 from course import analysis
+from course.transpose import topic
 
 KERNEL_FILE = "transpose.cu"
 TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}
@@ -24,6 +27,17 @@ ANY_BLOCK = {"copy": False, "transpose_naive": False, "transpose_naive_cols": Tr
              "transpose_tiled": False, "transpose_padded": False}  # fmt: skip
 ANY_BLOCKS = [(32, 8), (32, 32), (16, 16), (8, 4), (64, 16), (1, 32), (128, 1), (32, 6)]
 ROWS_BLOCKS = [(t, r) for t in (16, 32, 64) for r in (1, 2, 4, 8, 16, 32, 64) if r <= t and t * r <= 1024]
+
+
+def _in_topic(name: str, block: tuple[int, int]) -> bool:
+    """Whether the topic lists this kernel instance at this block (then test_topics.py runs it)."""
+    if name == "copy":
+        return False
+    base = name.split("<")[0]
+    v = topic.version(base)
+    return block in v.blocks and (base == name or topic.version(base).kernel_for(block) == name) and v.listed
+
+
 VEC_CASES = [  # (tile rows, tile columns, rows, vec): block (32 // vec, rows)
     *((t, t, r, v) for t in (32, 64) for v in (1, 2, 4) for r in (4, 8, 16, 32, 64)
       if r <= t and (32 // v) * r <= 1024),
@@ -35,6 +49,7 @@ GROUPED_CASES = [
     (64, 64, 16, 4, 4),
     (32, 32, 32, 1, 2),
     (64, 32, 16, 4, 5),
+    (32, 32, 8, 1, 1024),  # taller than any matrix here: whole tile columns
 ]
 
 
@@ -124,6 +139,13 @@ def _shapes(tile: int) -> list[tuple[int, int]]:
 
 
 def _cases():
+    for name, shape, block in _all_cases():
+        if not _in_topic(name, block):
+            yield name, shape, block
+
+
+def _all_cases():
+    yield "copy", (1111, 113), (32, 8)
     for name in ANY_BLOCK:
         for block in ANY_BLOCKS:
             tile = max(block)
@@ -171,90 +193,20 @@ def test_matches_numpy(backend, rng, name, shape, block, dtype):
     np.testing.assert_array_equal(run(name, a, block), _reference(name, a))
 
 
-BEST = ["copy", "transpose_naive", "transpose_naive_cols", "transpose_tiled", "transpose_padded",
-        "transpose_article<32>", "transpose_rows", "transpose_vec<64, 64, 16, 4>", "transpose_grouped<32, 32, 8, 4, 3>"]  # fmt: skip
-BEST_BLOCK = {"transpose_article<32>": (32, 32), "transpose_vec<64, 64, 16, 4>": (8, 16),
-              "transpose_grouped<32, 32, 8, 4, 3>": (8, 8)}  # fmt: skip
+CLEAN = {"copy": (32, 8), "transpose_rows": (64, 16), "transpose_vec<32, 32, 8, 4>": (8, 8),
+         "transpose_grouped<32, 32, 8, 4, 3>": (8, 8)}  # fmt: skip
 
 
-@pytest.mark.parametrize("name", BEST)
-def test_the_articles_matrix(backend, rng, name):
-    """The article's case: a 1111 x 113 int matrix (not a multiple of any tile either way)."""
-    a = _matrix(rng, (1111, 113), np.dtype(np.int32))
-    np.testing.assert_array_equal(run(name, a, BEST_BLOCK.get(name, (32, 8))), _reference(name, a))
-
-
-@pytest.mark.parametrize("name", BEST)
+@pytest.mark.parametrize("name", CLEAN)
 def test_the_checker_finds_nothing(emulator_backend, rng, name):
     a = _matrix(rng, (70, 45), np.dtype(np.float32))
-    findings = check(name, a, BEST_BLOCK.get(name, (32, 8)))
+    findings = check(name, a, CLEAN[name])
     assert not findings, str(findings)
-
-
-# ---------------------------------------------------------------- the article's bugs
-
-
-def _line_of(t, text: str) -> int:
-    matches = [i + 1 for i, line in enumerate(t.source) if text in line]
-    assert len(matches) == 1, (text, matches)
-    return matches[0]
-
-
-class TestArticleBugs:
-    @pytest.mark.parametrize(("tile", "ways"), [(32, 32), (16, 8)])
-    def test_reading_the_tile_by_column_conflicts(self, emulator_backend, rng, tile, ways):
-        """BLOCK_SIZE 32 (the code): 32-way conflicts; 16 (the text): 8-way. Counted from the trace."""
-        a = _matrix(rng, (64, 64), np.dtype(np.float32))
-        t = trace(f"transpose_article<{tile}>", a, (tile, tile), blocks=[0], spaces={"shared"})
-        by_line = analysis.bank_conflicts_by_line(t)
-        worst = dict(zip(by_line.line.tolist(), by_line.max_ways.tolist()))
-        mean = dict(zip(by_line.line.tolist(), by_line.mean_ways.tolist()))
-        store = _line_of(t, "smem_matrix[threadIdx.y][threadIdx.x] = ")
-        load = _line_of(t, "smem_matrix[threadIdx.x][threadIdx.y];")
-        assert worst == {store: 1, load: ways}
-        assert mean[load] == ways  # every warp's read, not just the worst
-
-    def test_a_non_square_block_gives_a_wrong_answer(self, emulator_backend, rng):
-        a = _matrix(rng, (1111, 113), np.dtype(np.int32))
-        got = run("transpose_article<32>", a, (32, 8))
-        wrong = np.count_nonzero(got != a.T)
-        assert wrong > a.size // 2  # most of the matrix
-        np.testing.assert_array_equal(run("transpose_tiled", a, (32, 8)), a.T)  # the fix
-
-    def test_the_checker_names_the_unwritten_tile_rows(self, emulator_backend, rng):
-        a = _matrix(rng, (100, 70), np.dtype(np.int32))
-        findings = check("transpose_article<32>", a, (32, 8))
-        assert findings.kinds() == {"uninitialized"}
-        (f,) = findings
-        assert f.buffer == "smem_matrix" and f.space == "shared"
-        assert "smem_matrix[threadIdx.x][threadIdx.y]" in f.code[0]
-        assert f.elements[0] >= 8 * 32  # tile rows 8..31: the (32, 8) block loaded rows 0..7 only
-        assert "reads smem_matrix[256]" in str(findings)
-
-    def test_a_tall_block_writes_an_element_twice(self, emulator_backend, rng):
-        a = _matrix(rng, (100, 70), np.dtype(np.int32))
-        findings = check("transpose_article<32>", a, (16, 32))
-        assert {"race", "uninitialized"} <= findings.kinds()
-        (race,) = findings.of("race")
-        assert race.buffer == "tr_matrix" and race.scope == "between blocks"
-
-    def test_a_wide_block_reads_past_the_tile(self, emulator_backend, rng):
-        a = _matrix(rng, (100, 70), np.dtype(np.int32))
-        with pytest.raises(course.OutOfBoundsError, match=r"shared offset 4096.*smem_matrix\[threadIdx.x\]"):
-            run("transpose_article<32>", a, (64, 16))
-
-
-# ---------------------------------------------------------------- what the fixes do to the counts
 
 
 @pytest.mark.parametrize(
     ("name", "block", "ways"),
     [
-        pytest.param("transpose_tiled", (32, 32), 32, id="tiled-32x32"),
-        pytest.param("transpose_tiled", (32, 8), 8, id="tiled-32x8"),
-        pytest.param("transpose_padded", (32, 32), 1, id="padded-32x32"),
-        pytest.param("transpose_padded", (32, 8), 4, id="padded-32x8"),
-        pytest.param("transpose_rows", (32, 8), 1, id="rows-32x8"),
         pytest.param("transpose_rows", (64, 16), 1, id="rows-64x16"),
         *(
             pytest.param(f"transpose_vec<{tr}, {tc}, {r}, {v}>", (32 // v, r), 1, id=f"vec-{tr}x{tc}-{r}-{v}")
@@ -262,7 +214,6 @@ class TestArticleBugs:
                 (32, 32, 8, 4),
                 (32, 32, 8, 2),
                 (64, 64, 16, 4),
-                (64, 64, 32, 2),
                 (64, 64, 8, 1),
                 (32, 64, 8, 4),
                 (128, 64, 8, 4),
@@ -271,32 +222,20 @@ class TestArticleBugs:
     ],
 )
 def test_bank_conflicts_of_the_tile_read(emulator_backend, rng, name, block, ways):
+    """Tiles the topic does not list (its own: tests/test_transpose.py): conflict-free both ways."""
     a = _matrix(rng, (128, 128), np.dtype(np.float32))
     t = trace(name, a, block, blocks=[0], spaces={"shared"})
     bc = analysis.bank_conflicts(t)
-    reads = bc[bc.op == "ld"]
-    assert reads.ways.max() == ways
+    assert bc[bc.op == "ld"].ways.max() == ways
     assert bc[bc.op == "st"].ways.max() == 1  # writing the tile by row never conflicts
 
 
-@pytest.mark.parametrize(
-    ("name", "block", "read", "write"),
-    [
-        pytest.param("copy", (32, 8), 4, 4, id="copy"),
-        pytest.param("transpose_naive", (32, 8), 4, 32, id="naive"),
-        pytest.param("transpose_naive_cols", (32, 8), 32, 4, id="naive_cols"),
-        pytest.param("transpose_article<32>", (32, 32), 4, 4, id="article"),
-        pytest.param("transpose_padded", (32, 8), 4, 4, id="padded-32x8"),
-        pytest.param("transpose_vec<32, 32, 8, 4>", (8, 8), 16, 16, id="vec4"),  # 512 bytes a request
-    ],
-)
-def test_sectors_per_request(emulator_backend, rng, name, block, read, write):
-    """32 sectors per warp request down a column; the ideal (4 for 128 bytes) along a row."""
+def test_16_byte_accesses_take_16_sectors_per_request(emulator_backend, rng):
+    """VEC 4: a warp asks for 512 bytes at a time, 16 sectors, both ways."""
     a = _matrix(rng, (256, 256), np.dtype(np.float32))
-    s = analysis.sectors(trace(name, a, block, blocks=[0, 1], spaces={"global"}))
-    assert set(s.sectors[s.op == "ld"].tolist()) == {read}
-    assert set(s.sectors[s.op == "st"].tolist()) == {write}
-    assert set(s.ideal.tolist()) == {min(read, write)}  # full warps: 128 or 512 bytes, 4 or 16 sectors
+    s = analysis.sectors(trace("transpose_vec<32, 32, 8, 4>", a, (8, 8), blocks=[0, 1], spaces={"global"}))
+    assert set(s.sectors.tolist()) == set(s.ideal.tolist()) == {16}
+    assert set(s.lane_bytes.tolist()) == {16}
 
 
 def test_vector_accesses_fall_back_to_words_on_odd_rows(emulator_backend, rng):

@@ -1,0 +1,288 @@
+"""The transpose topic beyond the conformance test: what `run` returns, the versions reachable by
+name, the article's bugs shown through the topic, the story's numbers (read from traces) and the
+panel driven through its widgets. Every version at awkward shapes: tests/test_topics.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course
+from course import analysis, transpose
+from course.transpose import topic
+
+SQUARE = (1111, 113)  # the article's matrix: a multiple of no tile either way
+
+
+def _ints(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    return rng.integers(-(2**31), 2**31, size=shape, dtype=np.int32)
+
+
+# ---------------------------------------------------------------- the API
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_run_returns_the_transpose_as_numpy_in_the_inputs_dtype(emulator_backend, rng, dtype):
+    a = (rng.standard_normal((70, 45)) * 1000).astype(dtype)
+    got = transpose.run("transpose_padded", a, block=(32, 8))
+    assert isinstance(got, np.ndarray) and got.dtype == dtype and got.shape == (45, 70)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, a.T)
+    np.testing.assert_array_equal(transpose.reference(a), a.T)
+
+
+def test_a_block_may_be_a_list_and_a_strided_input_is_copied(emulator_backend, rng):
+    a = _ints(rng, (40, 90))[:, ::3]  # not contiguous
+    np.testing.assert_array_equal(transpose.run("transpose_rows", a, block=[32, 16]), a.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint8, np.float16])
+def test_other_dtypes_say_which_are_allowed(emulator_backend, dtype):
+    with pytest.raises(course.ArgumentError, match="float32 or int32"):
+        transpose.run("transpose_naive", np.ones((4, 4), dtype))
+
+
+@pytest.mark.parametrize("a", [np.ones(10, np.float32), np.ones((0, 5), np.float32), np.float32(1)])
+def test_a_vector_an_empty_matrix_or_a_scalar_is_an_input_error(emulator_backend, a):
+    with pytest.raises(course.InputError, match="transpose takes"):
+        transpose.run("transpose_naive", a)
+
+
+def test_a_2d_grid_has_a_row_limit_the_1d_grid_does_not(emulator_backend):
+    a = np.zeros((65535 * 8 + 1, 1), np.float32)
+    with pytest.raises(course.InputError, match="at most 65535 blocks in y"):
+        transpose.run("transpose_naive", a, block=(32, 8))
+    plan = transpose.ENGINE.plan("transpose_grouped", course.asarray(a))
+    assert plan.launches[0].grid == (-(-a.shape[0] // 64), 1, 1)
+
+
+def test_versions_in_story_order_and_the_article_by_name():
+    assert transpose.versions() == list(transpose.STORY) == [
+        "transpose_naive", "transpose_naive_cols", "transpose_tiled", "transpose_padded", "transpose_rows",
+        "transpose_vec", "transpose_grouped",
+    ]  # fmt: skip
+    article = transpose.ENGINE.version("transpose_article")
+    assert not article.listed and "bank conflicts" in article.bug and "blockDim.x" in article.bug
+    assert "copy" not in [v.name for v in transpose.VERSIONS]  # the ceiling, not a transpose
+
+
+@pytest.mark.parametrize(
+    ("name", "block", "instance"),
+    [
+        ("transpose_article", (32, 32), "transpose_article<32>"),
+        ("transpose_article", (16, 16), "transpose_article<16>"),
+        ("transpose_article", (32, 8), "transpose_article<32>"),  # so that the bug block runs
+        ("transpose_rows", (32, 8), "transpose_rows<32, 8>"),
+        ("transpose_vec", (32, 16), "transpose_vec<64, 64, 16, 1>"),
+        ("transpose_vec", (8, 32), "transpose_vec<64, 64, 32, 4>"),
+        ("transpose_grouped", (16, 32), "transpose_grouped<64, 64, 32, 2, 1024>"),
+    ],
+)
+def test_the_block_picks_the_template_instance(name, block, instance):
+    assert transpose.kernel(name, np.int32, block=block).name == instance
+
+
+def test_the_tile_of_vec_and_grouped_is_fixed_by_the_version(emulator_backend, rng):
+    for name in ("transpose_vec", "transpose_grouped"):
+        assert "64×64" in topic.version(name).title and "only picks the threads" in topic.version(name).note
+    a = rng.standard_normal((130, 200)).astype(np.float32)
+    for block in [(32, 16), (8, 32)]:
+        launch = transpose.ENGINE.plan("transpose_vec", course.asarray(a), block=block).launches[0]
+        assert launch.grid == (
+            4,
+            3,
+            1,
+        )  # ceil(200 / 64) tiles across, ceil(130 / 64) down, whatever the block
+
+
+def test_compare_names_the_first_wrong_element():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    got = a.T.copy()
+    got[1, 0] = 99
+    assert transpose.TOPIC.compare(got, a.T, (a,)).startswith("1 of 6 elements differ; the first, out[1][0]")
+    assert "shape" in transpose.TOPIC.compare(a, a.T, (a,))
+
+
+def test_sample_sizes_are_awkward_for_the_tile():
+    sizes = topic.sample_sizes((32, 8))
+    assert {(1, 1), (1111, 113), (63, 65), (65, 63), (1, 67), (31, 33)} <= set(sizes)
+    assert topic.shape_for(54_321) == (233, 234)
+
+
+# ---------------------------------------------------------------- the article's bugs
+
+
+class TestArticleBugs:
+    def test_reading_the_tile_by_column_conflicts(self, emulator_backend):
+        """BLOCK_SIZE 32 (the code): 32-way conflicts; 16 (the text): 8-way. Counted from the trace."""
+        assert transpose.article_conflicts() == {
+            "BLOCK_SIZE 32 (the code)": 32,
+            "BLOCK_SIZE 16 (the text)": 8,
+        }
+        t = transpose.trace("transpose_article", np.ones((64, 64), np.float32), block=(32, 32), blocks=[0],
+                            spaces={"shared"})  # fmt: skip
+        by_line = analysis.bank_conflicts_by_line(t)
+        load = next(
+            i + 1 for i, line in enumerate(t.source) if "smem_matrix[threadIdx.x][threadIdx.y];" in line
+        )
+        assert by_line.mean_ways[by_line.line == load].tolist() == [32.0]  # every warp's read, not just one
+
+    def test_a_non_square_block_gives_a_wrong_answer(self, emulator_backend, rng):
+        a = _ints(rng, SQUARE)
+        got = transpose.run("transpose_article", a, block=(32, 8))
+        assert np.count_nonzero(got != a.T) > a.size // 2  # most of the matrix
+        np.testing.assert_array_equal(transpose.run("transpose_tiled", a, block=(32, 8)), a.T)  # the fix
+
+    def test_square_blocks_are_right(self, emulator_backend, rng):
+        a = _ints(rng, (100, 70))
+        for block in [(32, 32), (16, 16)]:
+            np.testing.assert_array_equal(transpose.run("transpose_article", a, block=block), a.T)
+
+    def test_the_checker_names_the_unwritten_tile_rows(self, emulator_backend, rng):
+        findings = transpose.check("transpose_article", _ints(rng, (100, 70)), block=(32, 8))
+        assert findings.kinds() == {"uninitialized"}
+        (f,) = findings
+        assert f.buffer == "smem_matrix" and f.space == "shared"
+        assert "smem_matrix[threadIdx.x][threadIdx.y]" in f.code[0]
+        assert f.elements[0] >= 8 * 32  # tile rows 8..31: the (32, 8) block loaded rows 0..7 only
+        assert "reads smem_matrix[256]" in str(findings)
+
+    def test_a_tall_block_writes_an_element_twice(self, emulator_backend, rng):
+        findings = transpose.check("transpose_article", _ints(rng, (100, 70)), block=(16, 32))
+        assert {"race", "uninitialized"} <= findings.kinds()
+        (race,) = findings.of("race")
+        assert race.buffer == "tr_matrix" and race.scope == "between blocks"
+
+    def test_a_wide_block_reads_past_the_tile_on_the_emulator(self):
+        message = transpose.wide_block_fault()
+        assert message.startswith("OutOfBoundsError")
+        assert "shared offset 4096" in message and "smem_matrix[threadIdx.x]" in message
+        assert (64, 16) not in transpose.ENGINE.version("transpose_article").blocks  # never on a GPU
+
+    def test_the_article_blocks_table(self, emulator_backend):
+        rows = transpose.article_blocks(shape=(100, 70))
+        by_block = {r["block"]: r for r in rows}
+        assert by_block["32×32"]["answer"] == "right" and by_block["32×32"]["checker"] == "clean"
+        assert (
+            by_block["16×16"]["kernel"] == "transpose_article<16>" and by_block["16×16"]["answer"] == "right"
+        )
+        assert (
+            "elements differ" in by_block["32×8"]["answer"] and by_block["32×8"]["checker"] == "uninitialized"
+        )
+        assert "race" in by_block["16×32"]["checker"]
+        assert by_block["64×16"]["checker"].startswith("OutOfBoundsError")
+
+
+# ---------------------------------------------------------------- the story's numbers
+
+
+def test_sectors_per_request_row_against_column(emulator_backend):
+    rows = {r["version"]: r for r in transpose.sectors_table()}
+    want = {"copy": (4, 4), "transpose_naive": (4, 32), "transpose_naive_cols": (32, 4)}
+    want |= {name: (4, 4) for name in transpose.STORY if "naive" not in name}
+    for name, (read, write) in want.items():
+        assert (rows[name]["read sectors/request"], rows[name]["write sectors/request"]) == (read, write), (
+            name
+        )
+        assert rows[name]["read ideal"] == rows[name]["write ideal"] == 4
+
+
+def test_bank_conflicts_of_the_tile(emulator_backend):
+    rows = {(r["version"], r["block"]): r for r in transpose.bank_table()}
+    want = {
+        ("transpose_article", "32×32"): 32, ("transpose_article", "16×16"): 8,
+        ("transpose_tiled", "32×32"): 32, ("transpose_tiled", "32×8"): 8,
+        ("transpose_padded", "32×32"): 1, ("transpose_padded", "32×8"): 4,  # 4 tile columns of 8 collide
+        ("transpose_rows", "32×8"): 1, ("transpose_vec", "32×16"): 1, ("transpose_vec", "8×32"): 1,
+    }  # fmt: skip
+    for case, ways in want.items():
+        assert rows[case]["loads: worst"] == f"{ways}-way", case
+        assert rows[case]["stores: worst"] == "1-way", case  # writing the tile along a row never conflicts
+    assert rows[("transpose_padded", "32×32")]["wavefronts per request"] == 1.0
+
+
+def test_which_warp_reads_and_writes_which_elements(emulator_backend):
+    rows = {r["version"]: r for r in transpose.warp_elements()}
+    assert rows["copy"]["warp 0 reads in a"] == "row 0, columns 0-31"
+    assert rows["copy"]["warp 0 writes in out"] == "row 0, columns 0-31"
+    assert rows["transpose_naive"]["warp 0 reads in a"] == "row 0, columns 0-31"
+    assert rows["transpose_naive"]["warp 0 writes in out"] == "column 0, rows 0-31"
+    assert rows["transpose_naive_cols"]["warp 0 reads in a"] == "column 0, rows 0-31"
+    assert rows["transpose_naive_cols"]["warp 0 writes in out"] == "row 0, columns 0-31"
+    assert rows["transpose_rows"]["warp 0 reads in a"] == "row 0, columns 0-31"
+    assert rows["transpose_rows"]["warp 0 writes in out"] == "row 0, columns 0-31"
+    (padded,) = transpose.warp_elements(["transpose_padded"], block=(32, 8))  # a tile 8 rows high:
+    assert padded["warp 0 writes in out"] == "4 rows × 8 columns"  # 32-byte pieces of 4 output rows
+
+
+def test_draw_warps_colours_a_row_in_and_a_column_out(emulator_backend):
+    from matplotlib.figure import Figure
+
+    axes = Figure().subplots(1, 2)
+    a_img, out_img = (im.get_array() for im in transpose.draw_warps(axes, "transpose_naive"))
+    warp0 = course.draw.group_color(0)
+    assert np.allclose(a_img[0, :32], warp0) and not np.allclose(a_img[1, 0], warp0)
+    assert np.allclose(out_img[:32, 0], warp0) and not np.allclose(out_img[0, 1], warp0)
+    assert np.allclose(a_img[:, 32:], 1.0)  # columns 32.. belong to block 1: untouched here
+
+
+def test_draw_banks_shows_the_column_and_the_padded_row(emulator_backend):
+    from matplotlib.figure import Figure
+
+    for name, line, ways in (
+        ("transpose_article", "smem_matrix[threadIdx.x]", 32),
+        ("transpose_padded", "out[", 1),
+    ):
+        ax = Figure().add_subplot()
+        transpose.draw_banks(ax, name, (32, 32))
+        assert (
+            f"worst {ways}-way" in ax.get_title() and line in ax.get_title()
+        )  # the line that reads the tile
+
+
+def test_the_launch_as_the_learner_writes_it(emulator_backend):
+    a = np.ones(SQUARE, np.int32)
+    assert transpose.launch_text("transpose_padded", a) == (
+        "transpose_padded((4, 139), (32, 8), (<int32 array of 125543>, <int32 array of 125543>, "
+        "np.int32(1111), np.int32(113)), shared_mem=1056)"
+    )
+    assert transpose.launch_text("transpose_grouped", a).startswith(
+        "transpose_grouped<64, 64, 16, 1, 1024>((36,), (32, 16)"
+    )
+
+
+def test_the_gpu_table_needs_a_gpu(emulator_backend):
+    with pytest.raises(RuntimeError, match="need a GPU"):
+        transpose.gpu_table()
+
+
+@pytest.mark.gpu
+def test_the_gpu_table_times_every_version(cupy_backend):
+    records = transpose.gpu_table(sizes=((1111, 113),), dtypes=("int32",))
+    kernels = {r["kernel"] for r in records if r["kind"] == "kernel"}
+    assert kernels == set(transpose.STORY)
+    assert all(r["ms"] > 0 for r in records)
+
+
+# ---------------------------------------------------------------- the panel
+
+
+def test_the_panel_follows_its_widgets(emulator_backend):
+    p = transpose.panel()
+    assert p.last["ok"] and p.last["version"] == "transpose_naive"
+    assert p.last["metrics"]["global writes: sectors per request"] == "32.0 (ideal 4.0)"
+    p.version.value = "transpose_article"
+    p.block.value = (32, 8)
+    assert not p.last["ok"] and "elements differ" in p.last["problem"]  # wrong, shown, not a crash
+    p.block.value = (32, 32)
+    assert p.last["ok"] and p.last["metrics"]["shared loads from the tile: worst conflict"] == "32-way"
+    p.version.value = "transpose_padded"
+    assert p.block.value == (32, 32)  # the padded tile's lesson needs the square block: it stays
+    assert p.last["metrics"]["shared loads from the tile: worst conflict"] == "1-way"
+    p.n.value = 1000
+    assert p.last["n"] == 1000 and p.last["ok"] and p.figure is not None
+    assert "matches NumPy" in p.text() and "grid: 2 blocks of 32×32" in p.text()
+    p.version.value = "transpose_rows"
+    p.block.value = (32, 8)
+    p.version.value = "transpose_grouped"  # (32, 8) is no block of grouped's: its default instead
+    assert p.block.value == (32, 16) and p.last["ok"]
