@@ -170,19 +170,19 @@ class Engine:
         return self.topic.plan(Call(self, v, tuple(inputs), size, block, dims))
 
     def kernel(self, version: str | Version, dtype: Any, block: Block | None = None) -> Kernel:
-        """The compiled kernel of `version` for inputs of `dtype` (templates: for `block`)."""
+        """The compiled kernel of `version` for inputs of `dtype` (templates: for `block`), or any
+        other kernel of the topic's file by its name (a helper pass a plan launches)."""
+        module = self._module(self.topic.options(np.dtype(dtype)))
+        if isinstance(version, str) and version not in {v.name for v in self.topic.versions}:
+            return module.get_function(version)
         v = self.version(version)
-        dtype = np.dtype(dtype)
-        module = self._module(self.topic.options(dtype))
-        if v.template:
-            return module.get_function(f"{v.kernel_name}<{self.block_for(v, block)}>")
-        return module.get_function(v.kernel_name)
+        return module.get_function(v.instance_for(self.block_for(v, block)))
 
     def _module(self, options: tuple[str, ...]) -> Module:
         key = (options, backend.device().backend)
         if key not in self._modules:
             names = tuple(
-                f"{v.kernel_name}<{b}>" for v in self.topic.versions if v.template for b in v.blocks
+                v.instance_for(b) for v in self.topic.versions if v.template or v.instance for b in v.blocks
             )
             self._modules[key] = Module.from_file(
                 self.topic.kernel_file, options=options, name_expressions=tuple(dict.fromkeys(names))

@@ -110,9 +110,9 @@ class Call:
         return (*b, *(1,) * (3 - len(b)))  # type: ignore[return-value]
 
     def kernel(self, name: str | None = None, *, block: Block | None = None) -> Kernel:
-        """The version's kernel compiled for these inputs' dtype, or another kernel of the topic's file."""
-        version = self.version if name is None else self.engine.topic.version(name)
-        return self.engine.kernel(version.name, self.dtype, self.block if block is None else block)
+        """The version's kernel compiled for these inputs' dtype, or another version's, or any
+        other kernel of the topic's file by name."""
+        return self.engine.kernel(name or self.version, self.dtype, self.block if block is None else block)
 
     def launch(
         self,

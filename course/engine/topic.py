@@ -90,7 +90,8 @@ class Tiles:
         return f"one block per {self.tile[0]}×{self.tile[1]} tile"
 
 
-GridRule = Cover | OneWave | OneBlock | Tiles
+# how many blocks for an input: (size, block, device) -> grid; the classes above, or any callable
+GridRule = Callable[[Size, Block, Device], Dim3]
 
 
 def awkward_sizes(block: Block) -> list[Size]:
@@ -121,6 +122,7 @@ class Version:
     blocks: tuple[Block, ...]  # the block sizes it accepts
     kernel: str = ""  # its kernel in the topic's .cu file (default: `name`)
     template: bool = False  # compiled per block size, as kernel<block>, through name_expressions
+    instance: Callable[[Block], str] | None = None  # a template instance per block other than kernel<block>
     listed: bool = True  # computes the right answer: one of versions(); the article's buggy ones are not
     bug: str = ""  # the article's code: what is wrong with it
     note: str = ""  # anything run() does for it that a reader should know (e.g. converts a scan)
@@ -131,6 +133,12 @@ class Version:
     @property
     def kernel_name(self) -> str:
         return self.kernel or self.name
+
+    def instance_for(self, block: Block) -> str:
+        """The kernel a launch with `block` runs: a template instance, or the kernel itself."""
+        if self.instance is not None:
+            return self.instance(block)
+        return f"{self.kernel_name}<{block}>" if self.template else self.kernel_name
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,9 @@ class PanelSpec:
     metrics: Callable[[Trace, Version], Mapping[str, Any]]  # numbers read from that trace
     # what the picture traces, from the inputs and the block (None: all of the inputs)
     picture_input: Callable[[tuple[np.ndarray, ...], Block], tuple[np.ndarray, ...]] | None = None
+    # the grid the picture is traced with, for a version and block (None: the version's own rule);
+    # a grid-stride loop shows its iterations only with fewer blocks than the input needs
+    picture_grid: Callable[[Version, Block], int | None] | None = None
     version: str = ""  # where it starts
     n: int = 1000
     figsize: tuple[float, float] = (9.0, 4.5)

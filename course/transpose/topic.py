@@ -11,7 +11,6 @@ story launches it by hand (`story.copy_kernel`), and the benchmark's ceiling is 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw
+from .. import analysis, arrays, draw
 from ..backend import Device
 from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, PanelSpec, Plan, Size, Tiles, Topic, Version
 from ..errors import ArgumentError, InputError
-from ..gpu import Kernel, Module
+from ..gpu import Kernel
 
 KERNEL_FILE = "transpose.cu"
 C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}  # 4-byte words only
@@ -122,23 +121,20 @@ class BandTiles(Tiles):
 
 @dataclass(frozen=True)
 class TransposeVersion(Version):
-    """A version and the kernel instance each block runs (templates are instantiated per block)."""
+    """A version, and the dynamic shared memory a block needs (templates get their arguments
+    from the 2-D block through `instance`)."""
 
-    instance: Callable[[tuple[int, int]], str] | None = None  # block -> kernel name with <...>
     shared: Callable[[tuple[int, int]], int] | None = None  # block -> dynamic shared bytes
 
-    def kernel_for(self, block: Block) -> str:
-        return self.instance(_block2(block)) if self.instance else self.kernel_name
 
-
-def _article(block: tuple[int, int]) -> str:
+def _article(block: Block) -> str:
     """The article's template rule: <16> for block (16, 16) (the text), else <32> (the code)."""
     return "transpose_article<16>" if block == (16, 16) else "transpose_article<32>"
 
 
-def _vec(kernel: str, extra: str = "") -> Callable[[tuple[int, int]], str]:
+def _vec(kernel: str, extra: str = "") -> Callable[[Block], str]:
     """transpose_vec / transpose_grouped for block (32 / VEC, ROWS) on the fixed TILE × TILE tile."""
-    return lambda b: f"{kernel}<{TILE}, {TILE}, {b[1]}, {32 // b[0]}{extra}>"
+    return lambda b: f"{kernel}<{TILE}, {TILE}, {_block2(b)[1]}, {32 // _block2(b)[0]}{extra}>"
 
 
 FIXED_TILE = (
@@ -164,7 +160,7 @@ VERSIONS = (
     T("transpose_padded", "padded tile (row stride bx + 1): no bank conflicts at 32×32", BlockTiles(), ANY,
       shared=lambda b: (b[0] + 1) * b[1] * 4),
     T("transpose_rows", "bx × bx tile, by rows of threads: bx / by elements each (NVIDIA's 32×8)",
-      SquareTiles(), ROWS_BLOCKS, instance=lambda b: f"transpose_rows<{b[0]}, {b[1]}>"),
+      SquareTiles(), ROWS_BLOCKS, instance=lambda b: f"transpose_rows<{_block2(b)[0]}, {_block2(b)[1]}>"),
     T("transpose_vec", f"{TILE}×{TILE} tile, loads batched; the block picks threads per tile and "
       "vector width (32 / bx words)", FixedTiles((TILE, TILE)), VEC_BLOCKS, instance=_vec("transpose_vec"),
       note=FIXED_TILE),
@@ -194,29 +190,16 @@ def options(dtype: Any) -> tuple[str, ...]:
     return (f"-DELEM={C_TYPES[dt]}",)
 
 
-@functools.cache
-def _module(dtype: np.dtype, backend_name: str) -> Module:
-    names = tuple(dict.fromkeys(v.kernel_for(b) for v in VERSIONS if v.instance for b in v.blocks))
-    return Module.from_file(KERNEL_FILE, options=options(dtype), name_expressions=names)
-
-
 def kernel(name: str, dtype: Any = np.float32, block: Block | None = None) -> Kernel:
-    """The compiled kernel version `name` runs with `block` (its default if None), for `dtype`.
-
-    The engine's `kernel` instantiates templates by one block size; these take their template
-    arguments from a 2-D block, so the topic compiles them itself (all in one module per dtype)."""
-    v = version(name)
-    b = ENGINE.block_for(v, block)
-    dt = np.dtype(dtype)
-    options(dt)
-    return _module(dt, backend.device().backend).get_function(v.kernel_for(b))
+    """The compiled kernel version `name` runs with `block` (its default if None), for `dtype`."""
+    options(dtype)
+    return ENGINE.kernel(name, dtype, block)
 
 
 def copy_kernel(dtype: Any = np.float32) -> Kernel:
     """transpose.cu's `copy`: out[r][c] = a[r][c] (the ceiling: no transpose), any 2-D block."""
-    dt = np.dtype(dtype)
-    options(dt)
-    return _module(dt, backend.device().backend).get_function("copy")
+    options(dtype)
+    return ENGINE.kernel("copy", dtype)
 
 
 # ---------------------------------------------------------------- inputs and the answer
@@ -264,7 +247,7 @@ def plan(call: Call) -> Plan:
     (a,) = call.inputs
     m, n = _shape(call.size)
     out = call.zeros((n, m), call.dtype)
-    k = _module(call.dtype, backend.device().backend).get_function(v.kernel_for(call.block))
+    k = call.kernel()
     shared = v.shared(_block2(call.block)) if v.shared else 0
     step = call.launch((a, out, np.int32(m), np.int32(n)), kernel=k, shared_mem=shared)
     return Plan([step], answer=lambda: arrays.asnumpy(out))
