@@ -218,7 +218,7 @@ def plan(call: Call) -> Plan:
 def sum_partials(call: Call, c: Any) -> tuple[Any, Any]:
     """A launch of dot_sum_partials over the partial sums `c` (one wave of blocks, the last adds
     theirs), and the one-word array it writes the total to."""
-    k = call.kernel().module.get_function("dot_sum_partials")
+    k = call.kernel("dot_sum_partials")
     m = int(c.size)
     blocks = max(1, min(-(-m // FINISH_BLOCK), device().sm_count * (2048 // FINISH_BLOCK)))
     partial, out = call.empty(blocks, c.dtype), call.empty(1, c.dtype)

@@ -52,7 +52,7 @@ def memset_replay(cleared: int = 4, n: int = 5000, seed: int = 0) -> dict[str, A
     want = np.bincount(x, minlength=BINS).astype(np.int64)
     with backend.using("emulator"):
         hist = arrays.empty(BINS, np.uint32)  # cudaMalloc
-        fill = ENGINE.kernel("hist1_article", np.uint8).module.get_function("fill_bytes")
+        fill = ENGINE.kernel("fill_bytes", np.uint8)
         fill((1,), (256,), (hist, np.int32(0), np.int64(cleared)))  # cudaMemset(d_hist, 0, cleared)
         launch = ENGINE.plan("hist1_article", arrays.asarray(x), block=ARTICLE_BLOCK).launches[0]
         args = (launch.args[0], hist, *launch.args[2:])

@@ -60,7 +60,7 @@ def wide_plan(keys: Any, bins: int = WIDE_BINS, *, block: int | None = None, gri
     n = int(keys.size)
     shared = 4 * bins
     blocks = grid or SharedWave(KEYS_PER_TRIP, shared=shared)(n, block, backend.device())[0]
-    kernel = ENGINE.kernel("hist1", np.uint8).module.get_function("hist_wide")  # the topic's module
+    kernel = ENGINE.kernel("hist_wide", np.uint8)
     hist = arrays.zeros(bins, np.uint32)
     launch = Launch(kernel, (blocks, 1, 1), (block, 1, 1), (keys, hist, np.int64(n), np.int32(bins)), shared)
     return Plan([launch], answer=lambda: arrays.asnumpy(hist).astype(np.int64))
