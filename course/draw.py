@@ -246,7 +246,8 @@ class _Stages:
             acc=analysis.steps(trace, buffer),
             moves=analysis.subset(flow, flow.src != flow.dst),
             counts=analysis.step_counts(trace, buffer),
-            ways=dict(zip(bc.event.tolist(), bc.ways.tolist())) if bc is not None else {},
+            # the conflict degree: an 8-byte access needs two wavefronts with none
+            ways=dict(zip(bc.event.tolist(), (bc.extra + 1).tolist())) if bc is not None else {},
             partial=div.event[div.active < div.possible],
             shared=shared,
         )
@@ -594,14 +595,23 @@ def bank_heatmap(
 
 
 def grid_stride_map(
-    ax: Axes, trace: Trace, buffer: str, *, op: str | None = None, max_elements: int = MAX_ELEMENTS
+    ax: Axes,
+    trace: Trace,
+    buffer: str,
+    *,
+    op: str | None = None,
+    max_elements: int = MAX_ELEMENTS,
+    by: str = "thread",
 ) -> Drawing:
     """Which thread touched which element of `buffer` in which loop iteration.
 
-    One row per iteration (the how-many-th access of that kind the thread made), elements
-    at their index along the row, coloured and numbered by global thread id (block *
-    blockDim + thread). A grid-stride loop shows a staircase of equal colour runs; `op`
-    picks "ld", "st" or "atom" (default: loads if any, else stores, else atomics).
+    One row per iteration (the how-many-th access of that kind the thread made), elements at
+    their index along the row. `by="thread"`: coloured and numbered by global thread id (block *
+    blockDim + thread), the first `max_elements` elements. `by="block"`: coloured by block and
+    numbered by thread within it, every element shown (beyond `max_elements`, a column stands
+    for a run of elements, coloured by the block that touched its first): a grid-stride loop is
+    a staircase of blocks, the grid's width apart. `op` picks "ld", "st" or "atom" (default:
+    loads if any, else stores, else atomics).
     """
     it = analysis.iterations(trace, buffer)
     op = op or next((o for o in ("ld", "st", "atom", "red") if (it.op == o).any()), "ld")
@@ -610,25 +620,47 @@ def grid_stride_map(
     if not len(it):
         _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no {op} of {buffer} in this trace")
         return d
+    if by not in ("thread", "block"):
+        raise ValueError(f"by must be 'thread' or 'block', not {by!r}")
+    tpb = trace.threads_per_block
     n_elem = int(it.index.max()) + 1
-    ncols = min(n_elem, max_elements)
-    it = it[it.index < ncols]
+    per_col = max(1, -(-n_elem // max_elements)) if by == "block" else 1
+    ncols = min(n_elem, max_elements) if by == "thread" else -(-n_elem // per_col)
+    # by block, one cell per run of per_col elements: the block that touched its first element
+    it = it[it.index < ncols] if by == "thread" else it[it.index % per_col == 0]
     n_iter = int(it.iteration.max()) + 1
+    col = it.index // per_col
+    owner = it.gthread // tpb if by == "block" else it.gthread
+    colors = [group_color(b) if by == "block" else thread_color(b) for b in owner]
+    wide = per_col > 1 or ncols > 128  # thin columns: no borders, no gaps
+    _cells(ax, d, col, -it.iteration * 1.3, colors, w=1.0 if wide else CELL, lw=0.0 if wide else 0.5)
     fs = _label_size(ncols)
-    colors = [thread_color(g) for g in it.gthread]
-    _cells(ax, d, it.index, -it.iteration * 1.3, colors)
-    if ncols <= 48:
-        for i, r, g in zip(it.index.tolist(), it.iteration.tolist(), it.gthread.tolist()):
+    if ncols <= 48 and per_col == 1:
+        labels = it.gthread % tpb if by == "block" else it.gthread
+        for i, r, g in zip(col.tolist(), it.iteration.tolist(), labels.tolist()):
             _text(ax, d, i + CELL / 2, -r * 1.3 + CELL / 2, str(g), fontsize=fs)
     for r in range(n_iter):
         _text(ax, d, -0.4, -r * 1.3 + CELL / 2, f"iteration {r}", ha="right")
-    _column_numbers(ax, d, ncols, CELL + 0.35, "element")
-    capped = [f"elements 0-{ncols - 1} of {n_elem}"] if n_elem > ncols else []
+    if per_col == 1:
+        _column_numbers(ax, d, ncols, CELL + 0.35, "element")
+    else:
+        _text(ax, d, -0.4, CELL + 0.35, "element", ha="right", color="0.3")
+        step = max(1, ncols // 8)
+        for c in range(0, ncols, step):
+            _text(ax, d, c + CELL / 2, CELL + 0.35, str(c * per_col), color="0.3")
+    capped = [f"elements 0-{ncols - 1} of {n_elem}"] if by == "thread" and n_elem > ncols else []
     _note(ax, d, capped)
-    threads = trace.threads_per_block * int(np.prod(trace.grid))
+    blocks = int(np.prod(trace.grid))
+    numbered = ncols <= 48 and per_col == 1
+    what = (
+        ("colour = block" + (", number = thread in it" if numbered else ""))
+        if by == "block"
+        else ("colour/number = global thread" if numbered else "colour = global thread")
+    )
     title = (
-        f"{trace.kernel}: {op} of {buffer} — row = loop iteration, colour/number = global thread"
-        f"\n{trace.grid[0]}×{trace.threads_per_block} = {threads} threads"
+        f"{trace.kernel}: {op} of {buffer} — row = loop iteration, {what}"
+        f"\n{blocks}×{tpb} = {blocks * tpb} threads"
+        + (f"; a column is {per_col} elements" if per_col > 1 else "")
     )
     _finish(
         ax,

@@ -113,6 +113,29 @@ class Engine:
                 step()
         return Findings(found, v.name)
 
+    def inspect(
+        self, version: str, *inputs: Any, block: Block | None = None, grid: int | None = None
+    ) -> tuple[Findings, Trace]:
+        """`check` and `trace` in one run on the emulator: the findings and the trace of every
+        launch the version makes (up to a fault that stops it)."""
+        v, host, block = self.admit(version, inputs, block)
+        found: list[Any] = []
+        traces = []
+        with backend.using("emulator"):
+            plan = self.plan(v, *(arrays.asarray(a) for a in host), block=block, grid=grid)
+            for step in plan.steps:
+                if not isinstance(step, Launch):
+                    step()
+                    continue
+                findings, trace = step.kernel.inspect(
+                    step.grid, step.block, step.args, shared_mem=step.shared_mem
+                )
+                found += findings
+                traces.append(trace)
+                if findings.kinds() & {*STOPPING, "barrier-divergence"}:
+                    break  # the launch stopped, or its outputs cannot be trusted
+        return Findings(found, v.name), Trace.concat(traces)
+
     def panel(self, **state: Any) -> Panel:
         """The interactive panel: version, block size and N; the answer checked, the picture and
         numbers read from the trace. Keyword arguments set where it starts (version, n, block)."""

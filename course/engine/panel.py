@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 EMULATOR_MAX_N = 1 << 16  # larger inputs would make the emulator slow to answer a click
 GPU_MAX_N = 1 << 26
-TRACED_BLOCKS = [0]  # the picture shows what block 0 did
+PICTURE_DPI = 100  # the picture's pixels are the pixels shown: no scaling, no blur
 
 
 def log_sizes(limit: int) -> list[int]:
@@ -44,7 +44,10 @@ def log_sizes(limit: int) -> list[int]:
 
 
 class Panel:
-    """The widgets, the last result, and the figure; `_ipython_display_` shows the whole panel."""
+    """The widgets, the last result, and the figure; `_ipython_display_` shows the whole panel.
+
+    N is slid (sizes on a log scale, with the awkward neighbours of powers of two) or typed (any
+    N); the picture is drawn at the size it is shown, so it stays sharp."""
 
     def __init__(self, engine: Engine, *, version: str = "", n: int | None = None, block: Any = None):
         import ipywidgets as w
@@ -54,51 +57,69 @@ class Panel:
             raise ValueError(f"{engine.name} describes no panel")
         self.engine, self.spec = engine, spec
         first = engine.version(version or spec.version or engine.versions()[0]).name
+        wide = {"description_width": "initial"}
         self.version = w.Dropdown(
             options=[(f"{v.name}: {v.title}", v.name) for v in engine.topic.versions],
-            value=first, description="version", layout=w.Layout(width="480px"),
+            value=first, description="version", style=wide, layout=w.Layout(width="620px"),
         )  # fmt: skip
-        self.n = w.SelectionSlider(options=[1], value=1, description="N", continuous_update=False)
+        self.block = w.Dropdown(description="block", style=wide, layout=w.Layout(width="150px"))
+        self.n = w.SelectionSlider(
+            options=[1], value=1, description="N", readout=False, continuous_update=False,
+            layout=w.Layout(width="460px"),
+        )  # fmt: skip
+        self.n_typed = w.BoundedIntText(value=1, min=1, max=GPU_MAX_N, layout=w.Layout(width="120px"))
         self._set_sizes(first, spec.n if n is None else n)
-        self.block = w.Dropdown(description="block", layout=w.Layout(width="160px"))
         self._set_blocks(first, block)
         self.status = w.HTML()
         self.metrics = w.HTML()
         # the picture travels as PNG bytes in an Image widget: no display messages, so a panel
         # behaves the same in JupyterLab, under nbval and in plain pytest
-        self.image = w.Image(format="png", layout=w.Layout(max_width="100%"))
-        self.widget = w.VBox(
-            [w.HBox([self.version, self.block]), self.n, self.status, self.metrics, self.image]
-        )
+        self.image = w.Image(format="png")
+        self.widget = w.VBox([
+            w.HBox([self.version, self.block]),
+            w.HBox([self.n, self.n_typed, w.HTML("<span style='color:gray'>slide or type N</span>")]),
+            self.status, self.metrics, self.image,
+        ])  # fmt: skip
         self.runs = 0
         self.last: dict[str, Any] = {}
         self.figure: Any = None
-        for control in (self.version, self.n, self.block):
+        for control in (self.version, self.n, self.block, self.n_typed):
             control.observe(self._changed, names="value")
         self.update()
 
     def sizes(self, version: str) -> list[int]:
         """The N the slider offers `version`: up to what the backend answers quickly, the version's
         own limit, and the topic's cap for versions whose work grows faster than N."""
+        return log_sizes(self.max_n(version))
+
+    def max_n(self, version: str) -> int:
         v = self.engine.version(version)
         on_gpu = backend.device().backend == "cupy"
         limits = [GPU_MAX_N if on_gpu else EMULATOR_MAX_N, v.max_n or GPU_MAX_N]
         if not on_gpu and version in self.spec.emulator_max_n:
             limits.append(self.spec.emulator_max_n[version])
-        return log_sizes(min(limits))
+        return min(limits)
+
+    @property
+    def n_value(self) -> int:
+        """The N the panel runs: the typed one, which the slider sets when it moves."""
+        return int(self.n_typed.value)
 
     def _set_sizes(self, version: str, prefer: int) -> None:
         sizes = self.sizes(version)
-        self._updating = True
+        wanted = max(1, min(int(prefer), sizes[-1]))
+        self._updating = True  # changing the options must not launch a run of its own
         self.n.options = sizes
-        self.n.value = min(sizes, key=lambda s: abs(s - prefer))
+        self.n.value = min(sizes, key=lambda s: abs(s - wanted))
+        self.n_typed.max = sizes[-1]
+        self.n_typed.value = wanted if prefer != self.n.value else self.n.value
         self._updating = False
 
     def _set_blocks(self, version: str, prefer: Any) -> None:
         allowed = list(self.engine.version(version).blocks)
         default = self.engine.block_for(version)
         value = prefer if prefer in allowed else default
-        self._updating = True  # changing the options must not launch a run of its own
+        self._updating = True
         self.block.options = [(_block_label(b), b) for b in allowed]
         self.block.value = value
         self._updating = False
@@ -106,15 +127,25 @@ class Panel:
     def _changed(self, change: Mapping[str, Any]) -> None:
         if getattr(self, "_updating", False):
             return
-        if change["owner"] is self.version:
+        owner = change["owner"]
+        if owner is self.version:
             self._set_blocks(change["new"], self.block.value)
-            self._set_sizes(change["new"], self.n.value)
+            self._set_sizes(change["new"], self.n_value)
+        elif owner is self.n:
+            self._updating = True
+            self.n_typed.value = int(change["new"])
+            self._updating = False
+        elif owner is self.n_typed:  # a typed N: the slider follows to the nearest size it offers
+            self._updating = True
+            self.n.value = min(self.n.options, key=lambda s: abs(s - int(change["new"])))
+            self._updating = False
         self.update()
 
     def update(self) -> dict[str, Any]:
-        """Run, compare, trace, draw and measure the current choice; return what happened."""
-        engine, version, n, block = self.engine, self.version.value, int(self.n.value), self.block.value
+        """Run, compare, check, trace, draw and measure the current choice; return what happened."""
+        engine, version, n, block = self.engine, self.version.value, self.n_value, self.block.value
         started = time.perf_counter()
+        self.status.value = f"<span style='color:gray'>running {html.escape(version)}, N = {n} …</span>"
         inputs = self.spec.make_input(n, np.random.default_rng(n))
         result: dict[str, Any] = {"version": version, "n": n, "block": block, "error": "", "ok": False}
         try:
@@ -122,13 +153,16 @@ class Panel:
             problem = engine.topic.compare(answer, engine.reference(*inputs), inputs)
             result.update(answer=answer, ok=not problem, problem=problem)
             shown = self.spec.picture_input(inputs, block) if self.spec.picture_input else inputs
-            trace = engine.trace(version, *shown, block=block, blocks=TRACED_BLOCKS)
+            grid = self.spec.picture_grid(engine.version(version), block) if self.spec.picture_grid else None
+            findings, trace = engine.inspect(version, *shown, block=block, grid=grid)
+            result["findings"] = findings
+            first = trace.launches()[0]
             result["metrics"] = self._launch_facts(version, inputs, block) | dict(
-                self.spec.metrics(trace.launches()[0], engine.version(version))
+                self.spec.metrics(first.where(block=0), engine.version(version))
             )
             if backend.device().backend == "cupy":
                 result["ms"] = self._time_ms(version, inputs, block)
-            self._draw(trace.launches()[0])
+            self._draw(first)
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
         result["seconds"] = time.perf_counter() - started
@@ -156,11 +190,15 @@ class Panel:
     def _draw(self, trace: Trace) -> None:
         from matplotlib.figure import Figure
 
-        fig = Figure(figsize=self.spec.figsize)  # not pyplot: the inline backend must not show it too
+        # not pyplot (the inline backend must not show it too); drawn at the pixel size it is shown
+        fig = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
         self.spec.draw(fig.add_subplot(), trace, self.engine.version(self.version.value))
         png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=72, bbox_inches="tight")
+        fig.savefig(png, format="png", dpi=PICTURE_DPI)
         self.image.value = png.getvalue()
+        width = int(self.spec.figsize[0] * PICTURE_DPI)
+        self.image.layout.width = f"{width}px"
+        self.image.layout.max_width = "100%"
         self.figure = fig
 
     def _show(self, r: Mapping[str, Any]) -> None:
@@ -171,17 +209,20 @@ class Panel:
             self.metrics.value = ""
             self.image.value = b""
             return
-        verdict = "✓ matches NumPy" if r["ok"] else f"✗ wrong: {html.escape(r['problem'])}"
+        verdict = (
+            "✓ matches NumPy"
+            if r["ok"]
+            else f"<b style='color:#d62728'>✗ wrong: {html.escape(r['problem'])}</b>"
+        )
         timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(backend.device().name)}" if "ms" in r else ""
         self.status.value = (
-            f"<b>{r['version']}</b>, N = {r['n']}, block = {_block_label(r['block'])}: {verdict}{timing}"
-            f" <span style='color:gray'>({r['seconds']:.2f} s)</span>"
+            f"<b>{r['version']}</b>, N = {r['n']}, block = {_block_label(r['block'])}: {verdict} · "
+            f"{_checker_verdict(r['findings'])}{timing} <span style='color:gray'>({r['seconds']:.2f} s)</span>"
         )
-        rows = "".join(
-            f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>"
-            for k, v in r["metrics"].items()
+        chips = " · ".join(
+            f"{html.escape(str(k))} <b>{html.escape(str(v))}</b>" for k, v in r["metrics"].items()
         )
-        self.metrics.value = f"<table>{rows}</table>"
+        self.metrics.value = f"<div style='font-size:90%;line-height:1.5'>{chips}</div>"
 
     def text(self) -> str:
         """The last result as plain text (what a notebook cell prints to compare on any backend)."""
@@ -190,7 +231,8 @@ class Panel:
             return f"{r['version']} N={r['n']} block={_block_label(r['block'])}: {r['error']}"
         buf = io.StringIO()
         verdict = "matches NumPy" if r["ok"] else f"WRONG ({r['problem']})"
-        buf.write(f"{r['version']} N={r['n']} block={_block_label(r['block'])}: {verdict}\n")
+        buf.write(f"{r['version']} N={r['n']} block={_block_label(r['block'])}: {verdict}; ")
+        buf.write(f"checker: {', '.join(sorted(r['findings'].kinds())) or 'no bugs found'}\n")
         for k, v in r["metrics"].items():
             buf.write(f"  {k}: {v}\n")
         return buf.getvalue().rstrip()
@@ -199,6 +241,15 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
+
+
+def _checker_verdict(findings: Any) -> str:
+    if not findings:
+        return "✓ checker: no bugs found"
+    what = "; ".join(
+        f"{f.kind} on line{'s' * (len(f.lines) > 1)} {', '.join(map(str, f.lines))}" for f in findings
+    )
+    return f"<b style='color:#d62728'>✗ checker: {html.escape(what)}</b>"
 
 
 def _block_label(block: Any) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import analysis, draw
 from ..emulator import Trace
-from ..engine import Version
+from ..engine import OneWave, Version
 
 
 def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
@@ -41,12 +41,20 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
 
 
 def picture(ax: Any, t: Trace, version: Version) -> Any:
+    """Block 0's tree where there is one (kernels 1-7); for the kernels without a shared-memory
+    tree, which block and thread loaded which element of x in which iteration of the loop."""
     if "sdata" in {b.name for b in t.buffers}:
         return draw.reduction_tree(ax, t, "sdata")
-    return draw.grid_stride_map(ax, t, "x")
+    return draw.grid_stride_map(ax, t, "x", by="block", max_elements=256)
 
 
 def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
-    """One block's worth of the input: what the picture of block 0 shows."""
+    """Enough of the input for the picture: a tree in block 0, or a loop that goes round twice
+    in two blocks of 16-byte loads."""
     (x,) = inputs
-    return (x[: max(1, min(x.size, 2 * int(block)))],)
+    return (x[: max(1, min(x.size, 16 * int(block)))],)
+
+
+def picture_grid(version: Version, block: Any) -> int | None:
+    """Two blocks for the grid-stride versions, so their loops go round; the version's own grid else."""
+    return 2 if isinstance(version.grid, OneWave) else None

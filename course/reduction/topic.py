@@ -18,7 +18,7 @@ from .. import arrays
 from ..bench import Goal, Inputs
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
-from .pictures import metrics, panel_input, picture, picture_input
+from .pictures import metrics, panel_input, picture, picture_grid, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
 BENCH_BLOCK = 1024  # with 2 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md and -tail.md
@@ -216,7 +216,15 @@ TOPIC = Topic(
     block=128,
     tolerance="integers exactly; floats within 1e-5 of the sum of |x|",
     bench=BENCH,
-    panel=PanelSpec(panel_input, picture, metrics, picture_input=picture_input, version="reduce1", n=1000),
+    panel=PanelSpec(
+        panel_input,
+        picture,
+        metrics,
+        picture_input=picture_input,
+        picture_grid=picture_grid,
+        version="reduce1",
+        n=1000,
+    ),
     sample=sample,
 )
 ENGINE = Engine(TOPIC)
