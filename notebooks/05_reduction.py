@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import course
-from course import analysis, bench, reduction, source
+from course import analysis, reduction, source
 
 course.notebook()
 
@@ -183,7 +183,7 @@ reduction.draw_tree(ax, "reduce3")
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.6))
 reduction.compare_steps(a, ["reduce2", "reduce3"], "worst bank conflict")
-reduction.compare_steps(b, ["reduce1", "reduce3"], "of them divergent").set_ylabel("divergent warps")
+reduction.compare_steps(b, ["reduce1", "reduce3"], "of them divergent", ylabel="divergent warps")
 
 # %% [markdown]
 # Kernel 3 has no conflict in any step, and its divergent warps appear only in the last steps,
@@ -499,7 +499,7 @@ reduction.g80_comparison(table)
 # NBVAL_IGNORE_OUTPUT
 records = reduction.speed_against_n()
 fig, ax = plt.subplots(figsize=(8, 4))
-bench.plot(records, ax)
+reduction.plot_speed(ax, records)
 
 # %% [markdown]
 # Below 2^20 every kernel is launch-bound (a few µs); from 2^24 on, the 16-byte and one-pass

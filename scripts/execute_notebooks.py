@@ -3,7 +3,8 @@
     python scripts/execute_notebooks.py notebooks/05_reduction.ipynb
 
 Cells marked `# NBVAL_RAISES_EXCEPTION` are expected to fail; any other error stops the run.
-Widget state (the panel's picture as PNG bytes) is not stored: it only bloats the file.
+The widgets' state is stored with the notebook, so a reader on GitHub sees the panel as it was
+(its picture, its numbers), not `VBox(...)`.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from nbclient import NotebookClient
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     NotebookClient(
-        nb, timeout=900, allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
+        nb, timeout=900, allow_errors=True, store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()  # fmt: skip
     for cell in nb.cells:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if errors and "NBVAL_RAISES_EXCEPTION" not in cell.source:
             raise SystemExit(f"{path}: unexpected error in cell:\n{cell.source}\n{errors[0]['evalue']}")
-    nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
     print(f"executed {path}")
 

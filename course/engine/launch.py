@@ -42,7 +42,7 @@ class Launch:
     def check(self) -> Findings:
         return self.kernel.check(self.grid, self.block, self.args, shared_mem=self.shared_mem)
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:
         """The launch as the learner would write it: `reduce3((64,), (128,), (x, out, n), shared_mem=1024)`."""
         shared = f", shared_mem={self.shared_mem}" if self.shared_mem else ""
         args = ", ".join(_arg(a) for a in self.args)

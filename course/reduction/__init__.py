@@ -13,18 +13,26 @@ tells the story with, `exercises.py` its exercises. The kernels are in `kernels/
 
 from __future__ import annotations
 
-from .exercises import exercise_bounds, exercise_shuffle
+from .exercises import exercise_any_block, exercise_bounds, exercise_grid, exercise_shuffle, exercise_ways
 from .story import (
     article_table,
     compare_steps,
+    draw_banks,
     draw_lanes,
+    draw_tree,
     first_trace,
     g80_comparison,
+    in_flight,
+    instructions_per_element,
     lanes_per_warp,
+    latency_table,
     loads_per_thread,
+    plot_speed,
+    speed_against_n,
     step_table,
     tradeoff,
     warp_syncs,
+    worst_step,
     writes_to,
 )  # fmt: skip
 from .topic import BEYOND, ENGINE, STORY, TOPIC, VERSIONS, accumulator
@@ -41,6 +49,6 @@ __all__ = [
     "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "check", "compare_steps",
     "draw_banks", "draw_lanes", "draw_tree", "exercise_any_block", "exercise_bounds", "exercise_grid",
     "exercise_shuffle", "exercise_ways", "first_trace", "g80_comparison", "in_flight", "instructions_per_element",
-    "kernel", "lanes_per_warp", "latency_table", "loads_per_thread", "panel", "reference", "run",
+    "kernel", "lanes_per_warp", "latency_table", "loads_per_thread", "panel", "plot_speed", "reference", "run",
     "speed_against_n", "step_table", "trace", "tradeoff", "versions", "warp_syncs", "worst_step", "writes_to",
 ]  # fmt: skip

@@ -70,7 +70,7 @@ def warp_syncs(name: str, block: int = 128) -> int:
     return int(((t.opcode == "bar.warp.sync") & (t.warp == 0)).sum())
 
 
-def compare_steps(ax: Any, names: Sequence[str], column: str, **kw: Any) -> Any:
+def compare_steps(ax: Any, names: Sequence[str], column: str, *, ylabel: str = "", **kw: Any) -> None:
     """Bars of one `step_table` column (a number, or 'N-way') per step, one colour per version."""
     width = 0.8 / len(names)
     for k, name in enumerate(names):
@@ -79,9 +79,9 @@ def compare_steps(ax: Any, names: Sequence[str], column: str, **kw: Any) -> Any:
         steps = np.array([r["step"] for r in rows])
         ax.bar(steps + (k - (len(names) - 1) / 2) * width, values, width, label=name)
     ax.set_xlabel("tree step")
-    ax.set_ylabel(column)
+    ax.set_ylabel(ylabel or column)
+    ax.set_title(f"{ylabel or column} per step, block of {kw.get('block', 256)}")
     ax.legend()
-    return ax
 
 
 def lanes_per_warp(name: str, n: int = 256, block: int = 256) -> np.ndarray:
@@ -100,12 +100,12 @@ def lanes_per_warp(name: str, n: int = 256, block: int = 256) -> np.ndarray:
     return np.array(rows)
 
 
-def draw_lanes(ax: Any, name: str, **kw: Any) -> Any:
+def draw_lanes(ax: Any, name: str, **kw: Any) -> None:
     """Heat map of `lanes_per_warp`: 32 is a full warp, 1 to 31 a divergent one (it issues every
     instruction for its few busy lanes), and 0, drawn white, a warp with nothing left to do."""
     grid = lanes_per_warp(name, **kw)
     cmap = mpl.colormaps["viridis"].with_extremes(under="white")
-    image = ax.imshow(grid, cmap=cmap, vmin=0.5, vmax=32, aspect="auto")
+    ax.imshow(grid, cmap=cmap, vmin=0.5, vmax=32, aspect="auto")
     for (step, warp), v in np.ndenumerate(grid):
         color = "0.5" if v == 0 else "white" if v < 20 else "black"
         ax.text(warp, step, str(v) if v else "–", ha="center", va="center", color=color, fontsize=9)
@@ -114,14 +114,13 @@ def draw_lanes(ax: Any, name: str, **kw: Any) -> Any:
     ax.set_xticks(range(grid.shape[1]))
     ax.set_yticks(range(len(grid)), [str(k + 1) for k in range(len(grid))])
     ax.set_title(f"{name}: lanes of each warp that add (– : the warp has finished)")
-    return image
 
 
-def draw_tree(ax: Any, name: str, n: int = 64) -> Any:
+def draw_tree(ax: Any, name: str, n: int = 64) -> None:
     """Block 0's tree for version `name` on n ones (so each cell shows how many inputs it holds),
     one thread per element: two warps for n = 64, so the warp boundary is in the picture."""
     x = np.ones(n, np.float32)
-    return draw.reduction_tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
+    draw.reduction_tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
 
 
 def worst_step(name: str, n: int = 256) -> int:
@@ -130,7 +129,7 @@ def worst_step(name: str, n: int = 256) -> int:
     return max(rows, key=lambda r: int(r["worst bank conflict"].split("-")[0]))["step"]
 
 
-def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> Any:
+def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> None:
     """Warp 0's shared-memory read in tree step `step` of version `name` (block of n float sums),
     lane by lane: which bank each lane's word is in; a stack in a bank is a conflict."""
     t = first_trace(name, np.ones(n, np.float32), block=n, blocks=[0], spaces={"shared", "sync"})
@@ -145,10 +144,10 @@ def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> Any:
     )
     ways = analysis.bank_conflicts(t.select(np.isin(np.arange(len(t)), loads)))
     event = loads[int(np.argmax(ways.ways))]
-    return draw.warp_access(ax, t, int(event))
+    draw.warp_access(ax, t, int(event))
 
 
-def instructions_per_element(names: Sequence[str] = STORY, n: int = 2**16, block: int = 256) -> Table:
+def instructions_per_element(names: Sequence[str] = STORY[:6], n: int = 2**16, block: int = 256) -> Table:
     """Warp instructions each version issues per element summed (its own launch, counted by the
     emulator): what is left to cut once the memory accesses are clean."""
     x = np.arange(1, n + 1, dtype=np.uint32)
@@ -298,6 +297,11 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     del xs
     bench.free_gpu_memory()
     return rows
+
+
+def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
+    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    bench.plot(list(records), ax, title="reduction, float32: the whole sum on the GPU")
 
 
 def speed_against_n(

@@ -35,7 +35,9 @@ def _in_topic(name: str, block: tuple[int, int]) -> bool:
         return False
     base = name.split("<")[0]
     v = topic.version(base)
-    return block in v.blocks and (base == name or topic.version(base).instance_for(block) == name) and v.listed
+    return (
+        block in v.blocks and (base == name or topic.version(base).instance_for(block) == name) and v.listed
+    )
 
 
 VEC_CASES = [  # (tile rows, tile columns, rows, vec): block (32 // vec, rows)
