@@ -201,3 +201,15 @@ def test_tradeoff_counts_work_per_thread_from_the_trace(emulator_backend):
     rows = reduction.tradeoff(4096, configs=((32, 64), (256, 2)))
     assert [r["elements per thread"] for r in rows] == [2, 8]  # 4096 / (64*32), 4096 / (2*256)
     assert rows[1]["tree additions in all"] < rows[0]["tree additions in all"]
+
+
+def test_on_a_gpu_the_articles_bugs_are_caught_on_the_emulator_first(emulator_backend):
+    """What run() does before a buggy version touches a GPU: check it on the emulator."""
+    engine = reduction.ENGINE
+    v = engine.version("reduce4_article")
+    with pytest.raises(course.OutOfBoundsError, match=r"x\[i \+ blockDim\.x\]"):
+        engine._vet(v, (np.arange(1, 1001, dtype=np.uint32),), 128)
+    engine._vet(v, (np.arange(1, 1025, dtype=np.uint32),), 128)  # a multiple of 2 x 128: fine
+    engine._vet(engine.version("reduce5_article"), (np.ones(1000, np.uint32),), 64)  # a race: runs
+    with pytest.raises(course.InputError, match="up to 65536 elements"):
+        engine._vet(v, (np.ones(1 << 17, np.uint32),), 128)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .panel import Panel
 
 STOPPING = ("out-of-bounds", "misaligned")  # findings after which a multi-launch check goes no further
+VET_MAX = 1 << 16  # the largest input of a buggy version that run() checks on the emulator before a GPU
 
 
 class Engine:
@@ -68,9 +69,25 @@ class Engine:
         return self.topic.reference(*self._prepare(inputs))
 
     def run(self, version: str, *inputs: Any, block: Block | None = None) -> Any:
-        """The answer of `version` on `inputs` (NumPy arrays are copied), on the active backend."""
+        """The answer of `version` on `inputs` (NumPy arrays are copied), on the active backend.
+
+        On a GPU, a version with a known bug is run on the emulator first: if it reads or writes
+        out of bounds, or hangs at a barrier, that error is raised there, and the GPU (whose
+        context such a launch can poison) never runs it."""
         v, host, block = self.admit(version, inputs, block)
+        if v.bug and backend.device().backend == "cupy":
+            self._vet(v, host, block)
         return self.plan(v, *(arrays.asarray(a) for a in host), block=block)()
+
+    def _vet(self, v: Version, host: tuple[np.ndarray, ...], block: Block) -> None:
+        n = sum(a.size for a in host)
+        if n > VET_MAX:
+            raise InputError(
+                f"{v.name} is the article's code ({v.bug}); on a GPU it runs only for inputs the "
+                f"emulator can check first, up to {VET_MAX} elements; got {n}"
+            )
+        if self.check(v.name, *host, block=block).kinds() & {*STOPPING, "barrier-divergence"}:
+            self.trace(v.name, *host, block=block)  # raises the emulator's error, with its thread and line
 
     def trace(
         self,
