@@ -351,9 +351,9 @@ reduction.latency_table()
 
 # %% [markdown]
 # Bandwidth follows the bytes in flight per SM: on an H200, 132 blocks of 128 (1 KB in flight per
-# SM) read about 0.4 TB/s, a full wave of 2112 blocks (16 KB per SM) about 3.4 TB/s, 90 % of the
-# copy. Even a full wave keeps less in flight than Little's law asks: the 16-byte loads beyond the
-# article are the way past that.
+# SM) read about 0.37 TB/s, and each doubling of the grid nearly doubles it, up to about 3.6 TB/s
+# for a full wave of 2112 blocks (16 KB per SM), close to the copy. Even a full wave keeps less in
+# flight than Little's law asks: the 16-byte loads beyond the article are the way past that.
 #
 # **Fewer, busier threads** also mean less tree work. Counted from the traces of kernel 7 on 65 536
 # elements (these are counts of what the threads did, not times):
@@ -476,10 +476,12 @@ table
 # %% [markdown]
 # Read the N = 131 072 rows last: half a megabyte takes a few microseconds whatever the kernel, the
 # time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show: on an
-# H200 at 32 M, kernel 1 reads at about 300 GB/s; kernels 2 and 3 remove divergence and conflicts;
-# 4, 5 and 6 cut instructions. Under the article's launch kernel 7 stays where kernel 6 is (its
-# loop never loops); with one wave it jumps to about 3.4 TB/s, roughly 4× kernel 6: the climax of
-# Harris's deck, which the article's table never shows.
+# H200 at 32 M, kernel 1 reads at about 450 GB/s; kernels 2 and 3 remove divergence and conflicts
+# (about 830 GB/s). Under the article's launch, kernels 4 to 7 stay there: half their blocks have
+# nothing to add, and kernel 7's loop never loops. With the fixed launches, 4, 5 and 6 cut
+# instructions (about 1.6 TB/s), and kernel 7 over one wave jumps to about 3.4 TB/s: 4× kernel 6
+# as the article launches it, twice kernel 6 as it should be launched. That jump is the climax of
+# Harris's deck, and the article's table never shows it.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s peak) at 4 M elements; here, each GPU
 # against its own DRAM peak, this one at 32 M elements, where its copy nears its peak:
@@ -489,8 +491,9 @@ table
 reduction.g80_comparison(table)
 
 # %% [markdown]
-# The same seven steps take a 2007 GPU from 2 % to 73 % of its peak and this one from a few
-# percent to most of it: the lessons carry over, and the last ones matter more than ever.
+# The same seven steps take a 2007 GPU from 2 % to 73 % of its peak and this one from 9 % to about
+# 70 %: the lessons carry over. The copy row says what "peak" means in practice: no kernel that
+# reads and writes gets much closer to the number on the box.
 #
 # **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
 # (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements:
@@ -502,9 +505,9 @@ fig, ax = plt.subplots(figsize=(8, 4))
 reduction.plot_speed(ax, records)
 
 # %% [markdown]
-# Below 2^20 every kernel is launch-bound (a few µs); from 2^24 on, the 16-byte and one-pass
+# Below 2^20 every kernel is launch-bound (a few µs); from 2^26 on, the 16-byte and one-pass
 # kernels read faster than the copy moves the same bytes, at `cupy.sum`'s speed, and kernel 7 and
-# `reduce_shfl` sit about 15 % lower, short of bytes in flight. At 2^22 the one-pass kernel is
+# `reduce_shfl` (on top of each other) sit about a fifth lower, short of bytes in flight. At 2^22 the one-pass kernel is
 # about 83 % of the copy: its last block's round trips to L2 (store, ticket, read the block sums)
 # cost more than a microsecond on a job of 8 (`docs/reduction-tail.md` measures each link). The
 # full sweep and the course's goals are in `docs/benchmarks/`.

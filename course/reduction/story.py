@@ -227,7 +227,7 @@ def article_table(
     rows = Table()
     for n in sizes:
         xs = _inputs(n)
-        copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
+        copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
         rows.append({"N": n, "kernel": "device copy", "article grid": "", "article µs": copy,
                      "article GB/s": 4 * n / copy / 1e3, "fixed grid": "", "fixed µs": copy,
                      "fixed GB/s": 4 * n / copy / 1e3})  # fmt: skip
@@ -280,7 +280,7 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
     xs = _inputs(n)
-    copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
+    copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
     sms = backend.device().sm_count
     rows = Table()
     for per_sm in (1, 2, 4, 8, 16):
