@@ -659,7 +659,7 @@ def grid_stride_map(
     )
     title = (
         f"{trace.kernel}: {op} of {buffer} — row = loop iteration, {what}"
-        f"\n{blocks}×{tpb} = {blocks * tpb} threads"
+        f"\ntraced with {blocks} blocks × {tpb} threads"
         + (f"; a column is {per_col} elements" if per_col > 1 else "")
     )
     _finish(

@@ -355,8 +355,9 @@ reduction.latency_table()
 # for a full wave of 2112 blocks (16 KB per SM), close to the copy. Even a full wave keeps less in
 # flight than Little's law asks: the 16-byte loads beyond the article are the way past that.
 #
-# **Fewer, busier threads** also mean less tree work. Counted from the traces of kernel 7 on 65 536
-# elements (these are counts of what the threads did, not times):
+# **Fewer, busier threads** also mean less tree work. Kernel 7 on 65 536 elements with three
+# launches: the elements per thread counted from each launch's trace, the tree's barrier steps and
+# additions from its block size (a block of b threads adds b - 1 times in log2 b steps):
 
 # %%
 reduction.tradeoff()

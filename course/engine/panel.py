@@ -161,7 +161,7 @@ class Panel:
                 self.spec.metrics(first.where(block=0), engine.version(version))
             )
             if backend.device().backend == "cupy":
-                result["ms"] = self._time_ms(version, inputs, block)
+                result["ms"], result["launches"] = self._time_ms(version, inputs, block)
             self._draw(first)
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
@@ -182,10 +182,10 @@ class Panel:
             "elements per thread (at most)": -(-n // (blocks * threads)),
         }
 
-    def _time_ms(self, version: str, inputs: tuple[np.ndarray, ...], block: Any) -> float:
-        """Median GPU time of one whole run (every launch of the version), in ms."""
+    def _time_ms(self, version: str, inputs: tuple[np.ndarray, ...], block: Any) -> tuple[float, int]:
+        """Median GPU time of one whole run (every launch of the version), in ms, and its launches."""
         plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
-        return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20)))
+        return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20))), len(plan.launches)
 
     def _draw(self, trace: Trace) -> None:
         from matplotlib.figure import Figure
@@ -207,14 +207,20 @@ class Panel:
                 f"<b style='color:#d62728'>✗ the kernel failed</b>: <code>{html.escape(r['error'])}</code>"
             )
             self.metrics.value = ""
-            self.image.value = b""
+            self.image.layout.display = "none"  # no picture of a launch that did not finish
             return
+        self.image.layout.display = ""
         verdict = (
             "✓ matches NumPy"
             if r["ok"]
             else f"<b style='color:#d62728'>✗ wrong: {html.escape(r['problem'])}</b>"
         )
-        timing = f" · {r['ms'] * 1e3:.1f} µs on {html.escape(backend.device().name)}" if "ms" in r else ""
+        timing = (
+            f" · {r['ms'] * 1e3:.1f} µs for the whole job ({r['launches']} launch{'es' * (r['launches'] > 1)}) "
+            f"on {html.escape(backend.device().name)}"
+            if "ms" in r
+            else ""
+        )
         self.status.value = (
             f"<b>{r['version']}</b>, N = {r['n']}, block = {_block_label(r['block'])}: {verdict} · "
             f"{_checker_verdict(r['findings'])}{timing} <span style='color:gray'>({r['seconds']:.2f} s)</span>"
