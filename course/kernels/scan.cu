@@ -330,6 +330,9 @@ __device__ elem_t block_exclusive_scan(elem_t v, elem_t* warp_totals, elem_t& to
 #ifndef VEC
 #define VEC 1
 #endif
+#ifndef TILE_STREAM_STORES
+#define TILE_STREAM_STORES 0  // 1: vector stores of y marked evict-first (st.global.cs)
+#endif
 struct __align__(16) Vec4 {
     elem_t v[4];
 };
@@ -394,7 +397,11 @@ __device__ void store_run(elem_t* y, long long start, int n, elem_t* s, const el
             Vec4 p;
 #pragma unroll
             for (int c = 0; c < 4; ++c) p.v[c] = s[padded(4 * (k * 32 + lane) + c)];
+#if TILE_STREAM_STORES
+            __stcs(reinterpret_cast<uint4*>(yv + k * 32 + lane), *reinterpret_cast<uint4*>(&p));
+#else
             yv[k * 32 + lane] = p;
+#endif
         }
     } else {
 #pragma unroll
@@ -485,6 +492,9 @@ __global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t
 #endif
 #ifndef LOOKBACK_SM_THREADS
 #define LOOKBACK_SM_THREADS 0  // > 0: __launch_bounds__ asks for this many resident threads per SM
+#endif
+#ifndef LOOKBACK_PREFETCH
+#define LOOKBACK_PREFETCH 0  // > 0: each block asks the L2 for the tile that many tiles ahead
 #endif
 #define LOOKBACK_MIN_BLOCKS(B) (LOOKBACK_SM_THREADS / (B) > 0 ? LOOKBACK_SM_THREADS / (B) : 1)
 #define FLAG_AGGREGATE 1u
@@ -609,6 +619,13 @@ __global__ void __launch_bounds__(BLOCK, LOOKBACK_MIN_BLOCKS(BLOCK))
     const unsigned int tile = blockIdx.x;
 #endif
     const long long start = run_start<ITEMS>((long long)tile * (BLOCK * ITEMS));
+#if LOOKBACK_PREFETCH > 0
+    {  // ask the L2 for the run of the tile LOOKBACK_PREFETCH tiles ahead: one 128-byte line per lane
+        const long long ahead = start + (long long)LOOKBACK_PREFETCH * (BLOCK * ITEMS);
+        for (int line = threadIdx.x & 31; line < ITEMS; line += 32)
+            if (ahead + line * 32 < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + ahead + line * 32));
+    }
+#endif
     elem_t* slice = s.runs[threadIdx.x >> 5];
     elem_t v[ITEMS], total, before;
     load_run<ITEMS>(x, start, n, slice, v);
