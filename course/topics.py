@@ -6,7 +6,7 @@ conformance test read it. A topic joins the course by being added here.
 
 from __future__ import annotations
 
-from . import reduction
+from . import reduction, scan
 from .engine import Engine
 
-TOPICS: tuple[Engine, ...] = (reduction.ENGINE,)
+TOPICS: tuple[Engine, ...] = (scan.ENGINE, reduction.ENGINE)

@@ -330,9 +330,6 @@ __device__ elem_t block_exclusive_scan(elem_t v, elem_t* warp_totals, elem_t& to
 #ifndef VEC
 #define VEC 1
 #endif
-#ifndef TILE_STREAM_STORES
-#define TILE_STREAM_STORES 0  // 1: vector stores of y marked evict-first (st.global.cs)
-#endif
 struct __align__(16) Vec4 {
     elem_t v[4];
 };
@@ -397,11 +394,7 @@ __device__ void store_run(elem_t* y, long long start, int n, elem_t* s, const el
             Vec4 p;
 #pragma unroll
             for (int c = 0; c < 4; ++c) p.v[c] = s[padded(4 * (k * 32 + lane) + c)];
-#if TILE_STREAM_STORES
-            __stcs(reinterpret_cast<uint4*>(yv + k * 32 + lane), *reinterpret_cast<uint4*>(&p));
-#else
             yv[k * 32 + lane] = p;
-#endif
         }
     } else {
 #pragma unroll
@@ -434,7 +427,7 @@ __device__ void scan_tile(elem_t (&v)[ITEMS], elem_t* warp_totals, elem_t& total
 // tile of them); (c) add_tile_prefix adds the scanned total of all earlier tiles to every
 // element of each tile. x is read once and y written twice and read once: 4N elements move
 // for N of input, twice what a scan must move.
-template <int BLOCK, int ITEMS>
+template <int BLOCK, int ITEMS = 32>
 __global__ void __launch_bounds__(BLOCK) scan_tiles(const elem_t* x, elem_t* y, elem_t* tile_totals, int n) {
     __shared__ TileShared<BLOCK, ITEMS> s;
     const long long start = run_start<ITEMS>((long long)blockIdx.x * (BLOCK * ITEMS));
@@ -448,16 +441,14 @@ __global__ void __launch_bounds__(BLOCK) scan_tiles(const elem_t* x, elem_t* y, 
     if (threadIdx.x == 0) tile_totals[blockIdx.x] = total;
 }
 
-// (c): block b updates tile b + 1 (tile 0 needs nothing): grid = tiles - 1.
-template <int BLOCK, int ITEMS>
-__global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t* scanned_totals, int n) {
-    const long long base = (long long)(blockIdx.x + 1) * (BLOCK * ITEMS);
+// (c): block b adds scanned_totals[b] to every element of tile b + 1 (tile 0 needs nothing):
+// grid = tiles - 1, any block size, `tile` elements per tile.
+extern "C" __global__ void add_tile_prefix(elem_t* y, const elem_t* scanned_totals, int n, int tile) {
+    const long long base = (long long)(blockIdx.x + 1) * tile;
+    const long long end = base + tile < n ? base + tile : n;
     const elem_t prefix = scanned_totals[blockIdx.x];
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        long long j = base + k * BLOCK + threadIdx.x;
-        if (j < n) y[j] = combine(prefix, y[j]);
-    }
+#pragma unroll 8
+    for (long long j = base + threadIdx.x; j < end; j += blockDim.x) y[j] = combine(prefix, y[j]);
 }
 
 // ---- 8. Single pass with decoupled look-back (Merrill & Garland, NVIDIA 2016).
@@ -469,54 +460,53 @@ __global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t
 // The status buffer (uint64, tiles + 1 words) is zeroed once when it is allocated and never
 // again: word 0 counts the launch's blocks (low half) and holds the launch's epoch (high half);
 // word 1 + t holds tile t's (value, epoch, flag) in one 64-bit word, so a value never travels
-// without its flag. A launch accepts only words of its own epoch; the block that takes the last
-// ticket starts the next epoch, so the next launch ignores this one's words.
-// With -DLOOKBACK_TICKET=1 (default) the ticket numbers the tiles in the order blocks start:
-// a block only ever waits for tiles that blocks already running own -- no deadlock, whatever
-// order the GPU starts blocks in. With 0, tile = blockIdx.x, as CUB does: it relies on the GPU
-// starting blocks in index order, and saves the ticket's round trip before the loads.
+// without its flag and relaxed loads and stores suffice (acquire/release cost 6 % here). A launch
+// accepts only words of its own epoch; the block that takes the last ticket starts the next
+// epoch, so the next launch ignores this one's words. The ticket numbers tiles in the order
+// blocks start: a block only ever waits for tiles that blocks already running own -- no
+// deadlock, whatever order the GPU starts blocks in.
+//
+// What makes it fast (an H200, N = 2^28 float32, docs/tuning/scan.md: 58 % of a copy -> 88 %):
+// - Tiles of 128 threads x 32 elements held in registers, and __launch_bounds__ asking for 1024
+//   resident threads per SM: the compiler keeps to 64 registers, so 8 blocks (128 KiB of tile) fit
+//   on an SM. Loads move as 16-byte vectors (-DVEC=4), each warp through its own slice of shared
+//   memory (load_run/store_run): no block-wide barrier between the loads and the scan.
+// - One atomic gives the ticket and the epoch (no fence, no second round trip before the loads).
+// - A pause before the first look (LOOKBACK_FIRST_SLEEP_NS): a tile that looks at once finds its
+//   predecessors' aggregates but no prefix yet, and walks back window after window, one L2 round
+//   trip each; a few microseconds later the prefix is there in the first window. Polls of a word
+//   not yet published pause too (LOOKBACK_SLEEP_NS). Only on grids of at least
+//   LOOKBACK_SLEEP_MIN_TILES tiles: on a small grid every block is resident and a pause only adds.
+// - Each block asks the L2 for the tile LOOKBACK_PREFETCH tiles ahead of its own (prefetch, no
+//   registers): the blocks that fit in registers keep only ~17 MB in flight, and the look-back
+//   holds each block a while; the prefetch keeps the DRAM busy meanwhile (256 tiles = 4 MiB ahead;
+//   16 MiB ahead evicts them again before use).
 #ifndef LOOKBACK_WINDOW
 #define LOOKBACK_WINDOW 32  // 32: warp 0 inspects 32 predecessors at once; 1: thread 0, one at a time
 #endif
-#ifndef LOOKBACK_SLEEP_NS
-#define LOOKBACK_SLEEP_NS 0  // 0: poll again at once; > 0: __nanosleep between polls
-#endif
 #ifndef LOOKBACK_FIRST_SLEEP_NS
-#define LOOKBACK_FIRST_SLEEP_NS 0  // > 0: sleep before the first look (CUB: the L2's write latency)
+#define LOOKBACK_FIRST_SLEEP_NS 3000  // pause before the first look
 #endif
-#ifndef LOOKBACK_TICKET
-#define LOOKBACK_TICKET 1
+#ifndef LOOKBACK_SLEEP_NS
+#define LOOKBACK_SLEEP_NS 400  // pause between polls of a word not yet published
 #endif
-#ifndef LOOKBACK_ACQUIRE
-#define LOOKBACK_ACQUIRE 0  // 1: status words through ld.acquire / st.release instead of relaxed
-#endif
-#ifndef LOOKBACK_SM_THREADS
-#define LOOKBACK_SM_THREADS 0  // > 0: __launch_bounds__ asks for this many resident threads per SM
+#ifndef LOOKBACK_SLEEP_MIN_TILES
+#define LOOKBACK_SLEEP_MIN_TILES 2048  // pause only on grids of at least this many tiles
 #endif
 #ifndef LOOKBACK_PREFETCH
-#define LOOKBACK_PREFETCH 0  // > 0: each block asks the L2 for the tile that many tiles ahead
+#define LOOKBACK_PREFETCH 256  // > 0: each block asks the L2 for the tile that many tiles ahead
 #endif
-#define LOOKBACK_MIN_BLOCKS(B) (LOOKBACK_SM_THREADS / (B) > 0 ? LOOKBACK_SM_THREADS / (B) : 1)
 #define FLAG_AGGREGATE 1u
 #define FLAG_PREFIX 2u
 
-// A status word is read and written whole, at GPU scope (strong accesses: no data race). Value
-// and flag share the word, so relaxed order is enough, as in CUB.
+// A status word is read and written whole, at GPU scope: strong accesses, so no data race.
 __device__ __forceinline__ unsigned long long load_status(const unsigned long long* p) {
     unsigned long long v;
-#if LOOKBACK_ACQUIRE
-    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-#else
     asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-#endif
     return v;
 }
 __device__ __forceinline__ void store_status(unsigned long long* p, unsigned long long v) {
-#if LOOKBACK_ACQUIRE
-    asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
     asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#endif
 }
 
 // A 4-byte value's bits and back.
@@ -563,23 +553,19 @@ __device__ __forceinline__ void publish(unsigned long long* status, unsigned int
     store_status(&status[1 + tile], pack(v, t));
 }
 
-__device__ __forceinline__ void wait_a_little() {
-#if LOOKBACK_SLEEP_NS > 0
-    __nanosleep(LOOKBACK_SLEEP_NS);
-#endif
+__device__ __forceinline__ void pause(unsigned int ns) {
+    if (ns > 0 && gridDim.x >= LOOKBACK_SLEEP_MIN_TILES) __nanosleep(ns);
 }
 
 // Warp 0 (window 32) or thread 0 (window 1) of a tile > 0: the ⊕ of all earlier tiles.
 template <typename T>
 __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned int epoch) {
     T running = identity();
-#if LOOKBACK_FIRST_SLEEP_NS > 0
-    __nanosleep(LOOKBACK_FIRST_SLEEP_NS);
-#endif
+    pause(LOOKBACK_FIRST_SLEEP_NS);
 #if LOOKBACK_WINDOW == 1
     for (int j = (int)tile - 1;; --j) {
         unsigned long long w;
-        while (!flag_of(w = load_status(&status[1 + j]), epoch)) wait_a_little();
+        while (!flag_of(w = load_status(&status[1 + j]), epoch)) pause(LOOKBACK_SLEEP_NS);
         running = combine(value_of<T>(w), running);
         if (flag_of(w, epoch) == FLAG_PREFIX) return running;
     }
@@ -589,7 +575,7 @@ __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned i
         // tiles before 0 read as PREFIX identity, so a window that reaches past tile 0 ends the walk
         unsigned long long w = j >= 0 ? load_status(&status[1 + j]) : pack(identity(), tag(epoch, FLAG_PREFIX));
         while (__any_sync(FULL_MASK, !flag_of(w, epoch))) {
-            wait_a_little();
+            pause(LOOKBACK_SLEEP_NS);
             if (!flag_of(w, epoch)) w = load_status(&status[1 + j]);
         }
         unsigned int prefixes = __ballot_sync(FULL_MASK, flag_of(w, epoch) == FLAG_PREFIX);
@@ -603,29 +589,32 @@ __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned i
 #endif
 }
 
+// Ask the L2 for the warp's run of the tile LOOKBACK_PREFETCH tiles ahead: one 128-byte line
+// per lane (a prefetch fetches without waiting, and takes no register).
 template <int BLOCK, int ITEMS>
-__global__ void __launch_bounds__(BLOCK, LOOKBACK_MIN_BLOCKS(BLOCK))
+__device__ __forceinline__ void prefetch_ahead(const elem_t* x, long long start, int n) {
+    const long long ahead = start + (long long)LOOKBACK_PREFETCH * (BLOCK * ITEMS);
+    const int per_line = 128 / sizeof(elem_t);
+    for (int line = threadIdx.x & 31; line * per_line < 32 * ITEMS; line += 32)
+        if (LOOKBACK_PREFETCH > 0 && ahead + line * per_line < n)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(x + ahead + line * per_line));
+}
+
+template <int BLOCK, int ITEMS = 32>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK)
     lookback_scan(const elem_t* __restrict__ x, elem_t* __restrict__ y, unsigned long long* status, int n) {
     __shared__ TileShared<BLOCK, ITEMS> s;
+    __shared__ unsigned int s_tile;
     __shared__ elem_t s_prefix;
     unsigned long long ticket = 0;
-    if (threadIdx.x == 0) ticket = take_ticket(status);
-#if LOOKBACK_TICKET
-    __shared__ unsigned int s_tile;
-    if (threadIdx.x == 0) s_tile = (unsigned int)ticket;
+    if (threadIdx.x == 0) {
+        ticket = take_ticket(status);
+        s_tile = (unsigned int)ticket;
+    }
     __syncthreads();
     const unsigned int tile = s_tile;
-#else
-    const unsigned int tile = blockIdx.x;
-#endif
     const long long start = run_start<ITEMS>((long long)tile * (BLOCK * ITEMS));
-#if LOOKBACK_PREFETCH > 0
-    {  // ask the L2 for the run of the tile LOOKBACK_PREFETCH tiles ahead: one 128-byte line per lane
-        const long long ahead = start + (long long)LOOKBACK_PREFETCH * (BLOCK * ITEMS);
-        for (int line = threadIdx.x & 31; line < ITEMS; line += 32)
-            if (ahead + line * 32 < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + ahead + line * 32));
-    }
-#endif
+    prefetch_ahead<BLOCK, ITEMS>(x, start, n);
     elem_t* slice = s.runs[threadIdx.x >> 5];
     elem_t v[ITEMS], total, before;
     load_run<ITEMS>(x, start, n, slice, v);
