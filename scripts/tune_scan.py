@@ -1,7 +1,7 @@
 """Time the scan versions on a GPU and choose the single-pass (look-back) scan's launch.
 
     . scripts/gpu_env.sh && OUT=/tmp/out python3 scripts/tune_scan.py      (repository root, GPU)
-    SCAN_STAGES=shape,mechanics,sleep,tiles,sizes,others,rounding   (default: all of them)
+    SCAN_STAGES=shape,wait,prefetch,threshold,tiles,sizes,others,rounding   (default: all of them)
 
 Each configuration is launched once and its answer compared with NumPy's (on the GPU, against
 the NumPy reference uploaded once), then timed with course.bench (CUDA events, median of 20
@@ -9,15 +9,15 @@ runs, input sets rotated past L2) beside a device-to-device copy of the same byt
 a scan must read x and write y) and cupy.cumsum in the same run. Every look-back row also says
 the kernel's registers per thread and how many of its blocks one SM holds (its occupancy).
 
-Stages (at N = 2^28 float32 unless said):
-- shape: block x items per thread, 16-byte vectors, with the default mechanics;
-- mechanics: on the best four shapes, tile = blockIdx.x instead of a ticket, acquire/release
-  status words instead of relaxed ones, and __launch_bounds__ asking for 1024/1536/2048
-  resident threads per SM (fewer registers, more blocks);
-- sleep: on the best three, __nanosleep before the first look and between polls (CUB's
-  "delay constructors"), and the one-thread window;
-- tiles: scan_tiles alone (each block scans its tile, no look-back, 2N moved) with the best
-  three shapes: how fast the tile pipeline is without the look-back; scan-then-propagate;
+Stages (at N = 2^28 float32 unless said), each from the kernel's defaults (Lookback() below,
+the values scan.cu compiles with when no -D is given) or the best configuration so far:
+- shape: block x items per thread;
+- wait: the pause before the first look and between polls, and the one-thread window;
+- prefetch: how many tiles ahead each block asks the L2 for its successor's input (0: none);
+- threshold: at 2^20, 2^22 and 2^24, pausing on every grid, on grids of 2048 tiles or more
+  (the default), or never;
+- tiles: scan_tiles alone (each block scans its tile, no look-back, 2N moved): how fast the
+  tile pipeline is without the look-back; scan-then-propagate;
 - sizes: the best look-back and scan-then-propagate at 2^16 ... 2^28, float32 and int32, and
   their answers at awkward N (2^28 - 1, 2^28 - 12345, 2^20 + 3, 1000003);
 - others: the one-block kernels as block-local scans at 2^28, the naive scan at 2^14, 2^16;
@@ -26,7 +26,7 @@ Stages (at N = 2^28 float32 unless said):
 
 Float inputs are small integers (-8..8) except in `rounding`: every partial sum is an integer
 below 2^24, so float32 is exact and the answers must be equal. Prints tables; writes
-$OUT/tune_scan.json.
+$OUT/tune_scan.json. docs/tuning/scan.md has the runs and what they chose.
 """
 
 from __future__ import annotations
@@ -48,18 +48,23 @@ from course import bench
 TOP = 2**28
 RUNS = 20
 STAGES = tuple(
-    os.environ.get("SCAN_STAGES", "cub,shape,mechanics,sleep,refine,tiles,sizes,others,rounding").split(",")
+    os.environ.get("SCAN_STAGES", "shape,wait,prefetch,threshold,tiles,sizes,others,rounding").split(",")
 )
 MAX_SHARED = 48 * 1024  # static shared memory per block
-SHAPES = [  # (block, items, vec)
-    *((128, i, 4) for i in (8, 12, 16, 20, 24, 28, 32)),
-    *((256, i, 4) for i in (8, 12, 16, 20, 24, 28, 32)),
-    *((512, i, 4) for i in (8, 12, 16, 20)),
-    (128, 24, 1), (256, 16, 1), (128, 15, 1), (128, 23, 1),
-]  # fmt: skip
-SLEEPS = ((0, 100), (0, 400), (500, 0), (1000, 0), (1000, 400), (700, 200))  # (first, between polls) ns
-GAIN = 0.005  # refine keeps a variant that is at least this much faster (run-to-run noise is below it)
-PROPAGATE = [(256, 8, 4), (512, 8, 4), (128, 24, 4), (256, 16, 4)]
+SHAPES = [(32, 32), (64, 32), (128, 16), (128, 24), (128, 28), (128, 32), (256, 16), (256, 24), (256, 32)]
+WAITS = (
+    (0, 0),
+    (1000, 400),
+    (2000, 400),
+    (3000, 0),
+    (3000, 400),
+    (4000, 400),
+    (3000, 1000),
+)  # first, polls (ns)
+PREFETCH = (0, 64, 128, 256, 512)  # tiles ahead
+THRESHOLD = (0, 2048, 1 << 30)  # pause on grids of at least this many tiles
+THRESHOLD_SIZES = (2**20, 2**22, 2**24)
+PROPAGATE = [(128, 32), (256, 32), (64, 32)]  # (block, items) of scan_tiles; add_tile_prefix takes any
 SIZES = tuple(2**k for k in range(16, 29, 2))
 AWKWARD = (TOP - 1, TOP - 12345, 2**20 + 3, 1000003)  # a partial last tile
 NAIVE_SIZES = (2**14, 2**16)
@@ -75,19 +80,17 @@ cupy_ms: dict[tuple[int, str], float] = {}
 
 @dataclass(frozen=True)
 class Lookback:
-    """One configuration of lookback_scan: its template arguments and -D options."""
+    """One configuration of lookback_scan: its template arguments and -D options. The defaults
+    are scan.cu's: Lookback() is the kernel the course runs."""
 
-    block: int
-    items: int
+    block: int = 128
+    items: int = 32
     vec: int = 4
-    ticket: int = 1
-    acquire: int = 0
-    sm_threads: int = 0
-    first_sleep: int = 0
-    sleep: int = 0
+    first_sleep: int = 3000
+    sleep: int = 400
+    min_tiles: int = 2048
+    prefetch: int = 256
     window: int = 32
-    prefetch: int = 0
-    stream: int = 0
 
     @property
     def name(self) -> str:
@@ -96,29 +99,24 @@ class Lookback:
     @property
     def options(self) -> tuple[str, ...]:
         return (
-            f"-DVEC={self.vec}", f"-DLOOKBACK_TICKET={self.ticket}", f"-DLOOKBACK_ACQUIRE={self.acquire}",
-            f"-DLOOKBACK_SM_THREADS={self.sm_threads}", f"-DLOOKBACK_FIRST_SLEEP_NS={self.first_sleep}",
-            f"-DLOOKBACK_SLEEP_NS={self.sleep}", f"-DLOOKBACK_WINDOW={self.window}",
-            f"-DLOOKBACK_PREFETCH={self.prefetch}", f"-DTILE_STREAM_STORES={self.stream}",
+            f"-DVEC={self.vec}", f"-DLOOKBACK_FIRST_SLEEP_NS={self.first_sleep}", f"-DLOOKBACK_SLEEP_NS={self.sleep}",
+            f"-DLOOKBACK_SLEEP_MIN_TILES={self.min_tiles}", f"-DLOOKBACK_PREFETCH={self.prefetch}",
+            f"-DLOOKBACK_WINDOW={self.window}",
         )  # fmt: skip
 
     def __str__(self) -> str:
-        extra = []
-        if not self.ticket:
-            extra.append("tile=blockIdx")
-        if self.acquire:
-            extra.append("acq/rel")
-        if self.sm_threads:
-            extra.append(f"bounds={self.sm_threads}/SM")
-        if self.first_sleep or self.sleep:
-            extra.append(f"sleep={self.first_sleep}/{self.sleep}ns")
+        default = Lookback()
+        extra = [] if self.vec == 4 else [f"vec={self.vec}"]
+        if (self.first_sleep, self.sleep) != (default.first_sleep, default.sleep):
+            extra.append(f"pause={self.first_sleep}/{self.sleep}ns")
+        if self.min_tiles != default.min_tiles:
+            extra.append("pause always" if self.min_tiles == 0 else "never pause" if self.min_tiles >= 1 << 30
+                         else f"pause from {self.min_tiles} tiles")  # fmt: skip
+        if self.prefetch != default.prefetch:
+            extra.append(f"prefetch +{self.prefetch}")
         if self.window != 32:
             extra.append(f"window={self.window}")
-        if self.prefetch:
-            extra.append(f"prefetch+{self.prefetch}")
-        if self.stream:
-            extra.append("st.cs")
-        return f"lookback {self.block}x{self.items} vec={self.vec} " + " ".join(extra)
+        return f"lookback {self.block}x{self.items} " + (" ".join(extra) or "(defaults)")
 
     def fits(self) -> bool:
         return (self.block // 32) * 33 * self.items * 4 + 4 * self.block // 32 + 16 <= MAX_SHARED
@@ -178,9 +176,9 @@ def tiles_only(x, y, n: int, block: int, items: int, vec: int):
 
 def propagate(x, y, n: int, block: int, items: int, vec: int = 4):
     """The launches of scan-then-propagate, in order, with their scratch arrays allocated now."""
-    pair = (f"scan_tiles<{block}, {items}>", f"add_tile_prefix<{block}, {items}>")
-    mod = module(str(x.dtype), pair, (f"-DVEC={vec}",))
-    scan, add = (mod.get_function(k) for k in pair)
+    scan_name = f"scan_tiles<{block}, {items}>"
+    mod = module(str(x.dtype), (scan_name,), (f"-DVEC={vec}",))
+    scan, add = mod.get_function(scan_name), mod.get_function("add_tile_prefix")
     tile = block * items
     steps, adds = [], []
     src, dst, m = x, y, n
@@ -190,7 +188,7 @@ def propagate(x, y, n: int, block: int, items: int, vec: int = 4):
         steps.append((scan, (tiles,), (src, dst, totals, np.int32(m))))
         if tiles == 1:
             break
-        adds.append((add, (tiles - 1,), (dst, totals, np.int32(m))))  # totals: scanned in place below
+        adds.append((add, (tiles - 1,), (dst, totals, np.int32(m), np.int32(tile))))  # totals: scanned below
         src = dst = totals
         m = tiles
     launches = steps + adds[::-1]  # down the levels, then the uniform adds back up
@@ -320,7 +318,7 @@ def measure(config: str, kind: str, n: int, data: Data, make, want, **fields) ->
 
 def status_buffer(n: int):
     """One status buffer for every look-back launch: zeroed once, words for the smallest tile."""
-    smallest = min(b * i for b, i, _ in SHAPES)
+    smallest = min(b * i for b, i in SHAPES)
     return cp.zeros(2 + n // smallest, np.uint64)
 
 
@@ -334,7 +332,7 @@ def time_lookback(
 
 
 def best(found: list[dict], k: int) -> list[Lookback]:
-    ranked = sorted((r for r in found if r), key=lambda r: r["ms"])
+    ranked = sorted((r for r in found if r and r["n"] == TOP), key=lambda r: r["ms"])
     out: list[Lookback] = []
     for r in ranked:
         c = Lookback(**r["lookback"])
@@ -344,90 +342,29 @@ def best(found: list[dict], k: int) -> list[Lookback]:
 
 
 def sweep_lookback(f32: Data, status) -> list[dict]:
-    found: list[dict] = []
-    shapes = [Lookback(b, i, v) for b, i, v in SHAPES if Lookback(b, i, v).fits()]
-    if "shape" in STAGES:
-        found += [time_lookback(c, f32, status) for c in shapes]
-    print(f"shapes done at {time.time() - T0:.0f} s", flush=True)
-    if "mechanics" in STAGES:
-        for c in best(found, 4) or shapes[:1]:
-            variants = [replace(c, ticket=0), replace(c, acquire=1)]
-            variants += [replace(c, sm_threads=t) for t in (1024, 1536, 2048) if t >= c.block]
-            found += [time_lookback(v, f32, status) for v in variants]
-    print(f"mechanics done at {time.time() - T0:.0f} s", flush=True)
-    if "sleep" in STAGES:
-        for c in best(found, 3) or shapes[:1]:
-            variants = [replace(c, first_sleep=f, sleep=s) for f, s in SLEEPS] + [replace(c, window=1)]
-            found += [time_lookback(v, f32, status) for v in variants]
-    print(f"sleeps done at {time.time() - T0:.0f} s", flush=True)
-    return [r for r in found if r]
-
-
-def refinements(c: Lookback) -> list[tuple[str, list[Lookback]]]:
-    """The refine stage, one knob at a time from the best of the sweep of 2026-11 (greedy)."""
-    return [
-        ("sleep", [replace(c, first_sleep=f, sleep=s) for f, s in ((1500, 400), (2000, 400), (3000, 400),
-                                                                    (1500, 1000), (2000, 700))]),
-        ("prefetch", [replace(c, prefetch=d) for d in (66, 132, 264, 528, 1056)]),
-        ("stream", [replace(c, stream=1)]),
-        ("ticket", [replace(c, ticket=0)]),
-        ("shape", [replace(c, block=b, items=i, sm_threads=t) for b, i, t in (
-            (64, 32, 1024), (96, 32, 960), (128, 28, 1024), (128, 36, 1024), (128, 40, 1024), (128, 32, 1280),
-            (256, 32, 1024))]),
-        ("sleep", [replace(c, first_sleep=f, sleep=s) for f, s in ((500, 200), (1000, 400), (1500, 400),
-                                                                    (2500, 400))]),
-    ]  # fmt: skip
-
-
-def refine(f32: Data, status, start: Lookback) -> list[dict]:
-    """Greedy: from `start`, try each knob's values in turn and keep one only if it is faster
-    by more than GAIN; the next knob starts from what was kept."""
-    base = time_lookback(start, f32, status, kind="refine")
-    found = [base] if base else []
-    current, ms = start, base["ms"] if base else math.inf
-    for knob, variants in refinements(start):
-        variants = [replace(v, **{k: getattr(current, k) for k in _other_knobs(knob)}) for v in variants]
-        for v in dict.fromkeys(v for v in variants if v != current and v.fits()):
-            r = time_lookback(v, f32, status, kind="refine")
-            if r:
-                found.append(r)
-                if r["ms"] < ms * (1 - GAIN):
-                    current, ms = v, r["ms"]
-        print(f"after {knob}: {current} ({ms:.4f} ms) at {time.time() - T0:.0f} s", flush=True)
-    again = time_lookback(current, f32, status, kind="refine")  # the winner once more: the noise
-    if again:
-        found.append(again)
+    """shape, wait, prefetch: each stage from the best configuration so far."""
+    found: list[dict] = [r for r in [time_lookback(Lookback(), f32, status)] if r]
+    stages = {
+        "shape": lambda c: [replace(c, block=b, items=i) for b, i in SHAPES],
+        "wait": lambda c: [replace(c, first_sleep=f, sleep=p) for f, p in WAITS] + [replace(c, window=1)],
+        "prefetch": lambda c: [replace(c, prefetch=d) for d in PREFETCH],
+    }
+    for stage, variants in stages.items():
+        if stage in STAGES and found:
+            current = best(found, 1)[0]
+            for v in dict.fromkeys(v for v in variants(current) if v.fits() and v != current):
+                r = time_lookback(v, f32, status)
+                if r:
+                    found.append(r)
+            print(f"{stage} done at {time.time() - T0:.0f} s: best {best(found, 1)[0]}", flush=True)
     return found
 
 
-def _other_knobs(knob: str) -> tuple[str, ...]:
-    """The fields a refinement of `knob` takes from the current best (it sets only its own)."""
-    own = {"sleep": ("first_sleep", "sleep"), "prefetch": ("prefetch",), "stream": ("stream",),
-           "ticket": ("ticket",), "shape": ("block", "items", "sm_threads")}[knob]  # fmt: skip
-    return tuple(f for f in Lookback.__dataclass_fields__ if f not in own)
-
-
-def cub_reference(data: Data, n: int) -> None:
-    """cupy.cumsum through CUB's DeviceScan (CuPy's routine accelerator), if this CuPy has it."""
-    try:
-        from cupy._core import _accelerator
-
-        before = _accelerator.get_routine_accelerators()
-        _accelerator.set_routine_accelerators(["cub"])
-    except Exception as exc:  # an older or newer CuPy: say so and go on
-        print(f"no CUB accelerator in this CuPy: {exc!r}", flush=True)
-        return
-    try:
-        x = data.rotating(n)[0][0]
-        ok = bool(cp.array_equal(cp.cumsum(x), data.ref[:n]))
-        ms = statistics.median(
-            bench.time_runs([lambda x=x: cp.cumsum(x) for x, _ in data.rotating(n)], runs=RUNS)
-        )
-        r = row("cupy.cumsum through CUB (routine accelerator)", "cub", n, data.dtype, ms, correct=ok)
-        rows.append(r)
-        print(_line(r), flush=True)
-    finally:
-        _accelerator.set_routine_accelerators(before)
+def sweep_threshold(c: Lookback, f32: Data, status) -> None:
+    """Pausing before the look-back on small grids (every block resident at once) only adds."""
+    for n in THRESHOLD_SIZES:
+        for t in THRESHOLD:
+            time_lookback(replace(c, min_tiles=t), f32, status, n, kind="threshold")
 
 
 def sweep_tiles(f32: Data, top: list[Lookback]) -> list[dict]:
@@ -439,10 +376,10 @@ def sweep_tiles(f32: Data, top: list[Lookback]) -> list[dict]:
                 f32, lambda x, y, c=c: tiles_only(x, y, TOP, c.block, c.items, c.vec), want,
                 version="scan_tiles", block=c.block, items=c.items, vec=c.vec)  # fmt: skip
         del want
-    for block, items, vec in PROPAGATE:
-        r = measure(f"scan-then-propagate {block}x{items} vec={vec}", "propagate", TOP, f32,
-                    lambda x, y, b=block, i=items, v=vec: propagate(x, y, TOP, b, i, v), f32.ref,
-                    version="scan_then_propagate", block=block, items=items, vec=vec)  # fmt: skip
+    for block, items in PROPAGATE:
+        r = measure(f"scan-then-propagate {block}x{items} vec=4", "propagate", TOP, f32,
+                    lambda x, y, b=block, i=items: propagate(x, y, TOP, b, i), f32.ref,
+                    version="scan_then_propagate", block=block, items=items, vec=4)  # fmt: skip
         if r:
             found.append(r)
     return found
@@ -464,23 +401,17 @@ def sweep_others(f32: Data) -> None:
 
 def sweep_sizes(c: Lookback, best_pr: dict | None, data: Data, status) -> None:
     for n in SIZES:
-        if "cub" in STAGES:
-            baselines(n, data.dtype, data)
-            cub_reference(data, n)
         time_lookback(c, data, status, n, kind="lookback-n")
         if best_pr:
-            pb, pi, pv = (best_pr[k] for k in ("block", "items", "vec"))
-            measure(f"scan-then-propagate {pb}x{pi} vec={pv}", "propagate-n", n, data,
-                    lambda x, y, n=n: propagate(x, y, n, pb, pi, pv), data.ref[:n],
-                    version="scan_then_propagate", block=pb, items=pi, vec=pv)  # fmt: skip
+            pb, pi = best_pr["block"], best_pr["items"]
+            measure(f"scan-then-propagate {pb}x{pi} vec=4", "propagate-n", n, data,
+                    lambda x, y, n=n: propagate(x, y, n, pb, pi), data.ref[:n],
+                    version="scan_then_propagate", block=pb, items=pi, vec=4)  # fmt: skip
     for n in AWKWARD:
         runs = [("lookback", lookback(data.x, data.y, status, n, c))]
         if best_pr:
             runs.append(
-                (
-                    "scan-then-propagate",
-                    propagate(data.x, data.y, n, *(best_pr[k] for k in ("block", "items", "vec"))),
-                )
+                ("scan-then-propagate", propagate(data.x, data.y, n, best_pr["block"], best_pr["items"]))
             )
         for name, run in runs:
             ok = check(run, data.y, data.ref[:n], f"{name} n={n} {data.dtype}")
@@ -523,7 +454,7 @@ HEADER = f"{'config':<66} {'N':>6} {'dtype':>7} {'ms':>8} {'GB/s':>7} {'%copy':>
 
 
 def print_table() -> None:
-    kinds = ("cub", "lookback", "refine", "tiles", "propagate", "one-block", "naive")
+    kinds = ("lookback", "threshold", "tiles", "propagate", "one-block", "naive")
     print("\n## Every configuration (float32; copy and cupy.cumsum at the same N above each group)\n")
     print(HEADER)
     for n in sorted({r["n"] for r in rows if r["kind"] in kinds}, reverse=True):
@@ -541,7 +472,7 @@ def print_table() -> None:
             for r in rows:
                 if r["n"] == n and (
                     r["kind"] == "copy"
-                    or (r["dtype"] == dtype and r["kind"] in ("cupy", "cub", "lookback-n", "propagate-n"))
+                    or (r["dtype"] == dtype and r["kind"] in ("cupy", "lookback-n", "propagate-n"))
                 ):
                     print(_line({**r, "dtype": dtype} if r["kind"] == "copy" else r))
     print()
@@ -582,19 +513,13 @@ def main() -> None:
 T0 = time.time()
 
 
-START = Lookback(128, 32, 4, sm_threads=1024, first_sleep=1000, sleep=400)  # the best of the first sweep
-
-
 def run_all() -> None:
     f32 = Data("float32")
     status = status_buffer(TOP)
-    if "cub" in STAGES:
-        baselines(TOP, "float32", f32)
-        cub_reference(f32, TOP)
     found = sweep_lookback(f32, status)
-    if "refine" in STAGES:
-        found += refine(f32, status, best(found, 1)[0] if found else START)
-    top = best(found, 3) or [START]
+    top = best(found, 3) or [Lookback()]
+    if "threshold" in STAGES:
+        sweep_threshold(top[0], f32, status)
     props = sweep_tiles(f32, top) if "tiles" in STAGES else []
     print(f"tiles done at {time.time() - T0:.0f} s", flush=True)
     if "others" in STAGES:
@@ -611,9 +536,7 @@ def run_all() -> None:
         bench.free_gpu_memory()
     if "rounding" in STAGES:
         rounding(top[0], status)
-    b = next(
-        (r for r in rows if r["kind"] in ("lookback", "refine") and Lookback(**r["lookback"]) == top[0]), None
-    )
+    b = next((r for r in rows if r["kind"] == "lookback" and Lookback(**r["lookback"]) == top[0]), None)
     if b:
         print(f"\nbest look-back: {b['config']}: {b['pct_of_copy']:.1f} % of copy, {b['x_cupy']:.2f}x cupy.cumsum "
               f"at N = 2^{math.log2(TOP):.0f} float32; whole script {time.time() - T0:.0f} s")  # fmt: skip

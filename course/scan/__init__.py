@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
 from .story import (
     article_findings,
     bank_table,
@@ -32,7 +33,6 @@ from .story import (
     typo_error,
     wrong_last_element,
 )  # fmt: skip
-from ..errors import InputError
 from .topic import ENGINE, MAX_ENGINE, STORY, TOPIC, VERSIONS
 
 versions = ENGINE.versions

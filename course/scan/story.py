@@ -71,8 +71,15 @@ def conversions(x: Any, block: int = 256) -> dict[str, np.ndarray]:
     module = blelloch.kernel.module
     back = arrays.zeros(len(x), x.dtype)
     n = np.int32(len(x))
-    module.get_function("exclusive_from_inclusive")((-(-len(x) // 256),), (256,), (arrays.asarray(inclusive), back, n))
-    return {"x": x, "exclusive": exclusive, "inclusive": inclusive, "exclusive from inclusive": arrays.asnumpy(back)}
+    module.get_function("exclusive_from_inclusive")(
+        (-(-len(x) // 256),), (256,), (arrays.asarray(inclusive), back, n)
+    )
+    return {
+        "x": x,
+        "exclusive": exclusive,
+        "inclusive": inclusive,
+        "exclusive from inclusive": arrays.asnumpy(back),
+    }
 
 
 # ---------------------------------------------------------------- steps, trees and work
@@ -120,7 +127,8 @@ def steps_vs_work(
                 t = ENGINE.trace(name, example(n), block=min(n, 1024), spaces={"global", "sync"})
                 loads = t.where(op="ld")
                 per_thread = np.bincount(
-                    (loads.thread_ids() + loads.block[:, None] * t.threads_per_block)[loads.lanes()], minlength=n
+                    (loads.thread_ids() + loads.block[:, None] * t.threads_per_block)[loads.lanes()],
+                    minlength=n,
                 )
                 steps, adds, barriers = int(per_thread.max()) - 1, int(per_thread.sum()) - n, 0
             else:
@@ -148,7 +156,9 @@ def bank_trace(variant: str, block: int = 1024) -> Trace:
     """The trace of one BANK_VARIANTS kernel on 2 x block float32 elements (one block)."""
     kernel, extra = BANK_VARIANTS[variant]
     name = f"{kernel}<{block}>"
-    module = Module.from_file("scan.cu", options=(*options(np.dtype(np.float32)), *extra), name_expressions=(name,))
+    module = Module.from_file(
+        "scan.cu", options=(*options(np.dtype(np.float32)), *extra), name_expressions=(name,)
+    )
     n = 2 * block
     x = arrays.asarray(example(n))
     return module.get_function(name).trace((1,), (block,), (x, arrays.zeros(n, np.float32), np.int32(n)))
@@ -238,28 +248,30 @@ def bytes_moved(n: int = 1 << 14, block: int = 128) -> list[dict[str, Any]]:
 
 
 def lookback_reads(n: int = 40 * ITEMS * EXAMPLE_BLOCK, block: int = EXAMPLE_BLOCK) -> list[dict[str, Any]]:
-    """Status words each tile loaded while looking back (polls included), with the warp-wide
-    window of 32 and with one thread reading one predecessor at a time, from traces of every
-    block on the emulator (whose scheduler runs the tiles' blocks side by side)."""
+    """How each tile's look-back went, with the warp-wide window of 32 and with one thread reading
+    one predecessor at a time: its loads of status words (each one an L2 round trip on a GPU,
+    polls included) and the words they read. From traces of every block on the emulator, whose
+    scheduler runs the tiles' blocks side by side (and never pauses: -DLOOKBACK_SLEEP_NS is a GPU's)."""
     x = example(n)
     name = f"lookback_scan<{block}>"
-    counts = {}
+    tiles = -(-n // (ITEMS * block))
+    loads, words = {}, {}
     for window in (32, 1):
         module = Module.from_file(
             "scan.cu", options=(*options(np.dtype(np.float32)), f"-DLOOKBACK_WINDOW={window}"),
             name_expressions=(name,),
         )  # fmt: skip
-        tiles = -(-n // (ITEMS * block))
         status = arrays.zeros(tiles + 1, np.uint64)
         t = module.get_function(name).trace(
             (tiles,), (block,), (arrays.asarray(x), arrays.zeros(n, np.float32), status, np.int32(n)),
             spaces={"global"},
         )  # fmt: skip
-        loads = t.where(op="ld")
-        sid = t.buffer_id("status")
-        words = (loads.lanes() & (loads.buffer == sid)).sum(axis=1)
-        counts[window] = np.bincount(loads.block, weights=words, minlength=tiles).astype(int)
+        ld = t.where(op="ld")
+        on_status = (ld.lanes() & (ld.buffer == t.buffer_id("status"))).sum(axis=1)
+        loads[window] = np.bincount(ld.block, weights=on_status > 0, minlength=tiles).astype(int)
+        words[window] = np.bincount(ld.block, weights=on_status, minlength=tiles).astype(int)
     return [
-        {"block": b, "status words read (window 32)": int(counts[32][b]), "(window 1)": int(counts[1][b])}
-        for b in range(len(counts[32]))
-    ]
+        {"tile": b, "status loads (window 32)": int(loads[32][b]), "status loads (window 1)": int(loads[1][b]),
+         "words read (window 32)": int(words[32][b]), "words read (window 1)": int(words[1][b])}
+        for b in range(tiles)
+    ]  # fmt: skip

@@ -10,6 +10,7 @@ block covers: N ≤ block (Kogge-Stone) or N ≤ 2 × block (Brent-Kung, Blelloc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,43 +42,53 @@ class ScanVersion(Version):
     # a barrier: undefined on a GPU, so run() refuses it there (trace and check run on the emulator)
 
 
-V = ScanVersion
-_CONVERTED = "computes the exclusive scan; run() adds x on the device (inclusive_from_exclusive): one more rounding"
-VERSIONS = (
-    V("naive", "one thread per output: thread i adds x[0..i]", Cover(1), BLOCKS, kernel="naive_scan",
-      max_n=NAIVE_MAX_N, note=f"its reads grow as N^2: N ≤ {NAIVE_MAX_N}"),
-    V("kogge_stone_article", "Kogge-Stone as the article prints it", OneBlock(), BLOCKS,
-      kernel="kogge_stone_scan_article", template=True, listed=False, covers=1, emulator_only=True,
-      bug="threads pass __syncthreads() different numbers of times (thread 0 never), y is never written, "
-      "and with N < block threads read XY elements nobody loaded"),
-    V("kogge_stone", "Kogge-Stone: log2 N steps, N log2 N adds, two barriers per step", OneBlock(), BLOCKS,
-      kernel="kogge_stone_scan", template=True, covers=1),
-    V("kogge_stone_double_buffer", "Kogge-Stone, double buffered: one barrier per step", OneBlock(), BLOCKS,
-      kernel="kogge_stone_scan_double_buffer", template=True, covers=1),
-    V("brent_kung_article", "Brent-Kung as the article prints it (the merged kernel)", OneBlock(), BLOCKS,
-      kernel="brent_kung_scan_article", template=True, listed=False, covers=1, emulator_only=True,
-      bug="loads one element per thread into a 2 x block array and scans all of it (the upper half was "
-      "never loaded); the down-sweep checks index < 2*BLOCK_SIZE but writes XY[index + stride]: past the end"),
-    V("brent_kung_phases_article", "Brent-Kung from the article's two separate listings", OneBlock(), BLOCKS,
-      kernel="brent_kung_scan_phases_article", template=True, listed=False, covers=2,
-      bug="the reduction phase stops at stride < BLOCK_SIZE: the root never gets the lower half's sum, so "
-      "the last element is wrong"),
-    V("brent_kung", "Brent-Kung: up-sweep and down-sweep, 2 log2 N steps, about 2N adds", OneBlock(), BLOCKS,
-      kernel="brent_kung_scan", template=True, covers=2),
-    V("blelloch", "Blelloch (GPU Gems 3): the exclusive scan, bank conflicts in the tree", OneBlock(), BLOCKS,
-      kernel="blelloch_scan", template=True, covers=2, exclusive=True, note=_CONVERTED),
-    V("blelloch_padded", "Blelloch with one padding word per 32: the conflicts gone", OneBlock(), BLOCKS,
-      kernel="blelloch_scan_padded", template=True, covers=2, exclusive=True, note=_CONVERTED),
-    V("scan_then_propagate", "beyond one block: scan the tiles, scan their totals, add them back (4N moved)",
-      Cover(ITEMS), TILE_BLOCKS, kernel="scan_tiles", template=True),
-    V("lookback", "one pass, decoupled look-back: 2N moved, as a copy", Cover(ITEMS), TILE_BLOCKS,
-      kernel="lookback_scan", template=True),
+_CONVERTED = (
+    "computes the exclusive scan; run() adds x on the device (inclusive_from_exclusive): one more rounding"
+)
+
+
+def one_block(name: str, title: str, kernel: str, covers: int, **kw: Any) -> ScanVersion:
+    """A one-block version: it scans what one block covers, covers x block elements. The frame has
+    one max_n per version: it takes the largest block's, and plan() checks each block's own. The
+    benchmark cannot time it: it scans one block of its sizes."""
+    return ScanVersion(
+        name, title, OneBlock(), BLOCKS, kernel=kernel, template=True, covers=covers,
+        max_n=covers * BLOCKS[-1], bench=False, **kw,
+    )  # fmt: skip
+
+
+VERSIONS: tuple[ScanVersion, ...] = (
+    ScanVersion("naive", "one thread per output: thread i adds x[0..i]", Cover(1), BLOCKS, kernel="naive_scan",
+                max_n=NAIVE_MAX_N, bench=False, note=f"its reads grow as N^2: N ≤ {NAIVE_MAX_N}"),
+    one_block("kogge_stone_article", "Kogge-Stone as the article prints it", "kogge_stone_scan_article", 1,
+              listed=False, emulator_only=True,
+              bug="threads pass __syncthreads() different numbers of times (thread 0 never), y is never "
+              "written, and with N < block threads read XY elements nobody loaded"),
+    one_block("kogge_stone", "Kogge-Stone: log2 N steps, N log2 N adds, two barriers per step",
+              "kogge_stone_scan", 1),
+    one_block("kogge_stone_double_buffer", "Kogge-Stone, double buffered: one barrier per step",
+              "kogge_stone_scan_double_buffer", 1),
+    one_block("brent_kung_article", "Brent-Kung as the article prints it (the merged kernel)",
+              "brent_kung_scan_article", 1, listed=False, emulator_only=True,
+              bug="loads one element per thread into a 2 x block array and scans all of it (the upper half "
+              "was never loaded); the down-sweep checks index < 2*BLOCK_SIZE but writes XY[index + stride]: "
+              "past the end"),
+    one_block("brent_kung_phases_article", "Brent-Kung from the article's two separate listings",
+              "brent_kung_scan_phases_article", 2, listed=False,
+              bug="the reduction phase stops at stride < BLOCK_SIZE: the root never gets the lower half's sum, "
+              "so the last element is wrong"),
+    one_block("brent_kung", "Brent-Kung: up-sweep and down-sweep, 2 log2 N steps, about 2N adds",
+              "brent_kung_scan", 2),
+    one_block("blelloch", "Blelloch (GPU Gems 3): the exclusive scan, bank conflicts in the tree",
+              "blelloch_scan", 2, exclusive=True, note=_CONVERTED),
+    one_block("blelloch_padded", "Blelloch with one padding word per 32: the conflicts gone",
+              "blelloch_scan_padded", 2, exclusive=True, note=_CONVERTED),
+    ScanVersion("scan_then_propagate",
+                "beyond one block: scan the tiles, scan their totals, add them back (4N moved)",
+                Cover(ITEMS), TILE_BLOCKS, kernel="scan_tiles", template=True),
+    ScanVersion("lookback", "one pass, decoupled look-back: 2N moved, as a copy", Cover(ITEMS), TILE_BLOCKS,
+                kernel="lookback_scan", template=True),
 )  # fmt: skip
-# The one-block versions take at most what their largest block covers (each block's own limit is
-# checked by plan(): the frame has one max_n per version). The benchmark times the versions that
-# scan any N: the one-block ones cannot scan its sizes, the naive one would take hours.
-VERSIONS = tuple(replace(v, max_n=v.covers * max(v.blocks), bench=False) if v.covers else v for v in VERSIONS)
-VERSIONS = tuple(replace(v, bench=False) if v.name == "naive" else v for v in VERSIONS)
 STORY = tuple(v.name for v in VERSIONS if v.listed)
 
 
@@ -141,7 +152,9 @@ def compare(got: Any, want: Any, inputs: tuple[np.ndarray, ...]) -> str:
     if not bad.any():
         return ""
     i = int(np.argmax(bad))
-    return f"{int(bad.sum())} of {x.size} elements differ, the first at {i}: got {got[i]}, NumPy says {want[i]}"
+    return (
+        f"{int(bad.sum())} of {x.size} elements differ, the first at {i}: got {got[i]}, NumPy says {want[i]}"
+    )
 
 
 # ---------------------------------------------------------------- how each version is launched
@@ -149,7 +162,7 @@ def compare(got: Any, want: Any, inputs: tuple[np.ndarray, ...]) -> str:
 
 def per_block_limits(v: ScanVersion) -> str:
     """'block 32: 64, 64: 128, ...': what one block of each size scans."""
-    return ", ".join(f"{'block ' if i == 0 else ''}{b}: {v.covers * b}" for i, b in enumerate(v.blocks))
+    return ", ".join(f"{'block ' if i == 0 else ''}{b}: {v.covers * b}" for i, b in enumerate(BLOCKS))
 
 
 def plan(call: Call) -> Plan:
@@ -165,7 +178,11 @@ def plan(call: Call) -> Plan:
         raise InputError(
             f"{v.name} scans what one block covers, {v.covers} x block elements ({per_block_limits(v)}); "
             f"got N = {call.n} with block {block}: "
-            + (f"take block {fits[0]}, or " if (fits := [b for b in v.blocks if v.covers * b >= call.n]) else "")
+            + (
+                f"take block {fits[0]}, or "
+                if (fits := [b for b in BLOCKS if v.covers * b >= call.n])
+                else ""
+            )
             + "take a version that scans any N (scan_then_propagate, lookback)"
         )
     (x,) = call.inputs
@@ -229,7 +246,7 @@ BENCH = BenchSpec(
     sizes=tuple(2**k for k in range(16, 29)),
     quick_sizes=(2**16, 2**22, 2**24, 2**28),
     emulator_sizes=(2**14,),
-    moved=lambda size, dtype: 2 * int(size) * dtype.itemsize,  # read x, write y
+    moved=lambda size, dtype: 2 * math.prod(size if isinstance(size, tuple) else (size,)) * dtype.itemsize,
     generate=_bench_input,
     baselines={"cupy.cumsum": _cupy_cumsum},
     goals=GOALS,
@@ -247,7 +264,7 @@ def sample(n: Any, rng: np.random.Generator) -> tuple[np.ndarray]:
 def sample_sizes(block: Any) -> list[Any]:
     """The awkward sizes one block of every version covers (N ≤ block): the one-block versions
     take no more, and the frame runs every version at one set of sizes per block."""
-    return [n for n in awkward_sizes(block) if n <= int(block)]
+    return [n for n in awkward_sizes(block) if isinstance(n, int) and n <= int(block)]
 
 
 def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
@@ -259,23 +276,45 @@ def _buffer(t: Trace) -> str | None:
     return next((b for b in ("XY", "temp") if b in names), None)
 
 
+PICTURE_WARPS = 2  # the steps drawn for the first two warps of block 0: a warp boundary, and fast to draw
+
+
 def picture(ax: Any, t: Trace, version: Version) -> Any:
     """The steps (Kogge-Stone) or the up- and down-sweep trees (Brent-Kung, Blelloch) of a
-    one-block version; which elements warp 0 of the naive scan reads; for the tiled versions,
-    one warp's first load of x (16-byte vectors: 512 contiguous bytes, 16 sectors)."""
+    one-block version, for the threads of block 0's first two warps; how many elements each
+    thread of the naive scan reads; for the tiled versions, one warp's first load of x (16-byte
+    vectors: 512 contiguous bytes, 16 sectors)."""
     buffer = _buffer(t)
     if buffer:
-        return draw.scan_steps(ax, t, buffer)
+        return draw.scan_steps(ax, t.where(warp=range(PICTURE_WARPS)), buffer)
     if version.name == "naive":
-        return draw.grid_stride_map(ax, t.where(warp=0), "x")
+        return _reads_per_thread(ax, t)
     x_loads = (t.op == "ld") & (t.buffer == t.buffer_id("x")).any(axis=1)
     return draw.warp_access(ax, t, int(np.flatnonzero(x_loads)[0]))
 
 
-def elements_read(t: Trace, buffer: str = "x") -> int:
-    """Elements of `buffer` the traced threads loaded (a 16-byte load of floats is 4)."""
+def _reads_per_thread(ax: Any, t: Trace) -> Any:
+    """Bars: elements of x each thread of block 0 read (thread i: i + 1), warps coloured."""
     loads = t.where(op="ld")
-    b = t.buffer_id(buffer)
+    lanes = loads.lanes() & (loads.buffer == t.buffer_id("x"))
+    per_thread = np.bincount(loads.thread_ids()[lanes], minlength=t.threads_per_block)
+    drawn = ax.stairs(per_thread, np.arange(len(per_thread) + 1), fill=True, color=draw.group_color(0))
+    for w in range(32, len(per_thread), 32):
+        ax.axvline(w, color="0.6", lw=0.6)  # warp boundaries
+    ax.set_xlabel("thread of block 0")
+    ax.set_ylabel("elements of x read")
+    ax.set_title(
+        f"{t.kernel}: thread i reads x[0..i], {int(per_thread.sum())} reads for {len(per_thread)} outputs"
+        f"\n(x[0] is read by every thread: the reads grow as N²/2; grey lines: warps)"
+    )
+    return drawn
+
+
+def elements_read(t: Trace) -> int:
+    """Elements of the input (the kernel's first array, x or X) the traced threads loaded (a
+    16-byte load of floats is 4)."""
+    loads = t.where(op="ld")
+    b = next(i for i, buf in enumerate(t.buffers) if buf.space == "global")
     lanes = loads.lanes() & (loads.buffer == b)
     return int((lanes.sum(axis=1) * (loads.size // t.buffers[b].itemsize)).sum())
 
@@ -326,9 +365,14 @@ TOPIC = Topic(
     tolerance="int32 exactly (sums wrap as on the GPU); float32 within 1e-5 of cumsum(|x|) at each element",
     bench=BENCH,
     panel=PanelSpec(
-        panel_input, picture, metrics, picture_input=picture_input, version="kogge_stone", n=64,
-        emulator_max_n={"naive": 512},
-    ),  # fmt: skip
+        panel_input,
+        picture,
+        metrics,
+        picture_input=picture_input,
+        version="kogge_stone",
+        n=64,
+        emulator_max_n={"naive": 256},
+    ),
     sample=sample,
     sample_sizes=sample_sizes,
 )
