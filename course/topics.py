@@ -9,4 +9,4 @@ from __future__ import annotations
 from . import reduction, scan
 from .engine import Engine
 
-TOPICS: tuple[Engine, ...] = (scan.ENGINE, reduction.ENGINE)
+TOPICS: tuple[Engine, ...] = (reduction.ENGINE, scan.ENGINE)
