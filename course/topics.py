@@ -6,7 +6,13 @@ conformance test read it. A topic joins the course by being added here.
 
 from __future__ import annotations
 
-from . import dot, histogram, reduction, transpose
+from . import dot, histogram, reduction, scan, transpose
 from .engine import Engine
 
-TOPICS: tuple[Engine, ...] = (dot.ENGINE, transpose.ENGINE, histogram.ENGINE, reduction.ENGINE)
+TOPICS: tuple[Engine, ...] = (
+    dot.ENGINE,
+    transpose.ENGINE,
+    histogram.ENGINE,
+    scan.ENGINE,
+    reduction.ENGINE,
+)

@@ -316,17 +316,17 @@ __device__ elem_t block_exclusive_scan(elem_t v, elem_t* warp_totals, elem_t& to
     return lane > 0 ? combine(before, exc) : before;
 }
 
-// Element j of a tile lives at j + j/32 in shared memory: the blocked reads (thread t reads
-// t*ITEMS + k) then hit 32 different banks.
-__host__ __device__ constexpr int padded(int j) { return j + (j >> 5); }
-
-// The tile's elements [base, base + BLOCK*ITEMS) into v, ITEMS consecutive ones per thread
-// (identity past n). Global memory is read striped -- element k*BLOCK + t by thread t, so
-// every warp load is 128 contiguous bytes -- and regrouped through shared memory.
-// With -DVEC=4, a full tile of a 4-byte type is read as 16-byte vectors instead (vector
-// k*BLOCK + t by thread t: 512 contiguous bytes per warp load, a quarter of the instructions);
-// x and y must then be 16-byte aligned. The padding keeps the vectors' shared stores
-// conflict-free too: lane t's words 4t..4t+3 land in banks 4t + t/8 + c.
+// How a tile travels between global memory and registers (CUB's BLOCK_LOAD_WARP_TRANSPOSE).
+// Warp w owns the 32*ITEMS consecutive elements from start = tile base + w*32*ITEMS. It reads
+// them striped -- element k*32 + lane by lane `lane`, so every warp load is 128 contiguous
+// bytes -- into its own slice of shared memory, and each lane reads back ITEMS consecutive
+// elements, lane*ITEMS ... lane*ITEMS + ITEMS-1 (blocked), to scan them in registers. The store
+// goes the same way back. Only the warp touches its slice, so __syncwarp() orders the exchange:
+// no warp waits for another. With -DVEC=4 a full run of a 4-byte type moves as 16-byte vectors
+// (vector k*32 + lane: 512 contiguous bytes per warp load, a quarter of the instructions); x and
+// y must then be 16-byte aligned (fresh arrays are).
+// In a slice, element j lives at j + j/32: the blocked reads of a power-of-two ITEMS hit 32
+// different banks (any other ITEMS below 31: at most 2 lanes per bank), the striped ones too.
 #ifndef VEC
 #define VEC 1
 #endif
@@ -334,67 +334,86 @@ struct __align__(16) Vec4 {
     elem_t v[4];
 };
 
-template <int BLOCK, int ITEMS>
-__device__ __forceinline__ bool vector_tile(long long base, int n) {
-    return VEC == 4 && sizeof(elem_t) == 4 && ITEMS % 4 == 0 && base + BLOCK * ITEMS <= n;
-}
+__host__ __device__ constexpr int padded(int j) { return j + (j >> 5); }
 
 template <int BLOCK, int ITEMS>
-__device__ void load_tile(const elem_t* x, long long base, int n, elem_t* s, elem_t (&v)[ITEMS]) {
-    if (vector_tile<BLOCK, ITEMS>(base, n)) {
-        const Vec4* xv = reinterpret_cast<const Vec4*>(x + base);
+struct TileShared {
+    elem_t runs[BLOCK / 32][33 * ITEMS];  // one slice per warp: padded(32*ITEMS - 1) < 33*ITEMS
+    elem_t warp_totals[BLOCK / 32];
+};
+
+template <int ITEMS>
+__device__ __forceinline__ bool vector_run(long long start, int n) {
+    return VEC == 4 && sizeof(elem_t) == 4 && ITEMS % 4 == 0 && start + 32 * ITEMS <= n;
+}
+
+// The warp's run [start, start + 32*ITEMS) into v, ITEMS consecutive elements per lane
+// (the identity past n), through the warp's slice s.
+template <int ITEMS>
+__device__ void load_run(const elem_t* x, long long start, int n, elem_t* s, elem_t (&v)[ITEMS]) {
+    const int lane = threadIdx.x & 31;
+    if (vector_run<ITEMS>(start, n)) {
+        const Vec4* xv = reinterpret_cast<const Vec4*>(x + start);
 #pragma unroll
         for (int k = 0; k < ITEMS / 4; ++k) {
-            Vec4 p = xv[k * BLOCK + threadIdx.x];
+            Vec4 p = xv[k * 32 + lane];
 #pragma unroll
             for (int c = 0; c < 4; ++c) v[4 * k + c] = p.v[c];
         }
 #pragma unroll
         for (int k = 0; k < ITEMS / 4; ++k)
 #pragma unroll
-            for (int c = 0; c < 4; ++c) s[padded(4 * (k * BLOCK + threadIdx.x) + c)] = v[4 * k + c];
+            for (int c = 0; c < 4; ++c) s[padded(4 * (k * 32 + lane) + c)] = v[4 * k + c];
     } else {
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            long long j = base + k * BLOCK + threadIdx.x;
+            long long j = start + k * 32 + lane;
             v[k] = j < n ? x[j] : identity();  // all ITEMS loads issued before any is used
         }
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) s[padded(k * BLOCK + threadIdx.x)] = v[k];
+        for (int k = 0; k < ITEMS; ++k) s[padded(k * 32 + lane)] = v[k];
     }
-    __syncthreads();
+    __syncwarp();
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) v[k] = s[padded(threadIdx.x * ITEMS + k)];
+    for (int k = 0; k < ITEMS; ++k) v[k] = s[padded(lane * ITEMS + k)];
 }
 
-// The way back: blocked registers -> shared -> striped, coalesced stores of the elements < n.
-// The caller has synchronised since the last read of s.
-template <int BLOCK, int ITEMS>
-__device__ void store_tile(elem_t* y, long long base, int n, elem_t* s, const elem_t (&v)[ITEMS]) {
+// The way back: blocked registers -> the warp's slice -> striped, coalesced stores of the
+// elements < n.
+template <int ITEMS>
+__device__ void store_run(elem_t* y, long long start, int n, elem_t* s, const elem_t (&v)[ITEMS]) {
+    const int lane = threadIdx.x & 31;
+    __syncwarp();  // every lane has read the slice (load_run) before any lane writes it again
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) s[padded(threadIdx.x * ITEMS + k)] = v[k];
-    __syncthreads();
-    if (vector_tile<BLOCK, ITEMS>(base, n)) {
-        Vec4* yv = reinterpret_cast<Vec4*>(y + base);
+    for (int k = 0; k < ITEMS; ++k) s[padded(lane * ITEMS + k)] = v[k];
+    __syncwarp();
+    if (vector_run<ITEMS>(start, n)) {
+        Vec4* yv = reinterpret_cast<Vec4*>(y + start);
 #pragma unroll
         for (int k = 0; k < ITEMS / 4; ++k) {
             Vec4 p;
 #pragma unroll
-            for (int c = 0; c < 4; ++c) p.v[c] = s[padded(4 * (k * BLOCK + threadIdx.x) + c)];
-            yv[k * BLOCK + threadIdx.x] = p;
+            for (int c = 0; c < 4; ++c) p.v[c] = s[padded(4 * (k * 32 + lane) + c)];
+            yv[k * 32 + lane] = p;
         }
     } else {
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
-            long long j = base + k * BLOCK + threadIdx.x;
-            if (j < n) y[j] = s[padded(k * BLOCK + threadIdx.x)];
+            long long j = start + k * 32 + lane;
+            if (j < n) y[j] = s[padded(k * 32 + lane)];
         }
     }
 }
 
-// Scan the tile in registers: afterwards v holds the tile-local inclusive scan, `total` the
-// tile's ⊕ in every thread. Ends with a barrier (inside block_exclusive_scan) after every
-// thread's last read of s.
+// Where this thread's warp run starts in a tile, and its slice.
+template <int ITEMS>
+__device__ __forceinline__ long long run_start(long long tile_base) {
+    return tile_base + (threadIdx.x >> 5) * (32 * ITEMS);
+}
+
+// Scan the tile in registers: afterwards v holds the thread's inclusive scan of its ITEMS,
+// `before` the ⊕ of all earlier threads' elements (the identity in thread 0), `total` the tile's
+// ⊕ in every thread.
 template <int BLOCK, int ITEMS>
 __device__ void scan_tile(elem_t (&v)[ITEMS], elem_t* warp_totals, elem_t& total, elem_t& before) {
 #pragma unroll
@@ -402,41 +421,34 @@ __device__ void scan_tile(elem_t (&v)[ITEMS], elem_t* warp_totals, elem_t& total
     before = block_exclusive_scan<BLOCK>(v[ITEMS - 1], warp_totals, total);
 }
 
-template <int BLOCK, int ITEMS>
-struct TileShared {
-    elem_t items[padded(BLOCK * ITEMS - 1) + 1];
-    elem_t warp_totals[BLOCK / 32];
-};
-
 // ---- 7. Scan-then-propagate, in three kinds of launch.
 // (a) scan_tiles: each block scans its tile and writes its total to tile_totals[block];
 // (b) the tile totals are scanned the same way (again and again while there is more than one
 // tile of them); (c) add_tile_prefix adds the scanned total of all earlier tiles to every
 // element of each tile. x is read once and y written twice and read once: 4N elements move
 // for N of input, twice what a scan must move.
-template <int BLOCK, int ITEMS>
+template <int BLOCK, int ITEMS = 32>
 __global__ void __launch_bounds__(BLOCK) scan_tiles(const elem_t* x, elem_t* y, elem_t* tile_totals, int n) {
     __shared__ TileShared<BLOCK, ITEMS> s;
-    const long long base = (long long)blockIdx.x * (BLOCK * ITEMS);
+    const long long start = run_start<ITEMS>((long long)blockIdx.x * (BLOCK * ITEMS));
+    elem_t* slice = s.runs[threadIdx.x >> 5];
     elem_t v[ITEMS], total, before;
-    load_tile<BLOCK, ITEMS>(x, base, n, s.items, v);
+    load_run<ITEMS>(x, start, n, slice, v);
     scan_tile<BLOCK, ITEMS>(v, s.warp_totals, total, before);
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) v[k] = threadIdx.x > 0 ? combine(before, v[k]) : v[k];
-    store_tile<BLOCK, ITEMS>(y, base, n, s.items, v);
+    store_run<ITEMS>(y, start, n, slice, v);
     if (threadIdx.x == 0) tile_totals[blockIdx.x] = total;
 }
 
-// (c): block b updates tile b + 1 (tile 0 needs nothing): grid = tiles - 1.
-template <int BLOCK, int ITEMS>
-__global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t* scanned_totals, int n) {
-    const long long base = (long long)(blockIdx.x + 1) * (BLOCK * ITEMS);
+// (c): block b adds scanned_totals[b] to every element of tile b + 1 (tile 0 needs nothing):
+// grid = tiles - 1, any block size, `tile` elements per tile.
+extern "C" __global__ void add_tile_prefix(elem_t* y, const elem_t* scanned_totals, int n, int tile) {
+    const long long base = (long long)(blockIdx.x + 1) * tile;
+    const long long end = base + tile < n ? base + tile : n;
     const elem_t prefix = scanned_totals[blockIdx.x];
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
-        long long j = base + k * BLOCK + threadIdx.x;
-        if (j < n) y[j] = combine(prefix, y[j]);
-    }
+#pragma unroll 8
+    for (long long j = base + threadIdx.x; j < end; j += blockDim.x) y[j] = combine(prefix, y[j]);
 }
 
 // ---- 8. Single pass with decoupled look-back (Merrill & Garland, NVIDIA 2016).
@@ -446,39 +458,55 @@ __global__ void __launch_bounds__(BLOCK) add_tile_prefix(elem_t* y, const elem_t
 // x is read once and y written once: 2N elements move, as in a copy.
 //
 // The status buffer (uint64, tiles + 1 words) is zeroed once when it is allocated and never
-// again: word 0 holds a ticket counter (low half) and the launch's epoch (high half); word
-// 1 + t holds tile t's (value, epoch, flag). Each word is written with one 64-bit st.release and
-// read with ld.acquire, so a value never travels without its flag. A launch accepts only words
-// of its own epoch; its last block bumps the epoch, so the next launch ignores this one's words.
-// The ticket (atomicInc, wrapping to 0 after the last block) numbers tiles in the order blocks
-// start: a block only ever waits for tiles that blocks already running own -- no deadlock,
-// whatever order the GPU starts blocks in.
+// again: word 0 counts the launch's blocks (low half) and holds the launch's epoch (high half);
+// word 1 + t holds tile t's (value, epoch, flag) in one 64-bit word, so a value never travels
+// without its flag and relaxed loads and stores suffice (acquire/release cost 6 % here). A launch
+// accepts only words of its own epoch; the block that takes the last ticket starts the next
+// epoch, so the next launch ignores this one's words. The ticket numbers tiles in the order
+// blocks start: a block only ever waits for tiles that blocks already running own -- no
+// deadlock, whatever order the GPU starts blocks in.
+//
+// What makes it fast (an H200, N = 2^28 float32, docs/tuning/scan.md: 58 % of a copy -> 88 %):
+// - Tiles of 128 threads x 32 elements held in registers, and __launch_bounds__ asking for 1024
+//   resident threads per SM: the compiler keeps to 64 registers, so 8 blocks (128 KiB of tile) fit
+//   on an SM. Loads move as 16-byte vectors (-DVEC=4), each warp through its own slice of shared
+//   memory (load_run/store_run): no block-wide barrier between the loads and the scan.
+// - One atomic gives the ticket and the epoch (no fence, no second round trip before the loads).
+// - A pause before the first look (LOOKBACK_FIRST_SLEEP_NS): a tile that looks at once finds its
+//   predecessors' aggregates but no prefix yet, and walks back window after window, one L2 round
+//   trip each; a few microseconds later the prefix is there in the first window. Polls of a word
+//   not yet published pause too (LOOKBACK_SLEEP_NS). Only on grids of at least
+//   LOOKBACK_SLEEP_MIN_TILES tiles: on a small grid every block is resident and a pause only adds.
+// - Each block asks the L2 for the tile LOOKBACK_PREFETCH tiles ahead of its own (prefetch, no
+//   registers): the blocks that fit in registers keep only ~17 MB in flight, and the look-back
+//   holds each block a while; the prefetch keeps the DRAM busy meanwhile (256 tiles = 4 MiB ahead;
+//   16 MiB ahead evicts them again before use).
 #ifndef LOOKBACK_WINDOW
 #define LOOKBACK_WINDOW 32  // 32: warp 0 inspects 32 predecessors at once; 1: thread 0, one at a time
 #endif
+#ifndef LOOKBACK_FIRST_SLEEP_NS
+#define LOOKBACK_FIRST_SLEEP_NS 3000  // pause before the first look
+#endif
 #ifndef LOOKBACK_SLEEP_NS
-#define LOOKBACK_SLEEP_NS 0  // 0: poll again at once; > 0: __nanosleep between polls
+#define LOOKBACK_SLEEP_NS 400  // pause between polls of a word not yet published
+#endif
+#ifndef LOOKBACK_SLEEP_MIN_TILES
+#define LOOKBACK_SLEEP_MIN_TILES 2048  // pause only on grids of at least this many tiles
+#endif
+#ifndef LOOKBACK_PREFETCH
+#define LOOKBACK_PREFETCH 256  // > 0: each block asks the L2 for the tile that many tiles ahead
 #endif
 #define FLAG_AGGREGATE 1u
 #define FLAG_PREFIX 2u
 
-// The PTX memory model's acquire/release accesses at GPU scope, as cuda::atomic_ref<...>
-// load(memory_order_acquire) / store(memory_order_release) emit them (without its headers).
-__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p) {
+// A status word is read and written whole, at GPU scope: strong accesses, so no data race.
+__device__ __forceinline__ unsigned long long load_status(const unsigned long long* p) {
     unsigned long long v;
-    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ unsigned int load_relaxed(const unsigned int* p) {
-    unsigned int v;
-    asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void store_relaxed(unsigned int* p, unsigned int v) {
-    asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ void store_status(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 // A 4-byte value's bits and back.
@@ -508,38 +536,36 @@ __device__ __forceinline__ unsigned int flag_of(unsigned long long w, unsigned i
     return (t >> 2) == epoch ? t & 3u : 0u;  // another launch's word reads as "not yet"
 }
 
-// Thread 0: this block's tile and the launch's epoch.
-__device__ __forceinline__ unsigned int take_ticket(unsigned long long* status, unsigned int& epoch) {
-    unsigned int* control = reinterpret_cast<unsigned int*>(status);
-    epoch = load_relaxed(&control[1]) & 0x3fffffffu;
-    __threadfence();  // the epoch is read before the ticket is taken...
-    unsigned int tile = atomicInc(&control[0], gridDim.x - 1);
-    if (tile == gridDim.x - 1) {  // ...so once every block has its ticket, all have read it
-        __threadfence();
-        store_relaxed(&control[1], epoch + 1);
-    }
-    return tile;
+// Thread 0: one atomic on word 0 gives the block its ticket (low half) and the launch's epoch
+// (high half). The block with the last ticket sets the count back to 0 and the epoch one up:
+// every other block of the launch has taken its ticket by then.
+__device__ __forceinline__ unsigned long long take_ticket(unsigned long long* status) {
+    unsigned long long old = atomicAdd(&status[0], 1ull);
+    if ((unsigned int)old == gridDim.x - 1) atomicAdd(&status[0], (1ull << 32) - gridDim.x);
+    return old;
+}
+__device__ __forceinline__ unsigned int epoch_of(unsigned long long ticket) {
+    return (unsigned int)(ticket >> 32) & 0x3fffffffu;  // 30 bits: the tag keeps 2 for the flag
 }
 
 template <typename T>
 __device__ __forceinline__ void publish(unsigned long long* status, unsigned int tile, T v, unsigned int t) {
-    store_release(&status[1 + tile], pack(v, t));
+    store_status(&status[1 + tile], pack(v, t));
 }
 
-__device__ __forceinline__ void wait_a_little() {
-#if LOOKBACK_SLEEP_NS > 0
-    __nanosleep(LOOKBACK_SLEEP_NS);
-#endif
+__device__ __forceinline__ void pause(unsigned int ns) {
+    if (ns > 0 && gridDim.x >= LOOKBACK_SLEEP_MIN_TILES) __nanosleep(ns);
 }
 
 // Warp 0 (window 32) or thread 0 (window 1) of a tile > 0: the ⊕ of all earlier tiles.
 template <typename T>
 __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned int epoch) {
     T running = identity();
+    pause(LOOKBACK_FIRST_SLEEP_NS);
 #if LOOKBACK_WINDOW == 1
     for (int j = (int)tile - 1;; --j) {
         unsigned long long w;
-        while (!flag_of(w = load_acquire(&status[1 + j]), epoch)) wait_a_little();
+        while (!flag_of(w = load_status(&status[1 + j]), epoch)) pause(LOOKBACK_SLEEP_NS);
         running = combine(value_of<T>(w), running);
         if (flag_of(w, epoch) == FLAG_PREFIX) return running;
     }
@@ -547,10 +573,10 @@ __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned i
     const int lane = threadIdx.x & 31;
     for (int j = (int)tile - 32 + lane;; j -= 32) {  // lane 31 looks at the nearest tile
         // tiles before 0 read as PREFIX identity, so a window that reaches past tile 0 ends the walk
-        unsigned long long w = j >= 0 ? load_acquire(&status[1 + j]) : pack(identity(), tag(epoch, FLAG_PREFIX));
+        unsigned long long w = j >= 0 ? load_status(&status[1 + j]) : pack(identity(), tag(epoch, FLAG_PREFIX));
         while (__any_sync(FULL_MASK, !flag_of(w, epoch))) {
-            wait_a_little();
-            if (!flag_of(w, epoch)) w = load_acquire(&status[1 + j]);
+            pause(LOOKBACK_SLEEP_NS);
+            if (!flag_of(w, epoch)) w = load_status(&status[1 + j]);
         }
         unsigned int prefixes = __ballot_sync(FULL_MASK, flag_of(w, epoch) == FLAG_PREFIX);
         int nearest = prefixes ? 31 - __clz(prefixes) : 0;  // tiles before the nearest PREFIX are in it
@@ -563,29 +589,48 @@ __device__ T look_back(unsigned long long* status, unsigned int tile, unsigned i
 #endif
 }
 
+// Ask the L2 for the warp's run of the tile LOOKBACK_PREFETCH tiles ahead: one 128-byte line
+// per lane (a prefetch fetches without waiting, and takes no register).
 template <int BLOCK, int ITEMS>
-__global__ void __launch_bounds__(BLOCK) lookback_scan(const elem_t* __restrict__ x, elem_t* __restrict__ y,
-                                                       unsigned long long* status, int n) {
+__device__ __forceinline__ void prefetch_ahead(const elem_t* x, long long start, int n) {
+    const long long ahead = start + (long long)LOOKBACK_PREFETCH * (BLOCK * ITEMS);
+    const int per_line = 128 / sizeof(elem_t);
+    for (int line = threadIdx.x & 31; line * per_line < 32 * ITEMS; line += 32)
+        if (LOOKBACK_PREFETCH > 0 && ahead + line * per_line < n)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(x + ahead + line * per_line));
+}
+
+template <int BLOCK, int ITEMS = 32>
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK)
+    lookback_scan(const elem_t* __restrict__ x, elem_t* __restrict__ y, unsigned long long* status, int n) {
     __shared__ TileShared<BLOCK, ITEMS> s;
-    __shared__ unsigned int s_tile, s_epoch;
+    __shared__ unsigned int s_tile;
     __shared__ elem_t s_prefix;
-    if (threadIdx.x == 0) s_tile = take_ticket(status, s_epoch);
+    unsigned long long ticket = 0;
+    if (threadIdx.x == 0) {
+        ticket = take_ticket(status);
+        s_tile = (unsigned int)ticket;
+    }
     __syncthreads();
     const unsigned int tile = s_tile;
-    const long long base = (long long)tile * (BLOCK * ITEMS);
+    const long long start = run_start<ITEMS>((long long)tile * (BLOCK * ITEMS));
+    prefetch_ahead<BLOCK, ITEMS>(x, start, n);
+    elem_t* slice = s.runs[threadIdx.x >> 5];
     elem_t v[ITEMS], total, before;
-    load_tile<BLOCK, ITEMS>(x, base, n, s.items, v);
+    load_run<ITEMS>(x, start, n, slice, v);
     scan_tile<BLOCK, ITEMS>(v, s.warp_totals, total, before);
-    if (threadIdx.x < LOOKBACK_WINDOW) {
-        const unsigned int epoch = s_epoch;
-        elem_t prefix = identity();
-        if (tile > 0) {
-            if (threadIdx.x == 0) publish(status, tile, total, tag(epoch, FLAG_AGGREGATE));
-            prefix = look_back<elem_t>(status, tile, epoch);
-        }
-        if (threadIdx.x == 0) {
-            publish(status, tile, tile > 0 ? combine(prefix, total) : total, tag(epoch, FLAG_PREFIX));
-            s_prefix = prefix;
+    if (threadIdx.x < 32) {  // warp 0: the ⊕ of every earlier tile
+        const unsigned int epoch = epoch_of(__shfl_sync(FULL_MASK, ticket, 0));
+        if (threadIdx.x < LOOKBACK_WINDOW) {
+            elem_t prefix = identity();
+            if (tile > 0) {
+                if (threadIdx.x == 0) publish(status, tile, total, tag(epoch, FLAG_AGGREGATE));
+                prefix = look_back<elem_t>(status, tile, epoch);
+            }
+            if (threadIdx.x == 0) {
+                publish(status, tile, tile > 0 ? combine(prefix, total) : total, tag(epoch, FLAG_PREFIX));
+                s_prefix = prefix;
+            }
         }
     }
     __syncthreads();
@@ -593,5 +638,5 @@ __global__ void __launch_bounds__(BLOCK) lookback_scan(const elem_t* __restrict_
     const elem_t mine = threadIdx.x > 0 ? combine(prefix, before) : prefix;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) v[k] = combine(mine, v[k]);
-    store_tile<BLOCK, ITEMS>(y, base, n, s.items, v);
+    store_run<ITEMS>(y, start, n, slice, v);
 }

@@ -1,0 +1,71 @@
+"""Scan (prefix sum): the article's one-block kernels and their bugs, the fixes, and the kernels
+that go past one block, up to a single pass at the speed of a copy.
+
+    from course import scan
+    scan.versions()                          # the versions that scan right, in story order
+    scan.run("kogge_stone", x, block=256)    # the inclusive scan, in x's dtype (N ≤ 256 here)
+    scan.run("lookback", x)                  # any N: one pass, decoupled look-back
+    scan.run_op("lookback", x, op="max")     # the same kernels with max: the running maximum
+    scan.trace("brent_kung", x[:128], block=64)
+    scan.check("kogge_stone_article", x[:64], block=64)
+    scan.panel()
+
+`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 04
+tells the story with. The kernels are in `kernels/scan.cu`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from .story import (
+    article_findings,
+    bank_table,
+    bytes_moved,
+    conversions,
+    draw_banks,
+    draw_steps,
+    lookback_reads,
+    never_writes_y,
+    step_table,
+    steps_vs_work,
+    typo_error,
+    wrong_last_element,
+)  # fmt: skip
+from .topic import ENGINE, MAX_ENGINE, STORY, TOPIC, VERSIONS
+
+versions = ENGINE.versions
+run = ENGINE.run
+reference = ENGINE.reference
+trace = ENGINE.trace
+check = ENGINE.check
+panel = ENGINE.panel
+kernel = ENGINE.kernel
+
+OPS = {"add": ENGINE, "max": MAX_ENGINE}
+
+
+def _engine(op: str) -> Any:
+    if op not in OPS:
+        raise InputError(f"op is one of {list(OPS)}; got {op!r}")
+    return OPS[op]
+
+
+def run_op(version: str, x: Any, *, op: str = "add", block: Any = None) -> Any:
+    """The inclusive scan of x with `op` ("add": the prefix sum, "max": the running maximum):
+    the same kernels compiled with -DSCAN_MAX, the identity -inf (float32) or INT_MIN (int32)."""
+    return _engine(op).run(version, x, block=block)
+
+
+def reference_op(x: Any, *, op: str = "add") -> Any:
+    """NumPy's answer for `run_op`: np.cumsum or np.maximum.accumulate, in x's dtype."""
+    return _engine(op).reference(x)
+
+
+__all__ = [
+    "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_table", "bytes_moved",
+    "check", "conversions", "draw_banks", "draw_steps", "kernel", "lookback_reads", "never_writes_y", "panel",
+    "reference", "reference_op", "run", "run_op", "step_table", "steps_vs_work", "trace", "typo_error",
+    "versions", "wrong_last_element",
+]  # fmt: skip
