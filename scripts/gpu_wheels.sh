@@ -12,7 +12,7 @@ pkgs=(
   stack_data executing asttokens pure_eval pygments matplotlib-inline
   ipykernel jupyter_client jupyter_core pyzmq tornado nest-asyncio2 psutil debugpy platformdirs
   nbclient nbformat fastjsonschema jsonschema jsonschema-specifications referencing rpds-py attrs
-  nbval python-dateutil six typing_extensions tqdm
+  nbval python-dateutil six typing_extensions tqdm pytest-xdist execnet
 )
 for p in "${pkgs[@]}"; do
   v=$(python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
