@@ -15,7 +15,7 @@ for what in "$@"; do
     tests)
       nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu-tests.log"
       python3 -c "import cupy, course; print('CuPy', cupy.__version__, '|', course.device())" | tee -a "$OUT/gpu-tests.log"
-      timeout 560 python3 -m pytest -m gpu tests -q -p no:cacheprovider -n 12 2>&1 | tail -25 | tee -a "$OUT/gpu-tests.log" ;;
+      timeout 560 python3 -m pytest -m gpu tests -q -p no:cacheprovider -p no:benchmark -n 12 2>&1 | tail -25 | tee -a "$OUT/gpu-tests.log" ;;
     bench)
       timeout 560 python3 -m course.bench --quick --out "$OUT/bench" 2>&1 | tail -3 ;;
     notebooks)
