@@ -16,6 +16,7 @@ import numpy as np
 
 from ..arrays import asarray
 from ..backend import device
+from ..errors import InputError
 from .records import (
     Inputs,
     Record,
@@ -27,6 +28,8 @@ from .records import (
     trace_counts,
 )  # fmt: skip
 from .timing import MIN_RUNS, WARMUP, Step, free_gpu_memory, rotation_sets, time_copy, time_runs
+
+EMULATOR_MAX_ELEMENTS = 1 << 18  # the most bench.run traces on the emulator: seconds per kernel, not minutes
 
 Setup = Callable[[Inputs], Sequence[Step]]
 
@@ -202,6 +205,7 @@ def run(
     env = environment()
     combos = [(d, s) for d in (dtypes or spec.dtypes) for s in (dists or spec.dists)]
     if env["backend"] != "cupy":
+        _check_emulator_size(topic, size)
         return [r for d, s in combos for r in _count_inputs(topic, size, d, s, kernels, seed, env)]
     records: list[Record] = []
     try:
@@ -214,6 +218,16 @@ def run(
     finally:
         free_gpu_memory()
     return records
+
+
+def _check_emulator_size(topic: Benchable, size: Size) -> None:
+    """On the emulator every kernel is traced: refuse, before starting, a size that would take minutes."""
+    if int(np.prod(size)) > EMULATOR_MAX_ELEMENTS:
+        raise InputError(
+            f"on the emulator bench.run traces every kernel instead of timing it, and {topic.name} at "
+            f"{format_size(size)} would take minutes; use up to {format_size(EMULATOR_MAX_ELEMENTS)} "
+            "elements here, or a GPU for timings"
+        )
 
 
 def _progress(stream: TextIO, done: int, total: int, label: str) -> None:
@@ -233,7 +247,9 @@ def sweep(
     progress: TextIO | None = None,
 ) -> list[Record]:
     """`run` over every size of every topic (mode "full", "quick" or "emulator"; `sizes`, by
-    topic name, overrides)."""
+    topic name, overrides). On the emulator, mode is "emulator": nothing is timed there."""
+    if environment()["backend"] != "cupy":
+        mode = "emulator"
     plan = [
         (topic, size)
         for topic in topics

@@ -245,6 +245,19 @@ class Goal:
             out.append(theirs[0] / rec["ms"] / share if theirs else 0.0)
         return out
 
+    def achieved(self, rec: Record, records: Sequence[Record] = (), baseline: str = "CuPy") -> str:
+        """What `rec` reached, in the goal's own terms."""
+        parts = []
+        if self.min_x_cupy is not None or self.min_x_kernel is None:
+            parts.append(f"{format_value(rec.get('x_cupy'), '.2f', '×')} {baseline}")
+        if self.min_pct_of_copy is not None or self.min_x_kernel is None:
+            parts.append(f"{format_value(rec.get('pct_of_copy'), '.1f', ' %')} of copy")
+        if self.min_x_kernel is not None:
+            other, share = self.min_x_kernel
+            ratio = self.ratios(rec, records)[-1] * share
+            parts.append(f"{ratio:.2f}× the speed of {other}" if ratio else f"{other} not measured")
+        return ", ".join(parts)
+
     def met_by(self, rec: Record, records: Sequence[Record] = ()) -> bool:
         return all(r >= 1.0 for r in self.ratios(rec, records))
 
@@ -264,6 +277,11 @@ class Goal:
 
 
 MET, NOT_MET, NO_DATA = "met", "not met", "no data"
+
+
+def format_value(value: float | None, spec: str, suffix: str = "") -> str:
+    """A measured figure for a table: '—' when it was not measured."""
+    return "—" if value is None else f"{value:{spec}}{suffix}"
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from .records import (
     NO_DATA,
     NOT_MET,
     Goal,
-    GoalResult,
     Record,
     Size,
     evaluate_goals,
     format_size,
+    format_value,
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -40,10 +40,6 @@ def _input_label(rec: Record) -> str:
     return f"{rec['dtype']} {rec['dist']}" if rec.get("dist") else rec["dtype"]
 
 
-def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{suffix}"
-
-
 def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -55,8 +51,8 @@ def timing_table(records: Sequence[Record]) -> str:
     header = ["kernel", "N", "input", "ms", "GB/s", "% of copy", "× CuPy"]
     rows = (
         [
-            r["kernel"], format_size(_record_size(r)), _input_label(r), _fmt(r["ms"], ".4g"),
-            _fmt(r["gbps"], ".1f"), _fmt(r["pct_of_copy"], ".1f", " %"), _fmt(r["x_cupy"], ".2f", "×"),
+            r["kernel"], format_size(_record_size(r)), _input_label(r), format_value(r["ms"], ".4g"),
+            format_value(r["gbps"], ".1f"), format_value(r["pct_of_copy"], ".1f", " %"), format_value(r["x_cupy"], ".2f", "×"),
         ]
         for r in records
     )  # fmt: skip
@@ -158,28 +154,23 @@ def plot_sweep(records: Sequence[Record]) -> Figure:
     return fig
 
 
-def _achieved(result: GoalResult) -> str:
-    if result.best is None:
-        return "—"
-    baseline = result.best.get("cupy_baseline") or "CuPy"
-    return (
-        f"{_fmt(result.best['x_cupy'], '.2f', '×')} {baseline}, "
-        f"{_fmt(result.best['pct_of_copy'], '.1f', ' %')} of copy"
-    )
-
-
 def goals_markdown(records: Sequence[Record], goals: Sequence[Goal]) -> str:
-    """The "Standing against goals" section: each goal, the best kernel, what it reached."""
-    marks = {MET: "✅ met", NOT_MET: "❌ not met", NO_DATA: "— no data"}
+    """The "Standing against goals" section: each goal measured in this run, the best kernel, what
+    it reached in the goal's terms; goals at sizes the run left out (--quick) are counted below."""
+    marks = {MET: "✅ met", NOT_MET: "❌ not met"}
+    results = evaluate_goals(records, goals)
     rows = (
         [
             res.goal.topic, res.goal.case(), res.goal.describe(_baseline(records, res.goal.topic)),
-            res.best["kernel"] if res.best else "—", _achieved(res), marks[res.status],
+            res.best["kernel"], res.goal.achieved(res.best, records, _baseline(records, res.goal.topic)),
+            marks[res.status],
         ]
-        for res in evaluate_goals(records, goals)
+        for res in results if res.best is not None
     )  # fmt: skip
     header = ["topic", "case", "goal", "best kernel", "achieved", "standing"]
-    return "## Standing against goals\n\n" + _markdown(header, rows) + "\n"
+    unmeasured = sum(res.status == NO_DATA for res in results)
+    note = f"\n{unmeasured} goals name sizes this run did not measure.\n" if unmeasured else ""
+    return "## Standing against goals\n\n" + _markdown(header, rows) + "\n" + note
 
 
 def device_slug(name: str) -> str:

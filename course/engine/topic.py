@@ -125,7 +125,9 @@ class Version:
     instance: Callable[[Block], str] | None = None  # a template instance per block other than kernel<block>
     listed: bool = True  # computes the right answer: one of versions(); the article's buggy ones are not
     bug: str = ""  # the article's code: what is wrong with it
-    bug_is_a_race: bool = False  # its bug gives a wrong value, never a stray access or a hang: a GPU runs it as is
+    bug_is_a_race: bool = (
+        False  # its bug gives a wrong value, never a stray access or a hang: a GPU runs it as is
+    )
     note: str = ""  # anything run() does for it that a reader should know (e.g. converts a scan)
     max_n: int | None = None  # the largest N it can take (one-block versions)
     dtypes: tuple[str, ...] | None = None  # input dtypes it takes (None: every dtype of the topic)
