@@ -300,6 +300,32 @@ def _exact_div(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, _fma64(-q, b, a) / b  # the remainder says which side of q the quotient lies
 
 
+# div.approx{.ftz}.f32 (__fdividef) is a * (1/b): for 2^126 < |b| < 2^128 the reciprocal is below
+# the smallest normal and flushes, so the quotient is a zero with the sign of a*b, or NaN where a is
+# infinite. The CUDA C++ Programming Guide ("Intrinsic Functions"): "for 2^126 < |y| < 2^128,
+# __fdividef(x,y) delivers a result of zero ... if x is infinity, __fdividef(x,y) delivers a NaN (as
+# a result of multiplying infinity by zero)"; libdevice's __nv_fast_fdividef says the same, and an
+# H200 gives -0.0 for __fdividef(-a, 2^127). Elsewhere the correctly rounded quotient stands in (the
+# documented bound is 2 ulp for |b| in [2^-126, 2^126]). div.full.f32 scales its operands to keep its
+# 2 ulp bound "across the full range of inputs" (PTX ISA), so it has no such range: plain quotient.
+_DIV_APPROX_FLUSH = 2.0**126
+
+
+def _div_approx(f: Callable[..., Any]) -> Callable[..., Any]:
+    def g(a: Any, b: Any) -> Any:
+        a, b = _arr(a), _arr(b)
+        q = _arr(f(a, b))
+        return np.where(np.abs(b) > _DIV_APPROX_FLUSH, a * np.copysign(q.dtype.type(0), b), q).astype(q.dtype)
+
+    return g
+
+
+def _div_approx_exact(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hi, err = _exact_div(a, b)
+    flushed = np.abs(b) > _DIV_APPROX_FLUSH
+    return np.where(flushed, a * np.copysign(0.0, b), hi), np.where(flushed, 0.0, err)
+
+
 def _exact_sqrt(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q = np.sqrt(a)
     return q, _fma64(-q, q, a) / (2 * q)
@@ -424,6 +450,8 @@ def _arith(instr: Instr, ctx: Any) -> Op:
         if op in ("add", "sub", "mul", "div"):
             f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
             ex = {"add": _exact_add, "sub": _exact_sub, "mul": _exact_mul, "div": _exact_div}[op]
+            if op == "div" and "approx" in instr.parts:
+                f, ex = _div_approx(f), _div_approx_exact
             return float_op(instr, ctx, f, ex)
         if op in ("fma", "mad"):
             return float_op(instr, ctx, _fma, _exact_fma)
@@ -1061,14 +1089,7 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
             return r
         if st.kind == "f":  # float -> int: round, then saturate (PTX always saturates here)
             rnd = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, "": np.trunc}[mode or ""]
-            v = rnd(a.astype(np.float64))
-            info = np.iinfo(dt)
-            v = np.where(np.isnan(v), 0, np.clip(v, info.min, info.max))
-            if dt.itemsize == 8:  # float64 cannot hold the limits exactly
-                hi = v >= float(info.max)
-                out = v.astype(dt)
-                return np.where(hi, dt.type(info.max), out)
-            return v.astype(dt)
+            return _float_to_int(rnd(a.astype(np.float64)), dt, types[1])
         if dt.kind == "f":  # int -> float: 64-bit integers are an exact pair of doubles
             if mode in ("rz", "rm", "rp") or (a.dtype.itemsize == 8 and dt.itemsize == 8):
                 hi, err = _int_pair(a)
@@ -1081,6 +1102,39 @@ def _cvt(instr: Instr, ctx: Any) -> Op:
         return a.astype(dt)
 
     return simple(instr, ctx, f, [st])
+
+
+def nan_to_int(dt: np.dtype, src: str) -> int:
+    """What cvt writes for a NaN source converted to the integer type dt (the bits, as a Python int).
+
+    PTX leaves it unsaid: the cvt text only says that a float-to-integer conversion saturates to the
+    destination's range (".sat is redundant"), and the CUDA Math API calls an input outside the
+    range undefined. An H200 (sm_90) gives, for every cvt.{rni,rzi,rmi,rpi}:
+      * a 64-bit destination (s64, u64), from any source (f64, f32, f16, bf16): 0x8000000000000000
+        (__float2ll_*, __double2ull_*, __half2ll_*, __bfloat162ull_*, llrint, llround, ...);
+      * an f64 source to a 32-bit destination (s32, u32): 0x80000000 (__double2int_*, __double2uint_*);
+      * an f32, f16 or bf16 source to a 32-, 16- or 8-bit destination: 0 (__float2int_*,
+        __float2uint_*, __half2int_*, __half2short_*, __bfloat162char_rz, ...).
+    So the sign bit alone (the x86 "integer indefinite" value, which libdevice's llroundf also
+    returns for NaN) when the destination is 64-bit or the source is f64, else 0. An f64 source to
+    a 16- or 8-bit destination (no CUDA function compiles to it) is taken to follow the f64 rule.
+    """
+    if dt.itemsize == 8 or src == "f64":
+        return 1 << (8 * dt.itemsize - 1)
+    return 0
+
+
+def _float_to_int(v: np.ndarray, dt: np.dtype, src: str) -> np.ndarray:
+    """Rounded float64 values -> the integer type dt, saturated (cvt always saturates here); NaN
+    -> `nan_to_int`."""
+    info = np.iinfo(dt)
+    nan = np.isnan(v)
+    v = np.clip(np.where(nan, 0, v), float(info.min), float(info.max))
+    # float64 cannot hold the 64-bit limits exactly: info.max as a double is 2^63 (2^64), one past
+    top = v >= float(info.max)
+    out = np.where(top, dt.type(info.max), np.where(top, 0, v).astype(dt))
+    bits = np.asarray(nan_to_int(dt, src), dtype=UINT[dt.itemsize]).view(dt)
+    return np.where(nan, bits, out).astype(dt)
 
 
 def _to_bf16(a: np.ndarray) -> np.ndarray:
@@ -1915,11 +1969,7 @@ def _half_cvt(instr: Instr, ctx: Any, types: list[str]) -> Op:
             w(m, idx, np.asarray(out, dt))
             return
         rnd = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil, "": np.trunc}[rint]
-        v = rnd(hi)
-        info = np.iinfo(dt)
-        v = np.where(np.isnan(v), 0, np.clip(v, float(info.min), float(info.max)))
-        out = np.where(v >= float(info.max), dt.type(info.max), v.astype(dt))
-        w(m, idx, out.astype(dt))
+        w(m, idx, _float_to_int(rnd(hi), dt, src_t))
 
     return Op(instr, run)
 

@@ -254,8 +254,13 @@ extern "C" __global__ void kernel({ctype}* slots, const int* idx, const {ctype}*
             v = rng.integers(-8, 9, N).astype(dt) / 4
             init = rng.integers(-8, 9, 2 * SLOTS).astype(dt)
         elif op in ("inc", "dec"):
-            v = rng.integers(3, 20, N).astype(dt)
-            init = rng.integers(0, 20, 2 * SLOTS).astype(dt)
+            # one limit per slot and a start within it: then each inc (dec) is +1 (-1) modulo
+            # limit + 1 and the final word is start +- hits whatever the order (different limits,
+            # or a start above the limit, would make it depend on the order the GPU picks; the
+            # single-thread cases below take those branches in program order)
+            lim = rng.integers(3, 8, 2 * SLOTS).astype(dt)
+            init = (rng.integers(0, 2**16, 2 * SLOTS) % (lim.astype(np.int64) + 1)).astype(dt)
+            v = lim[np.arange(N) // BLOCK * SLOTS + idx]
         else:
             info = np.iinfo(dt)
             v = rng.integers(max(info.min, -(2**40)), min(info.max, 2**40), N, endpoint=True).astype(dt)
@@ -319,6 +324,35 @@ extern "C" __global__ void kernel({ctype}* a, const {ctype}* cmp, const {ctype}*
     return out
 
 
+def _atomic_wrap_cases() -> list[Case]:
+    """atomicInc and atomicDec from one thread, so in program order: the wrap at the limit, a word
+    above the limit (inc gives 0, dec the limit), 0 (dec gives the limit), and limits 0 and ~0u."""
+    out = []
+    for fn in ("atomicInc", "atomicDec"):
+        op = fn[6:].lower()
+        src = f"""
+extern "C" __global__ void kernel(unsigned* w, const unsigned* lim, unsigned* old, int n) {{
+    for (int k = 0; k < n; ++k) old[k] = {fn}(&w[k % 4], lim[k]);
+}}"""
+
+        def make(rng: np.random.Generator) -> Launch:
+            w = np.array([9, 0, 5, 0xFFFFFFFF], np.uint32)
+            edges = [5, 5, 5, 5, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF]
+            lim = np.concatenate([np.array(edges, np.uint32), rng.integers(0, 8, 52).astype(np.uint32)])
+            return Launch(1, 1, [w, lim, np.zeros(len(lim), np.uint32), np.int32(len(lim))], [0, 2])
+
+        def ref(launch: Launch, op: str = op) -> list[np.ndarray]:
+            w, lim = np.array(launch.args[0]), launch.args[1]
+            old = np.zeros(len(lim), np.uint32)
+            for k, b in enumerate(lim):
+                old[k] = w[k % 4]
+                w[k % 4] = _atomic_result(op, w[k % 4], b, np.uint32)
+            return [w, old]
+
+        out.append(Case(f"{fn}/unsigned/one thread", fn, "atomic", src, make, ref))
+    return out
+
+
 def _atomic_cases() -> list[Case]:
     cases = []
     table = {
@@ -335,7 +369,7 @@ def _atomic_cases() -> list[Case]:
             for space in ("global", "shared"):
                 cases.append(_atomic_case(fn, t, space))
     cases.append(_atomic_case("atomicAdd_block", "int", "global"))
-    return cases + _atomic_exchange_cases()
+    return cases + _atomic_wrap_cases() + _atomic_exchange_cases()
 
 
 # ---------------------------------------------------------------- cooperative groups

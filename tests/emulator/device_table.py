@@ -512,12 +512,13 @@ def _ilogb(x: np.ndarray) -> np.ndarray:
 
 
 def _to_ll(rnd: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """Round, then saturate as cvt does (NaN -> 0)."""
+    """Round, then saturate as cvt does (NaN -> INT64_MIN, the GPU's 64-bit NaN; see `_nan_int`)."""
 
     def f(x: np.ndarray) -> np.ndarray:
         r = rnd(x)
-        out = np.clip(np.where(np.isnan(r), 0, r), -(2.0**63), 2.0**63 - 1024).astype(np.int64)
-        return np.where(r >= 2.0**63, np.int64(2**63 - 1), out)
+        nan = np.isnan(r)
+        out = np.clip(np.where(nan, 0, r), -(2.0**63), 2.0**63 - 1024).astype(np.int64)
+        return np.where(nan, np.int64(-(2**63)), np.where(r >= 2.0**63, np.int64(2**63 - 1), out))
 
     return f
 
@@ -631,8 +632,8 @@ def _intrinsic_rows() -> list[Row]:
         Row("__frsqrt_rn", "__frsqrt_rn", "float", "f:f", "o0 = __frsqrt_rn(a);", per_element("f:f", _rsqrt_rn)),
         Row("__saturatef", "__saturatef", "float", "f:f", "o0 = __saturatef(a);",
             approx("f:f", lambda x: np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0)) + 0.0, ftz=True)),
-        Row("__fdividef", "__fdividef", "float", "f:ff", "o0 = __fdividef(a, b);", approx("f:ff", np.divide, ftz=True), 2,
-            ref_where=lambda a, b: (2.0**-126 <= abs(b) <= 2.0**126)),
+        Row("__fdividef", "__fdividef", "float", "f:ff", "o0 = __fdividef(a, b);", approx("f:ff", _fdividef, ftz=True), 2,
+            ref_where=lambda a, b: abs(b) >= 2.0**-126),
         # documented: 2 + floor(|1.173 x|) ulps, and 2 + floor(|2.97 x|) ulps
         Row("__expf", "__expf", "float", "f:f", "o0 = __expf(a);", approx("f:f", np.exp, ftz=True), 96,
             dom=("range:-80:80",)),
@@ -652,12 +653,48 @@ def _intrinsic_rows() -> list[Row]:
             abs_tol=2**-20, dom=("range:-1.2:1.2",)),
         Row("__sincosf", "__sincosf", "float", "ff:f", "__sincosf(a, &o0, &o1);",
             approx("ff:f", lambda x: (np.sin(x), np.cos(x)), ftz=True), 0, abs_tol=2**-21.19, dom=("range:-3.14159:3.14159",)),
-        Row("__powf", "__powf", "float", "f:ff", "o0 = __powf(a, b);", approx("f:ff", np.power, ftz=True), 8,
-            ref_ulp=64, dom=("range:0.01:20", "range:-8:8")),
+        Row("__powf", "__powf", "float", "f:ff", "o0 = __powf(a, b);", approx("f:ff", np.power, ftz=True), 0,
+            ref_ulp=64, dom=("range:0.01:20", "range:-8:8"), ulp_at=_powf_ulp),
         Row("__tanhf", "__tanhf", "float", "f:f", "o0 = __tanhf(a);", approx("f:f", np.tanh, ftz=True), 0,
             abs_tol=2**-10.987, dom=("range:-10:10",)),
     ]  # fmt: skip
     return rows
+
+
+def _ulp32(v: float) -> float:
+    """One ulp of a float32 of magnitude |v|."""
+    return math.ldexp(1.0, max(math.frexp(abs(v))[1] - 24, -149))
+
+
+def _powf_ulp(x: float, y: float) -> float:
+    """How far __powf(x, y) on the GPU may lie from the emulator's, in ulps of the result.
+
+    The CUDA C++ Programming Guide (Intrinsic Functions, Table 21) gives no number for __powf: its
+    error is "derived from its implementation as exp2f(y * __log2f(x))" (lg2.approx, mul, ex2.approx
+    in the PTX). __log2f(x) is within 2^-22 (absolute) for x in [0.5, 2], else within 2 ulp (the same
+    table); the product rounds once (half an ulp); exp2f is within 2 ulp (the guide's standard
+    functions). An error d in the exponent t = y log2(x) is a relative error 2^d - 1 in the result,
+    so the bound grows with |y|. The emulator runs the same three steps with lg2 and ex2 correctly
+    rounded (half an ulp each), so its own error adds to the GPU's.
+    """
+    if not (x > 0 and math.isfinite(x) and math.isfinite(y)):
+        return 2.5
+    lg = math.log2(x)
+    t = y * lg
+    if abs(t) >= 126:  # near overflow or the flushed range: the domain keeps away from it
+        return math.inf
+    gpu = abs(y) * (2.0**-22 if 0.5 <= x <= 2 else 2 * _ulp32(lg))
+    emu = abs(y) * _ulp32(lg) / 2
+    d = gpu + emu + _ulp32(abs(t) + gpu + emu)  # and each side's rounding of the product
+    m = 2.0 ** (t - math.floor(t))  # the result's significand, in [1, 2)
+    return math.ceil(2.5 + math.expm1(d * math.log(2)) * m * 2.0**23)
+
+
+def _fdividef(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a / b, except that for 2^126 < |b| < 2^128 __fdividef gives zero, or NaN for an infinite a
+    ("as a result of multiplying infinity by zero": CUDA C++ Programming Guide, Intrinsic Functions;
+    libdevice's __nv_fast_fdividef likewise). The zero has the sign of a * b (an H200 gives -0.0)."""
+    return np.where(np.abs(b) > 2.0**126, a * np.copysign(0.0, b), a / b)
 
 
 def _rsqrt_rn(x: float) -> int:
@@ -735,9 +772,9 @@ def _conversion_rows() -> list[Row]:
     for m in MODES:
         for L, nm in names.items():
             rows.append(Row(f"__float2{nm}_{m}", f"__float2{nm}_{m}", "conversion", f"{L}:f", f"o0 = __float2{nm}_{m}(a);",
-                            conv(f"{L}:f", m, ftz=True, nan=_nan_int(L))))  # fmt: skip
+                            conv(f"{L}:f", m, ftz=True, nan=_nan_int(L, "f"))))  # fmt: skip
             rows.append(Row(f"__double2{nm}_{m}", f"__double2{nm}_{m}", "conversion", f"{L}:d", f"o0 = __double2{nm}_{m}(a);",
-                            conv(f"{L}:d", m, nan=_nan_int(L))))  # fmt: skip
+                            conv(f"{L}:d", m, nan=_nan_int(L, "d"))))  # fmt: skip
             rows.append(Row(f"__{nm}2float_{m}", f"__{nm}2float_{m}", "conversion", f"f:{L}", f"o0 = __{nm}2float_{m}(a);",
                             conv(f"f:{L}", m)))  # fmt: skip
             if L in "lL" or m == "rn":
@@ -771,8 +808,13 @@ def _conversion_rows() -> list[Row]:
     return rows
 
 
-def _nan_int(letter: str) -> int:
-    """What cvt gives for NaN: 0x80000000 for signed 32/64 bits on the GPU? PTX says 0."""
+def _nan_int(letter: str, src: str) -> int:
+    """What a float -> integer conversion gives for NaN on the GPU (an H200, sm_90; PTX leaves it
+    unsaid): the sign bit alone, 0x8000000000000000, for a 64-bit destination from any float, and
+    0x80000000 for a 32-bit one from a double; 0 from float, half or bfloat16 to 32 bits or fewer."""
+    lo, hi = INT_RANGE[letter]
+    if letter in "lL" or src == "d":
+        return lo if lo < 0 else (hi + 1) // 2
     return 0
 
 
@@ -956,7 +998,7 @@ def _half_rows(s: str, p: str, fmt: Fmt, fam: str) -> list[Row]:
             ("L", "ull"),
         ):
             add(f"__{cname}2{nm}_{m}", f"__{cname}2{nm}_{m}", "conversion", f"{L}:{s}", f"o0 = __{cname}2{nm}_{m}(a);",
-                conv(f"{L}:{s}", m, nan=_nan_int(L)))  # fmt: skip
+                conv(f"{L}:{s}", m, nan=_nan_int(L, s)))  # fmt: skip
             add(f"__{nm}2{cname}_{m}", f"__{nm}2{cname}_{m}", "conversion", f"{s}:{L}", f"o0 = __{nm}2{cname}_{m}(a);",
                 conv(f"{s}:{L}", m))  # fmt: skip
     add(

@@ -14,9 +14,21 @@ import pytest
 
 import course
 
-from .device_api import against_reference, case_diffs, coverage, coverage_markdown, run_case, run_row, sources
+from .device_api import (
+    TYPES,
+    against_reference,
+    case_diffs,
+    compare,
+    coverage,
+    coverage_markdown,
+    element_ulp,
+    make_inputs,
+    run_case,
+    run_row,
+    sources,
+)
 from .device_cases import CASES
-from .device_table import ROWS
+from .device_table import ROWS, _powf_ulp
 
 ROW_SOURCES, CASE_SOURCES = sources(ROWS, CASES)
 
@@ -55,6 +67,21 @@ extern "C" __global__ void k(const __half2* x, __half2* out) {
     np.testing.assert_array_equal(got[:, 0], (1.5 + xs).astype(np.float16))
     np.testing.assert_array_equal(got[:, 1], (1.5 * xs + 1).astype(np.float16))
     np.testing.assert_array_equal(got[0, 1], np.array([1.0, 2.5], np.float16))  # the report's {1.5, 1.5}
+
+
+def test_powf_bound_is_per_element_and_grows_with_y() -> None:
+    """__powf's documented error is exp2f(y * __log2f(x))'s: it grows with |y|, so each element gets
+    its own bound. The H200's __powf(15.34, 7.09) (element 32) lay 21 ulp from the emulator's:
+    inside that element's bound, outside the flat 8 ulp the row had."""
+    row = next(r for r in ROWS if r.id == "__powf")
+    ulps = element_ulp(row, make_inputs(row))
+    assert isinstance(ulps, np.ndarray) and ulps.shape == (len(make_inputs(row)[0]),)
+    assert _powf_ulp(15.34, 0.5) < _powf_ulp(15.34, 4.0) < _powf_ulp(15.34, 8.0)
+    assert _powf_ulp(1.5, 8.0) < _powf_ulp(15.34, 8.0)  # __log2f is tighter on [0.5, 2]
+    emu, gpu = np.array([254211728.0], np.float32), np.array([254211392.0], np.float32)
+    assert compare(TYPES["f"], emu, gpu, ulps[32:33]).ok
+    assert not compare(TYPES["f"], emu, gpu, 8).ok
+    assert not compare(TYPES["f"], emu, gpu, np.array([20.0])).ok  # the per-element bound is honoured
 
 
 @pytest.mark.gpu

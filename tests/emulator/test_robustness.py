@@ -87,6 +87,59 @@ def test_float_to_bfloat16_ties_round_to_even(emulator_backend: course.Device) -
     np.testing.assert_array_equal(y, np.array([0x3F80, 0x3F82, 0xBF80, 0xBF82, 0x0000, 0x7F80], np.uint16))
 
 
+# ---------------------------------------------------------------- NaN to an integer, and div.approx's flushed range
+
+
+def test_nan_to_integer_gives_what_the_gpu_gives(emulator_backend: course.Device) -> None:
+    """An H200 converts NaN to 0x8000000000000000 for a 64-bit destination (from any float) and to
+    0x80000000 from a double to 32 bits; from float or half to 32 bits it gives 0."""
+    src = r"""#include <cuda_fp16.h>
+    extern "C" __global__ void k(const float* f, const double* d, const unsigned short* h,
+                                 long long* s64, unsigned long long* u64, int* s32, unsigned* u32) {
+        int i = threadIdx.x; __half x = __ushort_as_half(h[i]);
+        s64[3 * i] = __float2ll_rn(f[i]); s64[3 * i + 1] = __double2ll_rz(d[i]); s64[3 * i + 2] = __half2ll_rd(x);
+        u64[3 * i] = __float2ull_rz(f[i]); u64[3 * i + 1] = __double2ull_rn(d[i]); u64[3 * i + 2] = __half2ull_ru(x);
+        s32[3 * i] = __float2int_rn(f[i]); s32[3 * i + 1] = __double2int_rz(d[i]); s32[3 * i + 2] = __half2int_rn(x);
+        u32[3 * i] = __float2uint_rz(f[i]); u32[3 * i + 1] = __double2uint_rn(d[i]); u32[3 * i + 2] = __half2uint_rn(x);
+    }"""
+    f = np.array([np.nan, -np.nan, np.inf, -2.5], np.float32)
+    d = f.astype(np.float64)
+    h = f.astype(np.float16).view(np.uint16)
+    outs = [np.zeros(12, t) for t in (np.int64, np.uint64, np.int32, np.uint32)]
+    *_, s64, u64, s32, u32 = launch(src, 1, 4, f, d, h, *outs)
+    nan = slice(0, 6)  # the two NaNs (either sign), each from float, double and half
+    assert (s64[nan] == -(2**63)).all() and (u64[nan] == 2**63).all()
+    np.testing.assert_array_equal(s32[nan], [0, -(2**31), 0] * 2)
+    np.testing.assert_array_equal(u32[nan], [0, 2**31, 0] * 2)
+    # numbers are unchanged: inf saturates, -2.5 rounds in the named mode (and saturates at 0 unsigned)
+    np.testing.assert_array_equal(s64[6:], [2**63 - 1] * 3 + [-2, -2, -3])
+    np.testing.assert_array_equal(u64[6:], [2**64 - 1] * 3 + [0, 0, 0])
+    np.testing.assert_array_equal(s32[6:], [2**31 - 1] * 3 + [-2, -2, -2])
+    np.testing.assert_array_equal(u32[6:], [2**32 - 1] * 3 + [0, 0, 0])
+
+
+@pytest.mark.parametrize("op", ["div.approx.f32", "div.approx.ftz.f32"])
+def test_div_approx_flushes_for_divisors_past_2_to_126(op: str, emulator_backend: course.Device) -> None:
+    """div.approx.f32 is a * (1/b): for 2^126 < |b| < 2^128 the reciprocal flushes, so the quotient is
+    a zero with the sign of a*b (NaN for an infinite a); div.full and div.rn keep the small quotient."""
+    src = r"""extern "C" __global__ void k(const float* a, const float* b, float* y, float* full, float* rn) {
+        int i = threadIdx.x; float v, w, z;
+        asm("OP %0, %1, %2;" : "=f"(v) : "f"(a[i]), "f"(b[i]));
+        asm("div.full.f32 %0, %1, %2;" : "=f"(w) : "f"(a[i]), "f"(b[i]));
+        asm("div.rn.f32 %0, %1, %2;" : "=f"(z) : "f"(a[i]), "f"(b[i]));
+        y[i] = v; full[i] = w; rn[i] = z; }""".replace("OP", op)
+    a = np.array([-3.0, 3.0, 3.0, np.inf, 1e30, 6.0, 1.0], np.float32)
+    b = np.array([2.0**127, -(2.0**127), 1.5 * 2.0**126, 2.0**127, 2.0**126, 3.0, np.inf], np.float32)
+    z = np.zeros(len(a), np.float32)
+    *_, y, full, rn = launch(src, 1, len(a), a, b, z, z.copy(), z.copy())
+    assert (y[:3] == 0).all() and list(np.signbit(y[:3])) == [True, True, False]
+    assert np.isnan(y[3])
+    np.testing.assert_array_equal(y[4:], (a[4:] / b[4:]).astype(np.float32))  # |b| <= 2^126: the quotient
+    np.testing.assert_array_equal(full, a / b)
+    np.testing.assert_array_equal(rn, a / b)
+    assert full[0] < 0 and full[0] != 0  # -3 / 2^127 is a float32 subnormal, kept without .ftz
+
+
 # ---------------------------------------------------------------- the barrier waits for the last warp
 
 
