@@ -9,28 +9,49 @@
     histogram.wide(keys, bins=4096)             # 16-bit keys into up to 12,288 bins
 
 `topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 03
-tells the story with, `data.py` the kinds of bytes, `wide.py` the many-bin variant. The kernels
-are in `kernels/histogram.cu`.
+tells the story with (`pictures.py` draws what the shared drawings do not), `exercises.py` its
+exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant. The kernels are in
+`kernels/histogram.cu`.
 """
 
 from __future__ import annotations
 
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
+from .exercises import exercise_grid, exercise_patterns, exercise_warp_copies
 from .panel import panel
 from .story import (
+    Report,
     article_grids,
     article_timing,
     block_bug,
+    blocks_per_sm,
     contention,
     contention_table,
+    copies_table,
+    draw_banks,
     draw_contention,
+    draw_data,
+    draw_lane_bins,
     every_version,
     first_trace,
     gpu_table,
+    grid_timing,
+    int_index_bug,
+    lane_bins,
+    launch_table,
+    load_table,
     memset_replay,
     merge_table,
+    plot_speed,
+    plot_times,
     rnd_255,
     rnd_counts,
+    rnd_table,
+    shared_table,
+    speed_against_n,
+    wide_keys,
+    wide_table,
+    wide_timing,
 )  # fmt: skip
 from .topic import ENGINE, STORY, TOPIC, VERSIONS
 from .wide import WIDE_BINS, wide, wide_plan, wide_reference
@@ -43,8 +64,11 @@ check = ENGINE.check
 kernel = ENGINE.kernel
 
 __all__ = [
-    "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "article_grids", "article_timing",
-    "block_bug", "check", "contention", "contention_table", "draw_contention", "every_version", "first_trace", "gpu_table",
-    "histogram_bytes", "kernel", "memset_replay", "merge_table", "panel", "photo_bytes", "reference",
-    "rnd_255", "rnd_counts", "run", "trace", "versions", "wide", "wide_plan", "wide_reference",
+    "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "Report", "article_grids", "article_timing",
+    "block_bug", "blocks_per_sm", "check", "contention", "contention_table", "copies_table", "draw_banks",
+    "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercise_grid", "exercise_patterns",
+    "exercise_warp_copies", "first_trace", "gpu_table", "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
+    "lane_bins", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
+    "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "shared_table", "speed_against_n", "trace",
+    "versions", "wide", "wide_keys", "wide_plan", "wide_reference", "wide_table", "wide_timing",
 ]  # fmt: skip

@@ -1,26 +1,64 @@
 """Numbers and pictures notebook 03 tells the histogram story with, read from traces and timings.
 
 The article's errors (a cudaMemset that clears one bin, a kernel that assumes 256 threads, one
-block per SM where its text says two, a timing that includes the host copy, `rnd(255)` that
-almost never gives 255), which lanes meet on which bin, the private-then-merge structure, and
-what each kind of data costs. Traces run on the emulator; timings need a GPU.
+block per SM where its text says two, an int index, a timing that includes the host copy,
+`rnd(255)` that almost never gives 255), which lanes meet on which bin, the private-then-merge
+structure, bytes in flight, and what each kind of data costs. Traces run on the emulator;
+timings need a GPU (on the emulator the timing helpers return a table that says so).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, bench
+from .. import analysis, arrays, backend, bench, draw
 from ..emulator import Trace
-from ..errors import KernelFault
-from .data import BINS, DISTS, histogram_bytes
-from .topic import ENGINE, STORY, HistogramVersion, picture
+from ..errors import InputError, KernelFault
+from ..gpu import Kernel, Module
+from ..source import Table
+from . import pictures
+from .data import BINS, DISTS, histogram_bytes, photo_bytes
+from .topic import (
+    BLOCKS_PER_SM,
+    ENGINE,
+    SHARED_PER_SM,
+    SHARED_RESERVED,
+    STORY,
+    THREADS_PER_SM,
+    HistogramVersion,
+    counting_line,
+    picture,
+)  # fmt: skip
+from .wide import WIDE_BINS, wide_plan
 
 ARTICLE_N = 100 * 2**20  # the article's 100 MiB of random bytes
 ARTICLE_BLOCK = 256
+NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
+LATENCY_NS = 600  # a load's round trip to DRAM on an H100/H200, roughly
+PEAK_TBPS = 4.8  # the H200's DRAM bandwidth
+COPIES = (1, 2, 4, 8, 16, 32)  # sub-histograms per block of the tuning's hist5_copies<C>
+
+
+class Report(dict):  # type: ignore[type-arg]
+    """A story helper's result: its fields as a dict, shown in a notebook as a few lines of text."""
+
+    def __init__(self, lines: Sequence[str], **fields: Any):
+        super().__init__(fields)
+        self.lines = list(lines)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
+def on_gpu() -> bool:
+    return backend.device().backend == "cupy"
 
 
 def _bytes(n: int, data: str, seed: int = 0) -> np.ndarray:
@@ -38,15 +76,46 @@ def first_trace(name: str, x: Any, *, block: int | None = None, grid: int | None
     return ENGINE.trace(name, x, block=block, grid=grid, **kw).launches()[0]
 
 
+def _ranges(values: Sequence[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5, 9'."""
+    out: list[str] = []
+    for v in sorted(values):
+        if out and out[-1].split("-")[-1] == str(v - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{v}"
+        else:
+            out.append(str(v))
+    return ", ".join(out)
+
+
 # ---------------------------------------------------------------- the article's errors
 
 
-def memset_replay(cleared: int = 4, n: int = 5000, seed: int = 0) -> dict[str, Any]:
+def rnd_table() -> Table:
+    """What the article's `rnd(255)` = (int)(255.0f * rand() / RAND_MAX) gives, over every value
+    rand() returns (MSVC) or its top 4096 (glibc): bin 255 only when rand() is (almost) RAND_MAX."""
+    msvc = rnd_counts()
+    glibc = rnd_255()
+    return Table([
+        {"C library": "MSVC", "RAND_MAX": 32767, "rand() values giving 255": int(msvc[255]),
+         "share of 255": f"1 in {32768 // int(msvc[255])}", "share of bins 0-254": f"about 1 in {32768 // 128}"},
+        {"C library": "glibc", "RAND_MAX": 2**31 - 1, "rand() values giving 255": glibc["values giving 255"],
+         "share of 255": f"1 in {round(1 / glibc['share'])}", "share of bins 0-254": "about 1 in 255"},
+    ])  # fmt: skip
+
+
+def draw_data(axes: Sequence[Any], n: int = 2**16, dists: Sequence[str] = DISTS) -> None:
+    """The histogram of n bytes of each kind of data, one panel each (NumPy's counts)."""
+    for k, (ax, data) in enumerate(zip(axes, dists)):
+        counts = np.bincount(_bytes(n, data), minlength=BINS)
+        pictures.draw_counts(ax, counts, f"{data} bytes", color=f"C{k}")
+
+
+def memset_replay(cleared: int = 4, n: int = 5000, seed: int = 0) -> Report:
     """The article's host code, replayed on the emulator: cudaMalloc (course.empty: memory that
     holds no value, 0xFF bytes), cudaMemset(d_hist, 0, `cleared` bytes) (the article clears
     sizeof(int) = 4: bin 0; 1024 is the fix), then hist1_article with the article's launch.
 
-    Returns the checker's findings on the launch, the counts it gave, NumPy's, and the bins that
+    Fields: the checker's findings on the launch, the counts it gave, NumPy's, and the bins that
     differ (255 bins one short at 4 bytes: 0xFFFFFFFF + count wraps to count - 1)."""
     x = _bytes(n, "uniform", seed)
     want = np.bincount(x, minlength=BINS).astype(np.int64)
@@ -60,43 +129,82 @@ def memset_replay(cleared: int = 4, n: int = 5000, seed: int = 0) -> dict[str, A
         launch.kernel(launch.grid, launch.block, args)
         got = arrays.asnumpy(hist).astype(np.int64)
     wrong = np.flatnonzero(got != want)
-    return {
-        "cleared bytes": cleared,
-        "findings": findings,
-        "got": got,
-        "want": want,
-        "wrong bins": len(wrong),
-        "got - want": sorted({int(d) for d in (got - want)[wrong]}),
-    }
+    diffs = sorted({int(d) for d in (got - want)[wrong]})
+    lines = [
+        f"cudaMemset(d_hist, 0, {cleared}) clears {min(cleared, 4 * BINS)} of the {4 * BINS} bytes of hist "
+        f"({'every bin' if cleared >= 4 * BINS else f'bins 0-{cleared // 4 - 1}' if cleared > 4 else 'bin 0 only'})",
+        f"then hist1_article counts {n} bytes: {len(wrong)} of {BINS} bins wrong"
+        + (f", each by {', '.join(map(str, diffs))}" if len(wrong) else ""),
+        str(findings) if len(findings) else "the checker finds nothing",
+    ]
+    return Report(lines, **{"cleared bytes": cleared, "findings": findings, "got": got, "want": want,
+                            "wrong bins": len(wrong), "got - want": diffs})  # fmt: skip
 
 
-def block_bug(block: int, n: int = 5000, seed: int = 0) -> dict[str, Any]:
+def block_bug(block: int, n: int = 5000, seed: int = 0, data: str = "uniform") -> Report:
     """hist2_article at `block` threads (256 is what it assumes), on the emulator: the bins it gets
     wrong, the error its launch raises (512: a write past its shared array) and the checker's
     findings (128: reads of shared bins nobody zeroed)."""
-    x = _bytes(n, "uniform", seed)
+    x = _bytes(n, data, seed)
     want = ENGINE.reference(x)
-    out: dict[str, Any] = {"block": block, "error": "", "wrong bins": None, "bins left at 0": None}
+    fields: dict[str, Any] = {"block": block, "error": "", "wrong bins": None, "bins left at 0": None}
     with backend.using("emulator"):
         try:
             got = ENGINE.run("hist2_article", x, block=block)
         except KernelFault as exc:
-            out["error"] = f"{type(exc).__name__}: {exc}"
+            fields["error"] = f"{type(exc).__name__}: {exc}"
         else:
-            out["wrong bins"] = np.flatnonzero(got != want).tolist()
-            out["bins left at 0"] = np.flatnonzero((got == 0) & (want > 0)).tolist()
-    out["findings"] = ENGINE.check("hist2_article", x, block=block)
-    return out
+            fields["wrong bins"] = np.flatnonzero(got != want).tolist()
+            fields["bins left at 0"] = np.flatnonzero((got == 0) & (want > 0)).tolist()
+    fields["findings"] = ENGINE.check("hist2_article", x, block=block)
+    head = f"hist2_article, blocks of {block} threads, {n} {data} bytes: "
+    if fields["error"]:
+        lines = [head + "the launch stops", fields["error"]]
+    elif fields["wrong bins"]:
+        zero = fields["bins left at 0"]
+        lines = [head + f"bins {_ranges(fields['wrong bins'])} wrong"
+                 + (f" (bins {_ranges(zero)} left at 0)" if zero else "")]  # fmt: skip
+    else:
+        lines = [head + "every bin right"]
+    lines.append(str(fields["findings"]) if len(fields["findings"]) else "the checker finds nothing")
+    return Report(lines, **fields)
 
 
-def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> list[dict[str, Any]]:
+def int_index_bug(block: int = ARTICLE_BLOCK) -> Report:
+    """The article's `int index` in a grid-stride loop: past 2^31 - 1 it wraps to a negative number,
+    which is still `< data_size`, and the kernel reads before the start of the buffer. The last
+    thread's indices at N = 2^31, in int32 arithmetic as the GPU does it, and what `plan` says."""
+    sms = backend.device().sm_count
+    stride = np.int32(sms * block)
+    last = np.int32(sms * block - 1)
+    n = 2**31
+    k = (2**31 - 1 - int(last)) // int(stride)  # the last trip whose index is still representable
+    index = np.int32(int(last) + k * int(stride))
+    wrapped = np.array([index], np.int32) + np.array([stride], np.int32)  # array arithmetic wraps quietly
+    fake = np.broadcast_to(np.uint8(7), (n,))  # no memory behind it: plan() only looks at its size
+    try:
+        ENGINE.plan("hist1_article", fake, block=block)
+        refusal = ""
+    except InputError as exc:
+        refusal = str(exc)
+    lines = [
+        f"{sms} blocks of {block}: stride = {int(stride)}; at N = 2^31 = {n} bytes, thread {int(last)} "
+        f"reaches index {int(index)}, then index += stride gives {int(wrapped[0])} (< data_size: it goes on)",
+        f"the largest N the int index survives: {2**31 - int(stride)} bytes "
+        f"(the article's 100 MiB is {ARTICLE_N}: far below)",
+        f"histogram.run refuses larger inputs: {refusal}",
+    ]
+    return Report(lines, stride=int(stride), index=int(index), wrapped=int(wrapped[0]), refusal=refusal)
+
+
+def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> Table:
     """The article's launch (blocks = SM count), the one its text describes (2 x SM count) and a
     full GPU (hist1's one wave of 2048 threads an SM): warps an SM holds of its 64, and bytes a
     thread loads one at a time, read from a trace at `n` and scaled to the article's 100 MiB."""
     sms = backend.device().sm_count
     x = np.zeros(n, np.uint8)
     full = ENGINE.version("hist1").grid(ARTICLE_N, block, backend.device())[0]  # its one wave at 100 MiB
-    rows = []
+    rows = Table()
     for label, name, grid in (
         ("the article's code: 1 block per SM", "hist1_article", sms),
         ("the article's text: 2 blocks per SM", "hist1_article", 2 * sms),
@@ -114,30 +222,136 @@ def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> list[dict[str, 
     return rows
 
 
-def article_timing(n: int = ARTICLE_N, runs: int = 20) -> dict[str, float]:
-    """What the article's 29.22 ms holds, on this GPU: the 100 MiB copy from pageable host memory
-    (its timing starts before cudaMemcpy) beside the kernels alone (CUDA events, median of `runs`)."""
-    if backend.device().backend != "cupy":
-        raise RuntimeError("timings need a GPU: on the emulator, the counts above tell the story")
+# ---------------------------------------------------------------- one wave, bytes in flight
+
+
+def blocks_per_sm(block: int, shared: int) -> int:
+    """Blocks of `block` threads and `shared` bytes of shared memory one Hopper SM holds at once:
+    2048 threads, 32 blocks, 228 KiB of shared memory (1 KiB of it reserved per block)."""
+    return max(1, min(THREADS_PER_SM // block, BLOCKS_PER_SM, SHARED_PER_SM // (shared + SHARED_RESERVED)))
+
+
+def loaded_before_use(name: str, block: int = ARTICLE_BLOCK) -> int:
+    """Bytes each lane of warp 0 loads from global memory before its first atomic, from the trace:
+    the loads the compiled code lets a thread have in flight at once."""
+    t = first_trace(name, _bytes(64 * block, "uniform"), block=block, grid=2, blocks=[0])
+    w = t.where(warp=0)
+    first_atomic = int(np.flatnonzero(np.isin(w.op, ("atom", "red")))[0])
+    loads = (w.op[:first_atomic] == "ld") & (w.space[:first_atomic] == "global")
+    return int(w.size[:first_atomic][loads].sum())
+
+
+def little_bytes_per_sm() -> int:
+    """Little's law: bytes each SM must have in flight to keep the H200's DRAM busy."""
+    return int(PEAK_TBPS * 1e12 * LATENCY_NS * 1e-9 / backend.device().sm_count)
+
+
+def _launches(block: int = ARTICLE_BLOCK) -> list[tuple[str, str, int]]:
+    """(label, version, blocks) of the launches the grid story compares, blocks of `block`."""
+    sms = backend.device().sm_count
+    wave = sms * blocks_per_sm(block, 4 * BINS)
+    return [
+        ("hist1_article, blocks = SMs (its code)", "hist1_article", sms),
+        ("hist1, one full wave", "hist1", sms * blocks_per_sm(block, 0)),
+        ("hist2_article, blocks = SMs (its code)", "hist2_article", sms),
+        ("hist2_article, 2 x SMs (its text)", "hist2_article", 2 * sms),
+        ("hist2_article, one full wave", "hist2_article", wave),
+        ("hist3_vec, one full wave", "hist3_vec", wave),
+        ("hist5_lanes, one full wave", "hist5_lanes", sms * blocks_per_sm(block, 32 * 4 * BINS)),
+    ]
+
+
+def launch_table(block: int = ARTICLE_BLOCK) -> Table:
+    """For the article's launch and the ones after it (blocks of `block`): blocks an SM runs and
+    holds at most (threads, blocks and shared memory), warps an SM runs, the bytes a thread loads
+    before it needs them (from the trace) and so the bytes in flight per SM, against the ~22 KB
+    Little's law asks for."""
+    sms = backend.device().sm_count
+    need = little_bytes_per_sm()
+    rows = Table()
+    for label, name, grid in _launches(block):
+        shared = ENGINE.kernel(name, np.uint8).static_shared_bytes
+        per_sm = -(-grid // sms)
+        ahead = loaded_before_use(name, block)
+        rows.append({
+            "launch": label, "blocks": grid, "shared KiB a block": shared // 1024,
+            "blocks an SM holds": blocks_per_sm(block, shared), "blocks an SM runs": per_sm,
+            "warps an SM runs (of 64)": per_sm * block // 32, "bytes a thread loads ahead": ahead,
+            "bytes in flight an SM": per_sm * block * ahead,
+            "% of Little's law": round(100 * per_sm * block * ahead / need, 1),
+        })  # fmt: skip
+    return rows
+
+
+def _device_copies(host: np.ndarray) -> list[Any]:
+    """`host` on the GPU, with enough copies to rotate them out of L2 between runs."""
+    first = arrays.asarray(host)
+    sets = bench.rotation_sets(host.nbytes, backend.device().l2_cache_bytes)
+    return [first] + [first.copy() for _ in range(sets - 1)]
+
+
+def _ms(name: str, xs: Sequence[Any], block: int | None, grid: int | None = None, runs: int = 20) -> float:
+    launches = [ENGINE.plan(name, x, block=block, grid=grid).launches[0] for x in xs]
+    return float(np.median(bench.time_runs(launches, runs=runs)))
+
+
+def grid_timing(n: int = ARTICLE_N, block: int = ARTICLE_BLOCK, runs: int = 20) -> Table:
+    """The launches of `launch_table`, timed on this GPU on n uniform bytes (the article's 100 MiB),
+    beside a device copy of the same bytes. On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    xs = _device_copies(_bytes(n, "uniform"))
+    copy = float(np.median(bench.time_copy(n, runs=runs)))
+    rows = Table([{"launch": "device copy of the same bytes", "blocks": "", "ms": copy,
+                   "GB/s": n / copy / 1e6, "% of copy": 100.0}])  # fmt: skip
+    for label, name, grid in _launches(block):
+        ms = _ms(name, xs, block, grid, runs)
+        rows.append(
+            {"launch": label, "blocks": grid, "ms": ms, "GB/s": n / ms / 1e6, "% of copy": 100 * copy / ms}
+        )
+    del xs
+    bench.free_gpu_memory()
+    return rows
+
+
+def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
+    """What the article's 29.22 ms holds, on this GPU: its whole timed span (allocation, the 100 MiB
+    copy from pageable host memory, the device properties, the kernel, the copy back), and each
+    part alone (CUDA events, median of `runs`; the copy and the span of 5). On the emulator: an
+    empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
     import cupy
 
     host = _bytes(n, "uniform")
-    copies = []
-    for _ in range(5):
+
+    def events(step: Any) -> float:
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        x = cupy.asarray(host)  # cudaMemcpy from pageable memory, as the article's `new unsigned char[]`
+        step()
         end.record()
         end.synchronize()
-        copies.append(cupy.cuda.get_elapsed_time(start, end))
-    out = {"host-to-device copy ms": float(np.median(copies))}
-    for name in ("hist1_article", "hist2_article", "hist5_lanes"):
+        return float(cupy.cuda.get_elapsed_time(start, end))
+
+    def span() -> None:  # the article's main() between its two events, with CuPy's allocator
+        x = cupy.asarray(host)
+        cupy.cuda.runtime.getDeviceProperties(0)
+        ENGINE.plan("hist2_article", x, block=ARTICLE_BLOCK)()  # zeroed bins, the kernel, the copy back
+
+    spans = [events(span) for _ in range(5)]
+    copies = [events(lambda: cupy.asarray(host)) for _ in range(5)]
+    xs = _device_copies(host)
+    rows = Table([
+        {"what": "the article's timed span, with hist2_article", "ms": float(np.median(spans))},
+        {"what": f"of it: cudaMemcpy of {n // 2**20} MiB from pageable host memory", "ms": float(np.median(copies))},
+    ])  # fmt: skip
+    for name in ("hist2_article", "hist1_article", "hist5_lanes"):
         block = ARTICLE_BLOCK if name.endswith("article") else None
-        launch = ENGINE.plan(name, x, block=block).launches[0]
-        out[f"{name} ms"] = float(np.median(bench.time_runs([launch], runs=runs)))
-    del x
+        launch = "blocks = SMs, 256 threads" if block else "one wave"
+        rows.append({"what": f"the kernel {name} alone ({launch})", "ms": _ms(name, xs, block, runs=runs)})
+    del xs
     bench.free_gpu_memory()
-    return out
+    return rows
 
 
 def rnd_counts(rand_max: int = 32767) -> np.ndarray:
@@ -176,6 +390,44 @@ def contention(name: str, data: str = "all-equal", n: int = 4096, block: int = 1
     return analysis.contention(t, _version(name).counts_in)
 
 
+def lane_bins(name: str, data: str, n: int = 4096, block: int = 128, warps: int = 4) -> np.ndarray:
+    """(warps, 32): the bin each lane of warps 0, 1, ... of block 0 hit with its first counting
+    atomic, read from the trace (-1: the lane made no atomic in that instruction)."""
+    t = first_trace(name, _bytes(n, data), block=block, blocks=[0])
+    steps = analysis.steps(t, _version(name).counts_in)
+    acc = analysis.subset(steps, np.isin(steps.op, ("atom", "red")))
+    out = np.full((warps, 32), -1, np.int64)
+    for w in range(warps):
+        mine = acc[acc.warp == w]
+        if len(mine):
+            first = mine[mine.event == mine.event.min()]
+            out[w, first.lane] = first.index
+    return out
+
+
+def draw_lane_bins(
+    axes: Sequence[Any], name: str, dists: Sequence[str], n: int = 4096, block: int = 128
+) -> None:
+    """One panel per kind of data: the first counting atomic of warps 0-3 of block 0, lane by lane,
+    coloured by how many lanes of the warp hit the same bin; one colour bar for all."""
+    image = None
+    for ax, data in zip(axes, dists):
+        bins = lane_bins(name, data, n=n, block=block)
+        title = f"{name} on {data} bytes: the bin each lane's atomic updates, first atomic of warps 0-3"
+        image = pictures.draw_lane_bins(ax, bins, title, [f"warp {w}" for w in range(len(bins))])
+    pictures.share_colorbar(axes[0].figure, image, list(axes))
+
+
+def draw_banks(
+    ax: Any, name: str, data: str = "uniform", n: int = 4096, block: int = 128, rows: int = 6
+) -> None:
+    """The banks of the counting atomics of block 0 of `name` on `data`: one row per warp
+    instruction, the distinct words each bank holds (the worst is the conflict's ways)."""
+    t = first_trace(name, _bytes(n, data), block=block, blocks=[0])
+    v = ENGINE.version(name)
+    draw.bank_heatmap(ax, t, line=counting_line(t, v), max_rows=rows)
+
+
 def draw_contention(ax: Any, name: str, data: str = "all-equal", n: int = 4096, block: int = 128) -> Any:
     """The panel's picture of block 0 of `name` on `data`: lanes per bin of each atomic warp
     instruction (hist5 and hist6: the banks of their atomics)."""
@@ -185,12 +437,12 @@ def draw_contention(ax: Any, name: str, data: str = "all-equal", n: int = 4096, 
 
 def contention_table(
     names: Sequence[str] = STORY, dists: Sequence[str] = DISTS, n: int = 4096, block: int = 256
-) -> list[dict[str, Any]]:
+) -> Table:
     """What each kind of data costs each version, counted from the trace of the whole launch:
     atomic warp instructions on the counting buffer, lanes on the busiest bin and distinct bins
     (means per instruction), bank conflicts (mean ways, shared only), and every atomic performed
     (the merges included)."""
-    rows = []
+    rows = Table()
     for name in names:
         v = _version(name)
         for data in dists:
@@ -202,7 +454,7 @@ def contention_table(
                 "version": name, "data": data, "atomic warp instructions": len(c),
                 "lanes on one bin (mean)": round(float(c.max_lanes.mean()), 2) if len(c) else 0.0,
                 "distinct bins (mean)": round(float(c.bins.mean()), 1) if len(c) else 0.0,
-                "bank conflict (mean ways)": round(float(shared.ways.mean()), 2) if len(shared) else None,
+                "bank conflict (mean ways)": round(float(shared.ways.mean()), 2) if len(shared) else "-",
                 "atomics": analysis.totals(t)["atomics"],
             })  # fmt: skip
     return rows
@@ -210,12 +462,12 @@ def contention_table(
 
 def merge_table(
     names: Sequence[str] = STORY, n: int = 2**14, block: int = 256, data: str = "uniform"
-) -> list[dict[str, Any]]:
+) -> Table:
     """Private, then merge: where each version's atomics go, from the trace. hist1 makes one
     global atomic a byte; the others count in shared memory and add at most 256 per block, which
     pays once a block sees many more than 256 bytes (hist2's one byte a thread per block does not
     at small N: it launches N / block blocks)."""
-    rows = []
+    rows = Table()
     for name in names:
         t = first_trace(name, _bytes(n, data), block=block)
         glob = analysis.contention(t, "hist")
@@ -226,6 +478,139 @@ def merge_table(
             "global atomics": int(glob.lanes.sum()),
             "global atomics per byte": round(float(glob.lanes.sum()) / n, 4),
         })  # fmt: skip
+    return rows
+
+
+def load_table(names: Sequence[str] = STORY, n: int = 4096, block: int = 256) -> Table:
+    """Global loads of each version, from the trace: warp load instructions, bytes and 32-byte
+    sectors each one asks for, and the bytes a thread loads before its first atomic."""
+    rows = Table()
+    x = _bytes(n, "uniform")
+    for name in names:
+        t = first_trace(name, x, block=block)
+        loads = analysis.sectors(t.where(space="global", op="ld"))
+        rows.append({
+            "version": name, "warp load instructions": len(loads),
+            "bytes per instruction": round(float(loads.bytes.mean()), 1),
+            "sectors per instruction": round(float(loads.sectors.mean()), 1),
+            "bytes a thread loads ahead": loaded_before_use(name),
+        })  # fmt: skip
+    return rows
+
+
+# ---------------------------------------------------------------- privatisation: how many copies
+
+
+@functools.cache
+def _copies_module() -> Module:
+    names = tuple(f"hist5_copies<{c}>" for c in COPIES)
+    return Module.from_file("histogram.cu", options=("-DLOAD_BYTES=16",), name_expressions=names)
+
+
+def copies_kernel(copies: int) -> Kernel:
+    """The tuning's hist5_copies<C>: C sub-histograms per block, lane l counting in copy l % C."""
+    if copies not in COPIES:
+        raise InputError(f"copies must be one of {list(COPIES)}; got {copies!r}")
+    return _copies_module().get_function(f"hist5_copies<{copies}>")
+
+
+def copies_table(copies: Sequence[int] = COPIES, n: int = 4096, block: int = 256) -> Table:
+    """hist5_copies<C> for each C, from traces of one block on uniform and all-equal bytes: shared
+    memory a block, blocks an SM holds (blocks of `block` and of 1024), the worst lanes on one word
+    and the mean bank conflict of the counting atomics. C = 1 is hist3_vec, C = 32 is hist5_lanes."""
+    rows = Table()
+    for c in copies:
+        k = copies_kernel(c)
+        row: dict[str, Any] = {"copies": c, "shared KiB a block": k.static_shared_bytes // 1024,
+                               f"blocks an SM holds at {block}": blocks_per_sm(block, k.static_shared_bytes),
+                               "at 1024": blocks_per_sm(1024, k.static_shared_bytes)}  # fmt: skip
+        for data in ("uniform", "all-equal"):
+            with backend.using("emulator"):
+                args = (arrays.asarray(_bytes(n, data)), arrays.zeros(BINS, np.uint32), np.int64(n))
+                t = k.trace((1,), (block,), args)
+            c_ = analysis.contention(t, "temp")
+            line = int(np.bincount(c_.line).argmax())
+            atoms = analysis.bank_conflicts(t.where(space="shared", op="atom"))
+            atoms = atoms[atoms.line == line]
+            row[f"{data}: lanes on one word (most)"] = int(c_.max_lanes.max())
+            row[f"{data}: bank ways (mean)"] = round(float(atoms.ways.mean()), 2)
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- more bins: hist_wide
+
+
+def wide_keys(n: int, data: str, bins: int = WIDE_BINS, seed: int = 0) -> np.ndarray:
+    """n uint16 keys: uniform below `bins`, all-equal (bins - 1), or real (the photograph's RGB
+    quantised to 16 levels a channel: 4096 colours)."""
+    if data == "uniform":
+        return np.random.default_rng(seed).integers(0, bins, n, dtype=np.uint16)
+    if data == "all-equal":
+        return np.full(n, bins - 1, np.uint16)
+    if data == "real":
+        rgb = photo_bytes().reshape(-1, 3).astype(np.uint16)
+        keys = (rgb[:, 0] >> 4) << 8 | (rgb[:, 1] >> 4) << 4 | (rgb[:, 2] >> 4)
+        return np.resize(keys, n)
+    raise InputError(f"data must be uniform, all-equal or real; got {data!r}")
+
+
+def shared_table(bins: Sequence[int] = (256, 4096, 12288)) -> Table:
+    """Shared memory a block needs for one copy of the bins and for hist5's 32 per-lane copies,
+    against the 48 KiB any kernel may take and the 228 KiB of a Hopper SM."""
+    rows = Table()
+    for b in bins:
+        one, lanes = 4 * b, 32 * 4 * b
+        rows.append({
+            "bins": b, "one copy KiB": round(one / 1024, 1), "blocks an SM holds (1024 threads)": blocks_per_sm(1024, one),
+            "32 per-lane copies KiB": round(lanes / 1024), "fit in 48 KiB": "yes" if lanes <= 48 * 1024 else "no",
+            "fit in one SM (228 KiB)": "yes" if lanes + SHARED_RESERVED <= SHARED_PER_SM else "no",
+        })  # fmt: skip
+    return rows
+
+
+def wide_table(n: int = 2**14, bins: int = WIDE_BINS, block: int = 256) -> Table:
+    """hist_wide on each kind of keys, from the trace of one launch: atomic warp instructions on the
+    shared counts, atomics left after warp aggregation, lanes on one word, bank conflicts, and the
+    global atomics of the merge."""
+    rows = Table()
+    for data in ("uniform", "all-equal", "real"):
+        with backend.using("emulator"):
+            plan = wide_plan(arrays.asarray(wide_keys(n, data, bins)), bins, block=block)
+            (launch,) = plan.launches
+            t = launch.trace()
+        c = analysis.contention(t, "counts")
+        atoms = analysis.bank_conflicts(t.where(space="shared", op="atom"))
+        rows.append({
+            "keys": data, "blocks": int(t.grid[0]), "atomic warp instructions": len(c),
+            "shared atomics": int(c.lanes.sum()), "lanes on one word (most)": int(c.max_lanes.max()),
+            "bank ways (mean)": round(float(atoms.ways.mean()), 2),
+            "merge: global atomics": int(analysis.contention(t, "hist").lanes.sum()),
+        })  # fmt: skip
+    return rows
+
+
+def _bincount(cupy: Any, x: Any, bins: int) -> Any:
+    return lambda: cupy.bincount(x, minlength=bins)
+
+
+def wide_timing(n: int = 2**27, bins: int = WIDE_BINS, runs: int = 20) -> Table:
+    """hist_wide on n uint16 keys of each kind, timed on this GPU beside cupy.bincount(minlength=bins)
+    and a device copy of the same bytes. On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    import cupy
+
+    copy = float(np.median(bench.time_copy(2 * n, runs=runs)))
+    rows = Table()
+    for data in ("uniform", "all-equal", "real"):
+        xs = _device_copies(wide_keys(n, data, bins))
+        ms = float(np.median(bench.time_runs([wide_plan(x, bins).launches[0] for x in xs], runs=runs)))
+        cp = float(np.median(bench.time_runs([_bincount(cupy, x, bins) for x in xs], runs=runs)))
+        rows.append({"keys": data, "hist_wide ms": ms, "% of copy": 100 * copy / ms, "cupy.bincount ms": cp,
+                     "× cupy.bincount": cp / ms})  # fmt: skip
+        del xs
+        bench.free_gpu_memory()
     return rows
 
 
@@ -246,18 +631,54 @@ def every_version() -> bench.WithCases:
     return bench.WithCases(ENGINE, setups)
 
 
-def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> list[dict[str, Any]]:
+def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> Table:
     """Every version on each kind of data, timed on this GPU beside a copy of the same bytes and
     cupy.bincount (`every_version`; hist1 takes 70 to 200 ms a run at 2^28, so about a minute in
-    all). On the emulator there is nothing to time: say so."""
-    if backend.device().backend != "cupy":
-        raise RuntimeError("timings need a GPU: on the emulator, the contention counts tell the story")
+    all): one row per kernel, ms and % of copy per kind of data. On the emulator: an empty table
+    that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
     records = bench.run(every_version(), n, dists=list(dists), runs=runs)
-    return [
-        {"version": r["kernel"], "data": r["dist"], "ms": r["ms"], "% of copy": r["pct_of_copy"],
-         "× cupy.bincount": r["x_cupy"]}
-        for r in records if r["kind"] == "kernel"
-    ]  # fmt: skip
+    names = ["device copy", "cupy.bincount", *(v.name for v in ENGINE.topic.versions)]
+    rows = Table()
+    for name in names:
+        row: dict[str, Any] = {"version": name}
+        for dist in dists:
+            r = next(r for r in records if r["dist"] == dist and (r["kernel"] == name or
+                     (name == "device copy" and r["kind"] == "copy")))  # fmt: skip
+            row[f"{dist} ms"] = r["ms"]
+            row[f"{dist} %"] = r["pct_of_copy"]
+        rows.append(row)
+    return rows
+
+
+def plot_times(ax: Any, rows: Sequence[dict[str, Any]], dists: Sequence[str] = DISTS) -> None:
+    """`gpu_table`'s times as grouped bars (log scale), one colour per kind of data (on the
+    emulator: says there is nothing to time)."""
+    pictures.draw_times(ax, list(rows), dists, "Timings need a GPU:\nno times on the emulator")
+    if rows:
+        ax.set_title(f"what the data does to the time: {backend.device().name}, 2^28 bytes")
+
+
+SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
+
+
+def speed_against_n(
+    versions: Sequence[str] = ("hist2", "hist3_vec", "hist5_lanes"),
+    dists: Sequence[str] = ("uniform", "all-equal"),
+    sizes: Sequence[int] = SWEEP_SIZES,
+) -> list[dict[str, Any]]:
+    """The versions after the article (their own launch, block 1024) on uniform and all-equal bytes,
+    beside cupy.bincount and a device copy, from 2^16 to 2^28: course.bench records (none on the
+    emulator)."""
+    if not on_gpu():
+        return []
+    return [r for n in sizes for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))]
+
+
+def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
+    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    bench.plot(list(records), ax, title="histogram, 256 bins: bytes counted per second")
 
 
 def _timed_block(name: str) -> int | None:
