@@ -163,7 +163,8 @@ print("matches NumPy:", np.array_equal(course.asnumpy(out), a.T))
 # Rounding up launches 16 793 threads more than there are elements: they sit past the right edge
 # (columns 113–127) and the bottom one (row 1111). `if (row < m && col < n)` keeps them from
 # reading or writing anything. The article's advice is the same: "rather launch too many threads
-# and mask them with an `if` than too few and miss elements".
+# and mask them with an `if` than too few and miss elements"; so is its advice to make a block a
+# whole number of warps (32 × 8 is 8 warps).
 #
 # ## The article's kernel: a tile in shared memory
 #
@@ -202,12 +203,15 @@ transpose.draw_tile(ax, "transpose_article", (32, 32))
 
 # %% [markdown]
 # Each warp stores one row of the tile and loads one column. In global memory both of the kernel's
-# accesses now walk along rows: 4 sectors per request on both sides, as the copy.
+# accesses now walk along rows; counted as before:
 
 # %%
 transpose.sectors_table([("transpose_article", (32, 32)), ("transpose_article", (16, 16))])
 
 # %% [markdown]
+# 4 sectors per request for the reads and the writes, with either BLOCK_SIZE: the global side is
+# as good as the copy's. The article's advice to keep both global accesses row-major is right.
+#
 # ### What the bounds checks protect
 #
 # The article says its biggest problem was the edges: with the output written along rows, the
@@ -238,14 +242,15 @@ transpose.draw_edge_block(axes)
 transpose.unchecked(a)
 
 # %% [markdown]
-# The checker names the first thread that writes past the end of `tr_matrix`, the line and the
-# index; 15 360 threads of the right-hand blocks do it. Because a write out of bounds can poison
-# a GPU's context, the course runs such a kernel only on the emulator.
+# The checker names the first thread that writes past the end of `tr_matrix` (thread (0, 17) of
+# block (3, 0): output row 96 + 17 = 113, one past the last), the line and the index, and counts
+# the threads that did the same. Because a write out of bounds can poison a GPU's context, the
+# course runs such a kernel only on the emulator.
 #
 # ## The article's claim about shared memory, counted: bank conflicts
 #
 # The article concludes that "in shared memory, row-major and column-major access are almost
-# equally efficient". They are not. Shared memory is split into 32 **banks** of 4-byte words; word
+# equally efficient", so that the tile solves the dilemma for free. They are not. Shared memory is split into 32 **banks** of 4-byte words; word
 # `w` is in bank `w % 32`. A warp's access is served in one pass when its lanes hit 32 different
 # banks (or the same word), and in k passes when k lanes hit different words of one bank: a
 # **k-way bank conflict**. Reading the tile down a column, lane `x` reads `smem_matrix[x][y]`,
@@ -256,8 +261,10 @@ transpose.unchecked(a)
 transpose.article_conflicts()
 
 # %% [markdown]
-# Lane by lane, warp 0's read of the tile (left: BLOCK_SIZE 32; right: 16). Each lane points at
-# the bank of its word; the words stacked under a bank are served one after another:
+# Every warp's column read is a 32-way conflict with the article's BLOCK_SIZE 32, and 8-way with
+# the 16 of its text. Lane by lane, warp 0's read of the tile (left: BLOCK_SIZE 32; right: 16).
+# Each lane points at the bank of its word; the words stacked under a bank are served one after
+# another:
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5))
@@ -291,11 +298,16 @@ transpose.article_blocks(wide=False)
 transpose.check("transpose_article", a, block=(32, 8))
 
 # %% [markdown]
-# A block wider than the tile (64 × 16) reads past the end of the 4 KB tile; the emulator stops
-# it at the first such read (the course never runs it on a GPU):
+# The elements it names, `smem_matrix[256]` onwards, are tile rows 8–31: the 32 × 8 block filled
+# rows 0–7 only, and the store reads down whole columns. A block wider than the tile (64 × 16)
+# reads past the end of the 4 KB tile; the emulator stops it at the first such read (the course
+# never runs it on a GPU):
 
 # %%
 print(transpose.wide_block_fault())
+
+# %% [markdown]
+# Thread (32, 0) reads `smem_matrix[32][0]`, offset 4096: one row past a tile of 32 rows.
 
 # %% [markdown]
 # ## Fixed for any block: `transpose_tiled`
@@ -335,6 +347,9 @@ fig, ax = plt.subplots(figsize=(12, 4.6))
 transpose.draw_tile(ax, "transpose_tiled", (32, 8))
 
 # %% [markdown]
+# Every warp writes a tile row (1-way) and reads a block of 8 rows × 4 columns: 8-way. Smaller
+# than the article's 32, but the column read still serialises.
+#
 # ## The padded tile: the bank heat map
 #
 # Give every tile row one unused word at the end: the row stride becomes 33, so going down a
@@ -389,6 +404,9 @@ print(transpose.launch_text("transpose_rows", a, (32, 8)))
 transpose.blocks_table("transpose_rows", a)
 
 # %% [markdown]
+# 140 blocks of 256 threads for the 1111 × 113 matrix instead of 556, and right for every block
+# (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 16 elements per thread).
+#
 # **Why 4 elements per thread is faster: bytes in flight.** A load from DRAM takes about 600 ns to
 # come back. To keep the memory busy, enough loads must be on their way at every moment: by
 # **Little's law**, bytes in flight = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for
@@ -429,6 +447,9 @@ print(transpose.launch_text("transpose_vec", a))
 print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
 
 # %% [markdown]
+# A 2-D grid of 2 × 18 blocks, one per 64 × 64 tile, whatever the block's shape: the block only
+# decides how many words each thread moves (here 8).
+#
 # **The order of the tiles.** A 2-D grid numbers blocks along `blockIdx.x` first, and a GPU starts
 # them roughly in that order, so the blocks running at one time read a few whole tile rows of `a`
 # and write each of their 64 × 64 tiles into a different stretch of 64 rows of `out`. The last
@@ -458,12 +479,15 @@ transpose.draw_tile_order(axes)
 # whole tile columns.
 #
 # Every version side by side, in global memory (sectors per request, 256 × 256, two blocks each):
-# from `transpose_tiled` on, nothing is wasted in either direction:
 
 # %%
 transpose.sectors_table()
 
 # %% [markdown]
+# Only the two naive kernels waste sectors; from `transpose_tiled` on, every request reads and
+# writes 4 sectors, as the copy does. What separates those versions on a GPU is no longer in this
+# table: bank conflicts, bytes in flight and the order of the tiles.
+#
 # ## The article's matrix is too small to time
 #
 # 1111 × 113 four-byte words are 502 KB; a transpose reads them and writes them, about 1 MB in all.
@@ -574,9 +598,9 @@ fig, ax = plt.subplots(figsize=(9, 4.5))
 transpose.plot_speed(ax, records)
 
 # %% [markdown]
-# On the left, at 1111 × 113, every line sits low and close together, launch-bound; the kernels
-# separate from 1024² on, as the grid starts to fill the GPU many times, and by 8192² each settles
-# at its share of the copy: `transpose_grouped` on the ceiling, the naive kernel far below CuPy.
+# On the left, at 1111 × 113, every line sits low and close together, launch-bound. As N grows the
+# grids fill the GPU many times over and the lines separate; by 8192² each has settled at its share
+# of the copy: `transpose_grouped` on the ceiling, the naive kernel well below CuPy.
 #
 # ## Exercises
 #

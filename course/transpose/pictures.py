@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle
 
 from .. import analysis, backend, draw
 from ..emulator import Trace
-from .story import accepted_block, first_trace, global_buffers, index_matrix
+from .story import accepted_block, first_trace, global_buffers, index_matrix, launch_facts
 from .topic import ENGINE
 
 WORD = 4  # bytes: every version moves 4-byte words
@@ -130,7 +130,9 @@ def edge_threads(shape: tuple[int, int] = (1111, 113), size: int = 32) -> dict[s
     m, n = shape
     grid = (-(-n // size), -(-m // size))
     corner = grid[0] * grid[1] - 1  # linear id of block (gx - 1, gy - 1)
-    t = first_trace("transpose_article", index_matrix(shape, np.int32), (size, size), blocks=[corner], spaces={"global"})
+    t = first_trace(
+        "transpose_article", index_matrix(shape, np.int32), (size, size), blocks=[corner], spaces={"global"}
+    )
     src, dst = global_buffers(t)
     masks = {}
     for buffer, what in ((src, "load"), (dst, "store")):
@@ -218,12 +220,18 @@ def draw_tile_order(axes: Sequence[Any], names: Sequence[str] = ("transpose_vec"
             ax.text(c + 0.5, r + 0.5, str(k), ha="center", va="center", fontsize=9,
                     color="white" if k < 0.6 * order.size else "black")  # fmt: skip
             if k < wave:
-                ax.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor="#d62728", linewidth=2.2, zorder=3))
+                ax.add_patch(
+                    Rectangle((c, r), 1, 1, fill=False, edgecolor="#d62728", linewidth=2.2, zorder=3)
+                )
         ax.set_xticks(np.arange(tx + 1), [str(64 * k) for k in range(tx + 1)], fontsize=8)
         ax.set_yticks(np.arange(ty + 1), [str(64 * k) for k in range(ty + 1)], fontsize=8)
         ax.set_xlabel("column of out")
         ax.set_ylabel("row of out")
-        launch = "2-D grid, blockIdx.x across" if name == "transpose_vec" else "1-D grid, down whole tile columns of a"
+        launch = (
+            "2-D grid, blockIdx.x across"
+            if name == "transpose_vec"
+            else "1-D grid, down whole tile columns of a"
+        )
         ax.set_title(f"{name}: which block wrote each 64×64 tile of out\n({launch}; red: blocks 0-{wave - 1})",
                      fontsize=9)  # fmt: skip
 
@@ -232,7 +240,9 @@ def draw_tile_order(axes: Sequence[Any], names: Sequence[str] = ("transpose_vec"
 
 
 def _tile_trace(name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> Trace:
-    return first_trace(name, index_matrix(shape), ENGINE.block_for(name, block), blocks=[0], spaces={"shared"})
+    return first_trace(
+        name, index_matrix(shape), ENGINE.block_for(name, block), blocks=[0], spaces={"shared"}
+    )
 
 
 def draw_tile(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64), warps: int = 4) -> None:
@@ -240,7 +250,7 @@ def draw_tile(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64),
     warps - 1 in colour); right, who loaded it; under each, how each warp walks the tile and its
     bank conflict. The tile is by rows × bx columns (bx + 1 with the padding of transpose_padded)."""
     t = _tile_trace(name, block, shape)
-    bx = ENGINE.block_for(name, block)[0]  # type: ignore[index]
+    bx = int(launch_facts(name, shape, block)["block"].split("×")[0])
     width = bx + 1 if name == "transpose_padded" else bx
     buffer = next(b.name for b in t.buffers if b.space == "shared")
     draw.transpose_tile(ax, t, buffer, width=width, warps=warps)

@@ -15,12 +15,23 @@ import numpy as np
 
 from .. import analysis, arrays, backend, bench, draw
 from ..bench import Record
+from ..checks import Findings
 from ..emulator import Trace
 from ..engine import Size
-from ..checks import Findings
 from ..errors import CourseError
 from ..source import Table
-from .topic import ARTICLE_BLOCKS, BENCH, ENGINE, STORY, BlockTiles, copy_kernel, kernel, prepare, version
+from .topic import (
+    ARTICLE_BLOCKS,
+    BENCH,
+    ENGINE,
+    STORY,
+    BandTiles,
+    BlockTiles,
+    copy_kernel,
+    kernel,
+    prepare,
+    version,
+)
 
 SECTORS_VERSIONS = ("copy", *STORY)  # the copy first: the ceiling every version is measured against
 BANK_CASES = (
@@ -177,9 +188,7 @@ def _shared_trace(name: str, block: Any, shape: tuple[int, int]) -> Trace:
     return first_trace(name, index_matrix(shape), block, blocks=[0], spaces={"shared"})
 
 
-def bank_table(
-    cases: Sequence[tuple[str, Any]] = BANK_CASES, shape: tuple[int, int] = (128, 128)
-) -> Table:
+def bank_table(cases: Sequence[tuple[str, Any]] = BANK_CASES, shape: tuple[int, int] = (128, 128)) -> Table:
     """Bank conflicts of the tile in block 0, from the trace: worst ways of the stores to the
     tile and of the loads from it, and wavefronts per request (1 is conflict-free)."""
     rows = Table()
@@ -230,7 +239,9 @@ def wide_block_fault(shape: tuple[int, int] = (100, 70), block: tuple[int, int] 
 
 
 def article_blocks(
-    shape: tuple[int, int] = (1111, 113), blocks: Sequence[tuple[int, int]] = ARTICLE_BLOCKS, wide: bool = True
+    shape: tuple[int, int] = (1111, 113),
+    blocks: Sequence[tuple[int, int]] = ARTICLE_BLOCKS,
+    wide: bool = True,
 ) -> Table:
     """The article's kernel with square and non-square blocks on the emulator: is the answer
     right, and what the checker finds (blockDim.x is used for both dimensions). With `wide`, a
@@ -277,7 +288,8 @@ def blocks_table(name: str, a: Any, blocks: Sequence[Any] | None = None) -> Tabl
     want = ENGINE.reference(a)
     rows = Table()
     for block in blocks or ENGINE.version(name).blocks:
-        facts = launch_facts(name, tuple(np.shape(a)), block)  # type: ignore[arg-type]
+        rows_, cols_ = np.shape(a)
+        facts = launch_facts(name, (rows_, cols_), block)
         ok = not ENGINE.topic.compare(ENGINE.run(name, a, block=block), want, (a,))
         rows.append({"block": facts["block"], "kernel": kernel(name, block=block).name, "grid": facts["grid"],
                      "matches NumPy": ok})  # fmt: skip
@@ -338,17 +350,18 @@ def launch_facts(name: str, shape: tuple[int, int], block: Any = None) -> dict[s
     """The launch version `name` makes on a matrix of `shape` (from its grid rule, nothing run):
     grid, blocks, threads per block, shared memory per block, blocks per SM, and how many times
     the grid fills the GPU (its waves: below 1, some SMs have nothing to do)."""
-    v = ENGINE.version(name)
-    b = ENGINE.block_for(v, block)
+    v = version(name)
+    chosen = ENGINE.block_for(v, block)
+    b = chosen if isinstance(chosen, tuple) else (chosen, 1)
     grid = v.grid(shape, b, backend.device())
     blocks = int(np.prod(grid))
-    threads = int(np.prod(b))
-    k = kernel(name, block=b)
-    shared = k.static_shared_bytes + (version(name).shared(b) if version(name).shared else 0)  # type: ignore[misc]
+    threads = b[0] * b[1]
+    shared = kernel(name, block=b).static_shared_bytes + (v.shared(b) if v.shared else 0)
     per_sm = resident_blocks(threads, shared)
     return {
-        "shape": f"{shape[0]}×{shape[1]}", "version": name, "block": "×".join(map(str, b)),
-        "grid": "×".join(str(g) for g in grid if g > 1) or "1", "blocks": blocks, "threads per block": threads,
+        "shape": f"{shape[0]}×{shape[1]}", "version": name, "block": f"{b[0]}×{b[1]}",
+        "grid": str(grid[0]) if isinstance(v.grid, BandTiles) else f"{grid[0]}×{grid[1]}",
+        "blocks": blocks, "threads per block": threads,
         "shared B per block": shared, "blocks per SM": per_sm,
         "waves": round(blocks / (per_sm * backend.device().sm_count), 2),
     }  # fmt: skip
@@ -397,7 +410,7 @@ def in_flight(name: str, block: Any) -> dict[str, Any]:
 
 
 def _tile_text(name: str, block: Any) -> str:
-    bx, by = ENGINE.block_for(name, block)  # type: ignore[misc]
+    bx, by = launch_facts(name, (1, 1), block)["block"].split("×")
     if name in ("transpose_vec", "transpose_grouped"):
         return "64×64"
     return f"{bx}×{bx}" if name == "transpose_rows" else f"{by}×{bx}"
@@ -417,7 +430,13 @@ ARTICLE_CASES = (
     ("transpose_padded", (32, 8)), ("transpose_rows", (32, 8)),
 )  # fmt: skip
 SWEEP_SHAPES = ((1111, 113), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 8192), (16384, 16384))
-SWEEP_VERSIONS = ("transpose_naive", "transpose_naive_cols", "transpose_padded", "transpose_rows", "transpose_grouped")
+SWEEP_VERSIONS = (
+    "transpose_naive",
+    "transpose_naive_cols",
+    "transpose_padded",
+    "transpose_rows",
+    "transpose_grouped",
+)
 
 
 def on_gpu() -> bool:
@@ -449,7 +468,9 @@ def speed_rows(records: Sequence[Record]) -> Table:
     } for r in records)  # fmt: skip
 
 
-def article_table(shapes: Sequence[tuple[int, int]] = ((1111, 113), (8192, 8192)), dtype: str = "int32") -> Table:
+def article_table(
+    shapes: Sequence[tuple[int, int]] = ((1111, 113), (8192, 8192)), dtype: str = "int32"
+) -> Table:
     """The article's kernel and its fixes, each with the launch named in its row (the article's
     block 32 × 32 or 16 × 16, the fixed kernels' 32 × 8), beside the copy and CuPy, int32 as in
     the article. On the emulator: an empty table that says why."""
@@ -482,7 +503,9 @@ def speed_against_n(
     from the article's 1111 × 113 to 16384² (none on the emulator)."""
     if not on_gpu():
         return []
-    return [r for shape in shapes for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))]
+    return [
+        r for shape in shapes for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))
+    ]
 
 
 def plot_speed(ax: Any, records: Sequence[Record]) -> None:
