@@ -502,8 +502,8 @@ transpose.launch_table()
 
 # %% [markdown]
 # At 1111 × 113 no launch fills the GPU even once (waves below 1: `transpose_grouped` keeps 36 of
-# 132 SMs busy), so no kernel can reach the memory's bandwidth and the timings differ by fractions
-# of a microsecond. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
+# 132 SMs busy), so no kernel can reach the memory's bandwidth, and the timings differ by a
+# microsecond or so around the launch's 4. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
 # bandwidth lesson shows. The article's single event-timed launch of this matrix measures the
 # launch, not the kernel.
 #
@@ -560,7 +560,7 @@ transpose.article_table()
 # slower than CuPy; `transpose_tiled` at 32 × 32 is the same kernel and the same speed. Removing
 # the 32-way conflict (`transpose_padded` at 32 × 32) lifts it to about 42 %; the 16 × 16 block of
 # the article's text, with its 8-way conflict, does about as well (about 46 %). Blocks of 32 × 8,
-# tiled or padded, reach about 48–50 %, and `transpose_rows` about 86 %: the rest of the gain is
+# tiled or padded, reach about 47–50 %, and `transpose_rows` about 86 %: the rest of the gain is
 # bytes in flight. The naive kernel stays at about 13 %.
 #
 # **Bytes in flight, measured.** The launches of the table in `transpose_rows`' section, at 8192²:
@@ -583,8 +583,8 @@ transpose.in_flight_speed()
 transpose.speed_table()
 
 # %% [markdown]
-# At 8192² and 16384² on an H200 the story reads in order: `transpose_naive` about 12–13 % of the
-# copy, `transpose_naive_cols` about 40 %, the tiles at 32 × 8 about 47–50 %, `transpose_rows` about
+# At 8192² and 16384² on an H200 the story reads in order: `transpose_naive` about 11–13 % of the
+# copy, `transpose_naive_cols` about 40 %, the tiles at 32 × 8 about 46–50 %, `transpose_rows` about
 # 84–86 %, `transpose_vec` about 94–95 %, and `transpose_grouped` about 97–98 %: about 3.5× faster
 # than `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about 27–28 % of the copy. At
 # 1111 × 113 every row is 4–5.5 µs again.
