@@ -286,3 +286,221 @@ def test_the_panel_follows_its_widgets(emulator_backend):
     p.block.value = (32, 8)
     p.version.value = "transpose_grouped"  # (32, 8) is no block of grouped's: its default instead
     assert p.block.value == (32, 16) and p.last["ok"]
+
+
+# ---------------------------------------------------------------- notebook 02's pictures
+
+
+def _titles(axes) -> list[str]:
+    return [ax.get_title() for ax in axes]
+
+
+def test_draw_sectors_counts_a_row_against_a_column(emulator_backend):
+    from matplotlib.figure import Figure
+
+    axes = Figure().subplots(1, 2)
+    assert transpose.draw_sectors(axes, "transpose_naive") is None  # a drawing cell shows only the picture
+    read, write = _titles(axes)
+    assert "warp 0 reads 128 B" in read and "→ 4 sectors = 128 B moved" in read
+    assert "warp 0 writes 128 B" in write and "→ 32 sectors = 1024 B moved" in write
+    image = axes[1].get_images()[0].get_array()
+    assert np.allclose(image[:, 0], course.draw.group_color(0))  # warp 0 wrote column 0 of out
+    assert np.allclose(image[:, 1], course.draw.group_color(1))  # warp 1 column 1, in the same sectors
+    assert "row 0 → 4 sectors" in axes[0].get_xlabel() and "column 3 → 32 sectors" in axes[1].get_xlabel()
+    axes = Figure().subplots(1, 2)
+    transpose.draw_sectors(axes, "transpose_naive_cols")
+    assert "→ 32 sectors" in _titles(axes)[0] and "→ 4 sectors" in _titles(axes)[1]
+
+
+def test_the_edge_block_loads_and_stores_with_different_threads(emulator_backend):
+    from matplotlib.figure import Figure
+
+    e = transpose.edge_threads()
+    assert e["grid"] == (4, 35) and e["block"] == (3, 34)
+    y, x = np.indices((32, 32))
+    np.testing.assert_array_equal(
+        e["load"], (y < 1111 - 34 * 32) & (x < 113 - 3 * 32)
+    )  # 23 rows × 17 columns
+    np.testing.assert_array_equal(e["store"], (y < 113 - 3 * 32) & (x < 1111 - 34 * 32))  # the transpose
+    assert (e["load"] & e["store"]).sum() == 17 * 17
+    axes = Figure().subplots(1, 2)
+    transpose.draw_edge_block(axes)
+    load, store = _titles(axes)
+    assert "391 of 1024" in load and "102 threads that load but do not store" in load
+    assert "391 of 1024" in store and "17 rows × 23 columns" in store
+
+
+def test_the_tile_order_of_a_2d_and_a_1d_grid(emulator_backend):
+    from matplotlib.figure import Figure
+
+    vec, grouped = (
+        transpose.tile_order("transpose_vec", (256, 384)),
+        transpose.tile_order("transpose_grouped", (256, 384)),
+    )
+    np.testing.assert_array_equal(vec, np.arange(24).reshape(4, 6))  # blockIdx.x across the tile row
+    np.testing.assert_array_equal(grouped, np.arange(24).reshape(6, 4).T)  # down whole tile columns
+    axes = Figure().subplots(1, 2)
+    transpose.draw_tile_order(axes)
+    assert "2-D grid" in axes[0].get_title() and "1-D grid" in axes[1].get_title()
+    assert [t.get_text() for t in axes[1].texts[:2]] == ["0", "1"]  # out's first tile row: blocks 0, 1, ...
+    assert axes[0].texts[1].get_text() == "8"  # the 2-D grid's block 1 wrote the tile below block 0
+
+
+def test_the_tile_pictures_show_the_column_read(emulator_backend):
+    from matplotlib.figure import Figure
+
+    for name, block, ways in (("transpose_article", (32, 32), 32), ("transpose_article", (16, 16), 8),
+                              ("transpose_padded", (32, 32), 1)):  # fmt: skip
+        ax = Figure().add_subplot()
+        transpose.draw_tile_read(ax, name, block)
+        assert f"→ {ways}-way" in ax.get_title(), (name, block)
+    ax = Figure().add_subplot()
+    transpose.draw_tile(ax, "transpose_tiled", (32, 8))
+    texts = [t.get_text() for t in ax.texts]
+    assert "8×32 tile" in ax.get_title() and "warp 0: 8 rows × 4 columns · 8-way" in texts
+    ax = Figure().add_subplot()
+    transpose.draw_tile(ax, "transpose_padded", (32, 8))
+    assert "8×33 tile" in ax.get_title()
+
+
+# ---------------------------------------------------------------- notebook 02's counts
+
+
+def test_the_articles_kernel_without_bounds_checks_writes_past_the_output(emulator_backend, rng):
+    findings = transpose.unchecked(_ints(rng, SQUARE))
+    (f,) = findings.of("out-of-bounds")
+    assert f.buffer == "tr_matrix" and "tr_matrix[threadIdx.x" in f.code[0]
+    assert transpose.article_grid(SQUARE) == (4, 35)
+    assert not transpose.unchecked(_ints(rng, (64, 96)))  # whole tiles: nothing to protect
+
+
+def test_launch_facts_count_blocks_and_waves():
+    from course.transpose import story
+
+    assert story.resident_blocks(1024, 4096) == 2 and story.resident_blocks(512, 16640) == 4
+    assert story.resident_blocks(256, 0) == 8  # threads decide
+    assert story.resident_blocks(64, 48 * 1024) == 4  # shared memory decides (1 KB reserved per block)
+    small = transpose.launch_facts("transpose_grouped", SQUARE)
+    assert (small["grid"], small["blocks"], small["blocks per SM"], small["waves"]) == ("36", 36, 4, 0.07)
+    big = transpose.launch_facts("transpose_naive", (8192, 8192), (32, 8))
+    assert (big["grid"], big["blocks"], big["waves"]) == ("256×1024", 262144, 248.24)
+    rows = transpose.launch_table()
+    assert all(r["waves"] < 1 for r in rows if r["shape"] == "1111×113")
+    assert all(r["waves"] > 30 for r in rows if r["shape"] == "8192×8192")
+    assert transpose.launch_facts("transpose_padded", SQUARE, (32, 8))["shared B per block"] == 33 * 8 * 4
+
+
+def test_bytes_in_flight_from_the_trace():
+    assert transpose.bytes_needed_per_sm() == 21818  # 4.8 TB/s × 600 ns over 132 SMs
+    assert transpose.loads_before_barrier("transpose_padded", (32, 8)) == 4
+    assert transpose.loads_before_barrier("transpose_rows", (32, 8)) == 16  # 4 rows of a 32 × 32 tile
+    assert transpose.loads_before_barrier("transpose_vec", (32, 16)) == 32  # 8 words of a 64 × 64 tile
+    assert transpose.loads_before_barrier("transpose_vec", (8, 32)) == 64  # four 16-byte vectors
+    rows = {(r["version"], r["block"]): r for r in transpose.in_flight_table()}
+    assert rows[("transpose_rows", "32×8")]["B in flight per SM"] == 32768
+    assert rows[("transpose_padded", "32×32")]["B in flight per SM"] == 8192
+    assert (
+        rows[("transpose_vec", "32×16")]["tile"] == "64×64"
+        and rows[("transpose_padded", "32×8")]["tile"] == "8×32"
+    )
+
+
+def test_blocks_table_and_sectors_of_named_blocks(emulator_backend, rng):
+    a = _ints(rng, (70, 45))
+    rows = transpose.blocks_table("transpose_rows", a)
+    assert [r["block"] for r in rows] == ["32×8", "32×16", "32×32", "16×16", "64×8"]
+    assert all(r["matches NumPy"] for r in rows) and rows[4]["kernel"] == "transpose_rows<64, 8>"
+    wrong = transpose.blocks_table("transpose_article", a, [(32, 8)])
+    assert wrong[0]["matches NumPy"] is False
+    table = transpose.sectors_table([("transpose_article", (16, 16)), "copy"], block=(32, 8))
+    assert [(r["version"], r["block"]) for r in table] == [("transpose_article", "16×16"), ("copy", "32×8")]
+    assert table[0]["read sectors/request"] == table[0]["write sectors/request"] == 4
+    assert "answer" in repr(transpose.article_blocks(shape=(40, 70), wide=False))  # a Table, shown as text
+    assert len(transpose.article_blocks(shape=(40, 70), wide=False)) == 4
+
+
+def test_the_timing_tables_say_they_need_a_gpu(emulator_backend):
+    from matplotlib.figure import Figure
+
+    for table in (transpose.article_table(), transpose.in_flight_speed(), transpose.speed_table()):
+        assert not table and "need a GPU" in repr(table)
+    assert transpose.speed_against_n() == []
+    ax = Figure().add_subplot()
+    transpose.plot_speed(ax, [])
+    assert "need a GPU" in ax.texts[0].get_text()
+
+
+@pytest.mark.gpu
+def test_the_timing_tables_on_a_gpu(cupy_backend):
+    rows = transpose.article_table(shapes=((1111, 113),))
+    kernels = {r["kernel"] for r in rows}
+    assert {
+        "copy",
+        "cupy.ascontiguousarray(a.T)",
+        "transpose_article 32×32",
+        "transpose_padded 32×8",
+    } <= kernels
+    assert all(r["µs"] > 0 and r["% of copy"] > 0 for r in rows)
+    assert {r["kernel"] for r in transpose.in_flight_speed(shape=(1024, 1024))} >= {"transpose_rows 32×8"}
+    assert {r["shape"] for r in transpose.speed_table(shapes=(((1111, 113), "int32"),))} == {"1111×113"}
+    records = transpose.speed_against_n(shapes=((1111, 113), (1024, 1024)))
+    assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.story.SWEEP_VERSIONS)
+
+
+# ---------------------------------------------------------------- notebook 02's exercises
+
+
+def test_exercise_sectors_hints_then_passes():
+    assert transpose.naive_sectors((8, 32)) == (4.0, 8.0) and transpose.naive_sectors((4, 64)) == (8.0, 4.0)
+    start = {(32, 8): (4, 32), (16, 16): (4, 32), (8, 32): (4, 32), (4, 64): (4, 32)}  # the notebook's
+    verdict = transpose.exercise_sectors(start)
+    assert not verdict.ok and "block 16×16" in str(verdict) and "hint" in str(verdict)
+    assert "missing" in str(transpose.exercise_sectors({(32, 8): (4, 32)}))
+    right = {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    assert transpose.exercise_sectors(right).ok
+
+
+STORE_KERNEL = r"""
+extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[32][33];
+    int row = blockIdx.y * 32 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
+    if (row < m && col < n) tile[threadIdx.y][threadIdx.x] = in[row * n + col];
+    __syncthreads();
+    int orow = blockIdx.x * 32 + threadIdx.y;
+    int ocol = blockIdx.y * 32 + threadIdx.x;
+    if (row < m && col < n)
+        out[orow * m + ocol] = tile[threadIdx.x][threadIdx.y];
+}"""
+START, FIXED = "if (row < m && col < n)\n", "if (orow < n && ocol < m)\n"
+COLUMN, ROW = "tile[threadIdx.x][threadIdx.y];", "tile[threadIdx.y][threadIdx.x];"
+
+
+@pytest.mark.parametrize(
+    ("edits", "ok", "says"),
+    [
+        ({}, False, "a thread past the edge stored anyway"),  # the notebook's start: 64 × 96 passes, then a fault
+        ({START: FIXED}, True, "all 8 cases right"),
+        ({START: FIXED, COLUMN: ROW}, False, "elements of out are wrong"),  # right bounds, wrong element
+        ({START: FIXED.replace(")", ") &&")}, False, "does not compile"),
+    ],
+)  # fmt: skip
+def test_exercise_store_check(edits, ok, says):
+    source = STORE_KERNEL
+    for old, new in edits.items():
+        assert old in source
+        source = source.replace(old, new)
+    verdict = transpose.exercise_store_check(source)
+    assert verdict.ok is ok and says in str(verdict), str(verdict)
+
+
+def test_exercise_rows_block_on_the_emulator(emulator_backend):
+    assert not transpose.exercise_rows_block((32, 32)).ok  # the notebook's start: 8 KB in flight
+    assert "hint" in str(transpose.exercise_rows_block((32, 16)))
+    assert transpose.exercise_rows_block((32, 8)).ok and transpose.exercise_rows_block([64, 8]).ok
+    assert "takes a block in" in str(transpose.exercise_rows_block((32, 4)))
+
+
+@pytest.mark.gpu
+def test_exercise_rows_block_on_a_gpu(cupy_backend):
+    verdict = transpose.exercise_rows_block((64, 8), shape=(2048, 2048))
+    assert "measured" in str(verdict)

@@ -77,6 +77,21 @@ __global__ void transpose_article(elem_t* matrix, elem_t* tr_matrix, int m, int 
     return;
 }
 
+// ---- 4a. The article's kernel with its two bounds checks taken out (BLOCK_SIZE 32).
+// Not a version: notebook 02 runs it on the emulator only, to show what the checks protect.
+// The grid is rounded up to whole tiles, so the blocks on the right and bottom edges have
+// threads past the matrix: their loads read past the end of `matrix`, and their stores land
+// in the wrong row of `tr_matrix` or past its end. On a GPU that is a fault or silent damage.
+extern "C" __global__ void transpose_article_unchecked(elem_t* matrix, elem_t* tr_matrix, int m, int n) {
+    int row = blockDim.y * blockIdx.y + threadIdx.y;
+    int col = blockDim.x * blockIdx.x + threadIdx.x;
+    __shared__ elem_t smem_matrix[32][32];
+    smem_matrix[threadIdx.y][threadIdx.x] = matrix[row * n + col];
+    __syncthreads();
+    tr_matrix[threadIdx.x + blockIdx.y * blockDim.x + m * (blockIdx.x * blockDim.x + threadIdx.y)] =
+        smem_matrix[threadIdx.x][threadIdx.y];
+}
+
 // ---- 5. Tiled, fixed: any 2-D block.
 // The tile is blockDim.y rows x blockDim.x columns (dynamic shared memory, bx*by words). Its
 // transpose is bx rows x by columns, so for the write the threads are renumbered: thread t

@@ -7,21 +7,46 @@
     transpose.check("transpose_article", a, block=(32, 8))
     transpose.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 02
-tells the story with. The kernels are in `kernels/transpose.cu`.
+`topic.py` is the description the engine runs, `story.py` the numbers notebook 02 tells the story
+with, `pictures.py` its pictures, `exercises.py` its exercises. The kernels are in
+`kernels/transpose.cu`.
 """
 
 from __future__ import annotations
 
+from .exercises import exercise_rows_block, exercise_sectors, exercise_store_check, naive_sectors
+from .pictures import (
+    draw_edge_block,
+    draw_sectors,
+    draw_tile,
+    draw_tile_order,
+    draw_tile_read,
+    edge_threads,
+    tile_order,
+)
 from .story import (
     article_blocks,
     article_conflicts,
+    article_grid,
+    article_table,
     bank_table,
+    blocks_table,
+    bytes_needed_per_sm,
     draw_banks,
     draw_warps,
     gpu_table,
+    in_flight,
+    in_flight_speed,
+    in_flight_table,
+    launch_facts,
+    launch_table,
     launch_text,
+    loads_before_barrier,
+    plot_speed,
     sectors_table,
+    speed_against_n,
+    speed_table,
+    unchecked,
     versions_in_story,
     warp_elements,
     wide_block_fault,
@@ -36,7 +61,11 @@ check = ENGINE.check
 panel = ENGINE.panel
 
 __all__ = [
-    "ENGINE", "GROUP", "STORY", "TILE", "TOPIC", "VERSIONS", "article_blocks", "article_conflicts", "bank_table",
-    "check", "copy_kernel", "draw_banks", "draw_warps", "gpu_table", "kernel", "launch_text", "panel",
-    "reference", "run", "sectors_table", "shape_for", "trace", "versions", "versions_in_story", "warp_elements", "wide_block_fault",
+    "ENGINE", "GROUP", "STORY", "TILE", "TOPIC", "VERSIONS", "article_blocks", "article_conflicts", "article_grid",
+    "article_table", "bank_table", "blocks_table", "bytes_needed_per_sm", "check", "copy_kernel", "draw_banks", "draw_edge_block",
+    "draw_sectors", "draw_tile", "draw_tile_order", "draw_tile_read", "draw_warps", "edge_threads", "exercise_rows_block", "exercise_sectors",
+    "exercise_store_check", "gpu_table", "in_flight", "in_flight_speed", "in_flight_table", "kernel",
+    "launch_facts", "launch_table", "launch_text", "loads_before_barrier", "naive_sectors", "panel",
+    "plot_speed", "reference", "run", "sectors_table", "shape_for", "speed_against_n", "speed_table", "tile_order",
+    "trace", "unchecked", "versions", "versions_in_story", "warp_elements", "wide_block_fault",
 ]  # fmt: skip

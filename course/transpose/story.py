@@ -1,7 +1,9 @@
 """Numbers and pictures notebook 02 tells the transpose story with, read from traces and timings.
 
 Every count here comes from an emulator trace of the kernel that runs (sectors per request,
-bank-conflict ways, which warp touched which element); the GPU table is timed by course.bench.
+bank-conflict ways, which warp touched which element, the loads a thread has in flight); the
+launch arithmetic from the versions' grid rules; the GPU tables are timed by course.bench (on
+the emulator they are empty and say why).
 """
 
 from __future__ import annotations
@@ -13,10 +15,23 @@ import numpy as np
 
 from .. import analysis, arrays, backend, bench, draw
 from ..bench import Record
+from ..checks import Findings
 from ..emulator import Trace
 from ..engine import Size
 from ..errors import CourseError
-from .topic import ARTICLE_BLOCKS, BENCH, ENGINE, STORY, BlockTiles, copy_kernel, kernel, version
+from ..source import Table
+from .topic import (
+    ARTICLE_BLOCKS,
+    BENCH,
+    ENGINE,
+    STORY,
+    BandTiles,
+    BlockTiles,
+    copy_kernel,
+    kernel,
+    prepare,
+    version,
+)
 
 SECTORS_VERSIONS = ("copy", *STORY)  # the copy first: the ceiling every version is measured against
 BANK_CASES = (
@@ -28,12 +43,12 @@ BANK_CASES = (
 WIDE_BLOCK = (64, 16)  # wider than the article's 32 × 32 tile: it reads past the tile
 
 
-def _matrix(shape: tuple[int, int], dtype: Any = np.float32) -> np.ndarray:
+def index_matrix(shape: tuple[int, int], dtype: Any = np.float32) -> np.ndarray:
     """0, 1, 2, ... in row order: an element's value is its index in `a`."""
     return np.arange(shape[0] * shape[1]).astype(dtype).reshape(shape)
 
 
-def _block(name: str, block: Any) -> Any:
+def accepted_block(name: str, block: Any) -> Any:
     """`block` if version `name` accepts it, else its default (vec and grouped take (32 / VEC, rows))."""
     v = ENGINE.version(name)
     return block if block in v.blocks else ENGINE.block_for(v)
@@ -55,7 +70,7 @@ def _copy_trace(a: np.ndarray, block: tuple[int, int], **kw: Any) -> Trace:
         return copy_kernel(a.dtype).trace(grid, block, args, **kw)
 
 
-def _trace(name: str, a: np.ndarray, block: Any, **kw: Any) -> Trace:
+def first_trace(name: str, a: np.ndarray, block: Any, **kw: Any) -> Trace:
     if name == "copy":
         return _copy_trace(a, block, **kw)
     return ENGINE.trace(name, a, block=block, **kw).launches()[0]
@@ -76,7 +91,7 @@ def _describe(index: np.ndarray, cols: int) -> str:
     return f"{len(r)} rows × {len(c)} columns"
 
 
-def _global_buffers(t: Trace) -> tuple[str, str]:
+def global_buffers(t: Trace) -> tuple[str, str]:
     """The input and output buffer names (the article calls them matrix and tr_matrix)."""
     names = [b.name for b in t.buffers if b.space == "global"]
     return names[0], names[1]
@@ -87,15 +102,15 @@ def warp_elements(
     shape: tuple[int, int] = (64, 64),
     block: Any = (32, 8),
     warp: int = 0,
-) -> list[dict[str, Any]]:
+) -> Table:
     """Which elements one warp of block 0 reads in `a` and writes in `out`, for each version:
     a row or a column of each matrix, from the trace (first global load and first global store)."""
-    rows = []
-    a = _matrix(shape)
+    rows = Table()
+    a = index_matrix(shape)
     for name in names:
-        b = block if name == "copy" else _block(name, block)
-        t = _trace(name, a, b, blocks=[0], spaces={"global"})
-        src, dst = _global_buffers(t)
+        b = block if name == "copy" else accepted_block(name, block)
+        t = first_trace(name, a, b, blocks=[0], spaces={"global"})
+        src, dst = global_buffers(t)
         row: dict[str, Any] = {"version": name, "block": "×".join(map(str, b))}
         for buffer, width, what in ((src, shape[1], "reads in a"), (dst, shape[0], "writes in out")):
             if name == "copy" and buffer == dst:
@@ -114,9 +129,9 @@ def draw_warps(
     """Two pictures from the trace of block 0: `a` with each element coloured by the warp that
     read it, and `out` by the warp that wrote it (warps 0 .. warps - 1 in colour, the rest grey,
     untouched white). A warp's 32 lanes on a row of `a` and down a column of `out`: naive."""
-    b = block if name == "copy" else _block(name, block)
-    t = _trace(name, _matrix(shape), b, blocks=[0], spaces={"global"})
-    src, dst = _global_buffers(t)
+    b = block if name == "copy" else accepted_block(name, block)
+    t = first_trace(name, index_matrix(shape), b, blocks=[0], spaces={"global"})
+    src, dst = global_buffers(t)
     m, n = shape
     out_shape = shape if name == "copy" else (n, m)
     images = []
@@ -147,16 +162,19 @@ def draw_warps(
 
 
 def sectors_table(
-    names: Sequence[str] = SECTORS_VERSIONS, shape: tuple[int, int] = (256, 256), block: Any = (32, 8)
-) -> list[dict[str, Any]]:
+    names: Sequence[str | tuple[str, Any]] = SECTORS_VERSIONS,
+    shape: tuple[int, int] = (256, 256),
+    block: Any = (32, 8),
+) -> Table:
     """Global sectors per warp request of each version's reads and writes (blocks 0 and 1, from
     the trace), beside the ideal: 4 for 32 words in a row (128 bytes); 32 when the 32 lanes'
-    words are a row apart."""
-    rows = []
-    a = _matrix(shape)
-    for name in names:
-        b = block if name == "copy" else _block(name, block)
-        s = analysis.sectors(_trace(name, a, b, blocks=[0, 1], spaces={"global"}))
+    words are a row apart. A name may come with its own block: ("transpose_article", (32, 32))."""
+    rows = Table()
+    a = index_matrix(shape)
+    for case in names:
+        name, wanted = case if isinstance(case, tuple) else (case, block)
+        b = wanted if name == "copy" else accepted_block(name, wanted)
+        s = analysis.sectors(first_trace(name, a, b, blocks=[0, 1], spaces={"global"}))
         row: dict[str, Any] = {"version": name, "block": "×".join(map(str, b))}
         for op, what in (("ld", "read"), ("st", "write")):
             mine = s[s.op == op]
@@ -167,15 +185,13 @@ def sectors_table(
 
 
 def _shared_trace(name: str, block: Any, shape: tuple[int, int]) -> Trace:
-    return _trace(name, _matrix(shape), block, blocks=[0], spaces={"shared"})
+    return first_trace(name, index_matrix(shape), block, blocks=[0], spaces={"shared"})
 
 
-def bank_table(
-    cases: Sequence[tuple[str, Any]] = BANK_CASES, shape: tuple[int, int] = (128, 128)
-) -> list[dict[str, Any]]:
+def bank_table(cases: Sequence[tuple[str, Any]] = BANK_CASES, shape: tuple[int, int] = (128, 128)) -> Table:
     """Bank conflicts of the tile in block 0, from the trace: worst ways of the stores to the
     tile and of the loads from it, and wavefronts per request (1 is conflict-free)."""
-    rows = []
+    rows = Table()
     for name, block in cases:
         bc = analysis.bank_conflicts(_shared_trace(name, block, shape))
         st, ld = bc[bc.op == "st"], bc[bc.op == "ld"]
@@ -187,11 +203,11 @@ def bank_table(
     return rows
 
 
-def draw_banks(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> Any:
+def draw_banks(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> None:
     """The bank heat map of block 0's worst shared-memory line (the tile read, for the article):
     one row per warp instruction, distinct words per bank. Unpadded 32 × 32: a column of 32s;
     padded (use block 32 × 32): every bank once."""
-    return draw.bank_heatmap(ax, _shared_trace(name, block, shape))
+    draw.bank_heatmap(ax, _shared_trace(name, block, shape))
 
 
 # ---------------------------------------------------------------- the article's errors
@@ -210,7 +226,7 @@ def article_conflicts(shape: tuple[int, int] = (64, 64)) -> dict[str, int]:
 def wide_block_fault(shape: tuple[int, int] = (100, 70), block: tuple[int, int] = WIDE_BLOCK) -> str:
     """What the emulator says when the article's kernel (BLOCK_SIZE 32) runs with a block wider
     than its tile: a read past the 4 KiB tile. Never launched on a GPU: it would fault there."""
-    a = _matrix(shape, np.int32)
+    a = index_matrix(shape, np.int32)
     m, n = shape
     with backend.using("emulator"):
         k = kernel("transpose_article", np.int32)  # the <32> instance
@@ -223,14 +239,16 @@ def wide_block_fault(shape: tuple[int, int] = (100, 70), block: tuple[int, int] 
 
 
 def article_blocks(
-    shape: tuple[int, int] = (1111, 113), blocks: Sequence[tuple[int, int]] = ARTICLE_BLOCKS
-) -> list[dict[str, Any]]:
+    shape: tuple[int, int] = (1111, 113),
+    blocks: Sequence[tuple[int, int]] = ARTICLE_BLOCKS,
+    wide: bool = True,
+) -> Table:
     """The article's kernel with square and non-square blocks on the emulator: is the answer
-    right, and what the checker finds (blockDim.x is used for both dimensions). A last row for
-    a block wider than the tile, which faults."""
+    right, and what the checker finds (blockDim.x is used for both dimensions). With `wide`, a
+    last row for a block wider than the tile, which faults (`wide_block_fault` says how)."""
     a = np.random.default_rng(13).integers(-(2**31), 2**31, size=shape, dtype=np.int32)
     want = ENGINE.reference(a)
-    rows = []
+    rows = Table()
     with backend.using("emulator"):
         for block in blocks:
             problem = ENGINE.topic.compare(ENGINE.run("transpose_article", a, block=block), want, (a,))
@@ -241,10 +259,11 @@ def article_blocks(
                 "answer": "right" if not problem else problem.split(";")[0],
                 "checker": ", ".join(kinds) if kinds else "clean",
             })  # fmt: skip
-    rows.append({
-        "block": "×".join(map(str, WIDE_BLOCK)), "kernel": kernel("transpose_article").name,
-        "answer": "faults (run on the emulator only)", "checker": wide_block_fault().split("\n")[0],
-    })  # fmt: skip
+    if wide:
+        rows.append({
+            "block": "×".join(map(str, WIDE_BLOCK)), "kernel": kernel("transpose_article").name,
+            "answer": "faults (run on the emulator only)", "checker": wide_block_fault().split("\n")[0],
+        })  # fmt: skip
     return rows
 
 
@@ -263,8 +282,233 @@ def gpu_table(
     return [r for size in sizes for r in bench.run(ENGINE, size, dtypes=dtypes, runs=runs)]
 
 
-def versions_in_story() -> list[dict[str, str]]:
+def blocks_table(name: str, a: Any, blocks: Sequence[Any] | None = None) -> Table:
+    """Version `name` on `a` with each of `blocks` (its own blocks if None): the kernel instance,
+    the grid, and whether the answer matches NumPy's."""
+    want = ENGINE.reference(a)
+    rows = Table()
+    for block in blocks or ENGINE.version(name).blocks:
+        rows_, cols_ = np.shape(a)
+        facts = launch_facts(name, (rows_, cols_), block)
+        ok = not ENGINE.topic.compare(ENGINE.run(name, a, block=block), want, (a,))
+        rows.append({"block": facts["block"], "kernel": kernel(name, block=block).name, "grid": facts["grid"],
+                     "matches NumPy": ok})  # fmt: skip
+    return rows
+
+
+def versions_in_story() -> Table:
     """Each version: what changed, and the kernel instance its default block runs."""
-    return [
+    return Table(
         {"version": name, "what changed": version(name).title, "kernel": kernel(name).name} for name in STORY
+    )
+
+
+# ---------------------------------------------------------------- what the bounds checks protect
+
+ARTICLE_BLOCK = (32, 32)  # the article's main(): BLOCK_SIZE 32
+
+
+def article_grid(shape: tuple[int, int], block: tuple[int, int] = ARTICLE_BLOCK) -> tuple[int, int]:
+    """The article's grid: ((n - 1 + BLOCK_SIZE) / BLOCK_SIZE, (m - 1 + BLOCK_SIZE) / BLOCK_SIZE),
+    x across the n columns, y down the m rows: enough blocks to cover every element."""
+    m, n = shape
+    return ((n - 1 + block[0]) // block[0], (m - 1 + block[1]) // block[1])
+
+
+def unchecked(a: Any) -> Findings:
+    """The article's kernel without its two bounds checks (`transpose_article_unchecked`),
+    launched as the article launches it (block 32 × 32, the rounded-up grid), run by the checker
+    on the emulator: who reads or writes out of bounds, on which line, in which buffer. Never on
+    a GPU, where such a launch faults (and leaves the CUDA context unusable) or damages memory."""
+    (host,) = prepare(a)
+    m, n = host.shape
+    with backend.using("emulator"):
+        k = ENGINE.kernel("transpose_article_unchecked", host.dtype)
+        args = (arrays.asarray(host), arrays.zeros((n, m), host.dtype), np.int32(m), np.int32(n))
+        return k.check(article_grid(host.shape), ARTICLE_BLOCK, args)
+
+
+# ---------------------------------------------------------------- how full the GPU is
+
+SM_THREADS, SM_BLOCKS, SM_SHARED, BLOCK_RESERVED = 2048, 32, 228 * 1024, 1024  # per SM, H100 / H200
+LATENCY_NS, PEAK_TBPS = 600, 4.8  # a DRAM load's round trip, and the H200's DRAM bandwidth
+LAUNCH_CASES = (
+    ("transpose_naive", (32, 8)), ("transpose_article", (32, 32)), ("transpose_padded", (32, 8)),
+    ("transpose_rows", (32, 8)), ("transpose_grouped", (32, 16)),
+)  # fmt: skip
+
+
+def resident_blocks(threads: int, shared: int) -> int:
+    """Blocks of `threads` threads and `shared` bytes of shared memory one SM holds at once, by the
+    H100 / H200 limits on threads (2048), blocks (32) and shared memory (228 KB, 1 KB of it
+    reserved per block). Registers can lower it further; these kernels use few."""
+    by_shared = SM_SHARED // (shared + BLOCK_RESERVED)
+    return max(0, min(SM_THREADS // threads, by_shared, SM_BLOCKS))
+
+
+def launch_facts(name: str, shape: tuple[int, int], block: Any = None) -> dict[str, Any]:
+    """The launch version `name` makes on a matrix of `shape` (from its grid rule, nothing run):
+    grid, blocks, threads per block, shared memory per block, blocks per SM, and how many times
+    the grid fills the GPU (its waves: below 1, some SMs have nothing to do)."""
+    v = version(name)
+    chosen = ENGINE.block_for(v, block)
+    b = chosen if isinstance(chosen, tuple) else (chosen, 1)
+    grid = v.grid(shape, b, backend.device())
+    blocks = int(np.prod(grid))
+    threads = b[0] * b[1]
+    shared = kernel(name, block=b).static_shared_bytes + (v.shared(b) if v.shared else 0)
+    per_sm = resident_blocks(threads, shared)
+    return {
+        "shape": f"{shape[0]}×{shape[1]}", "version": name, "block": f"{b[0]}×{b[1]}",
+        "grid": str(grid[0]) if isinstance(v.grid, BandTiles) else f"{grid[0]}×{grid[1]}",
+        "blocks": blocks, "threads per block": threads,
+        "shared B per block": shared, "blocks per SM": per_sm,
+        "waves": round(blocks / (per_sm * backend.device().sm_count), 2),
+    }  # fmt: skip
+
+
+def launch_table(
+    cases: Sequence[tuple[str, Any]] = LAUNCH_CASES,
+    shapes: Sequence[tuple[int, int]] = ((1111, 113), (8192, 8192)),
+) -> Table:
+    """`launch_facts` of each version at each shape: the article's small matrix does not fill the
+    GPU even once; 8192² fills it tens to hundreds of times."""
+    return Table(launch_facts(name, shape, block) for shape in shapes for name, block in cases)
+
+
+IN_FLIGHT_CASES = (
+    ("transpose_padded", (32, 32)), ("transpose_padded", (32, 8)),
+    ("transpose_rows", (32, 32)), ("transpose_rows", (32, 16)), ("transpose_rows", (32, 8)),
+    ("transpose_rows", (64, 8)), ("transpose_vec", (32, 16)),
+)  # fmt: skip
+
+
+def bytes_needed_per_sm() -> int:
+    """Little's law: the bytes of loads each SM must keep waiting for, so that the DRAM is never
+    idle: bandwidth × latency (H200 figures) shared among the SMs."""
+    return int(PEAK_TBPS * 1e12 * LATENCY_NS * 1e-9 / backend.device().sm_count)
+
+
+def loads_before_barrier(name: str, block: Any, shape: tuple[int, int] = (128, 128)) -> int:
+    """Bytes one thread loads from `a` before its first __syncthreads() (warp 0 of block 0, from
+    the trace): the loads it has in flight together, since none is used before the barrier."""
+    t = first_trace(name, index_matrix(shape), block, blocks=[0], spaces={"global", "sync"})
+    loads = t.select((t.space == "global") & (t.op == "ld") & (t.warp == 0) & (t.epoch == 0))
+    return int(loads.size.sum())
+
+
+def in_flight(name: str, block: Any) -> dict[str, Any]:
+    """What a launch of version `name` keeps in flight per SM: the bytes one thread loads before
+    its barrier (counted from the trace) times the threads an SM holds (`resident_blocks`)."""
+    facts = launch_facts(name, (8192, 8192), block)
+    per_thread = loads_before_barrier(name, ENGINE.block_for(name, block))
+    threads = facts["blocks per SM"] * facts["threads per block"]
+    return {
+        "version": name, "block": facts["block"], "tile": _tile_text(name, block),
+        "B loaded per thread": per_thread, "threads per SM": threads, "B in flight per SM": threads * per_thread,
+    }  # fmt: skip
+
+
+def _tile_text(name: str, block: Any) -> str:
+    bx, by = launch_facts(name, (1, 1), block)["block"].split("×")
+    if name in ("transpose_vec", "transpose_grouped"):
+        return "64×64"
+    return f"{bx}×{bx}" if name == "transpose_rows" else f"{by}×{bx}"
+
+
+def in_flight_table(cases: Sequence[tuple[str, Any]] = IN_FLIGHT_CASES) -> Table:
+    """`in_flight` of each case: bytes in flight per SM, to hold against `bytes_needed_per_sm`."""
+    return Table(in_flight(name, block) for name, block in cases)
+
+
+# ---------------------------------------------------------------- on a GPU
+
+NEEDS_A_GPU = "timings need a GPU: on the emulator the sector, bank and launch counts above tell the story"
+ARTICLE_CASES = (
+    ("transpose_naive", (32, 8)), ("transpose_article", (32, 32)), ("transpose_article", (16, 16)),
+    ("transpose_tiled", (32, 32)), ("transpose_tiled", (32, 8)), ("transpose_padded", (32, 32)),
+    ("transpose_padded", (32, 8)), ("transpose_rows", (32, 8)),
+)  # fmt: skip
+SWEEP_SHAPES = ((1111, 113), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 8192), (16384, 16384))
+SWEEP_VERSIONS = (
+    "transpose_naive",
+    "transpose_naive_cols",
+    "transpose_padded",
+    "transpose_rows",
+    "transpose_grouped",
+)
+
+
+def on_gpu() -> bool:
+    return backend.device().backend == "cupy"
+
+
+def _case_label(name: str, block: Any) -> str:
+    return f"{name} {'×'.join(map(str, block))}"
+
+
+def timed(
+    cases: Sequence[tuple[str, Any]], shape: tuple[int, int], dtype: str = "int32", runs: int = bench.MIN_RUNS
+) -> list[Record]:
+    """course.bench records of each (version, block) at `shape`, beside the device copy of the same
+    bytes and cupy.ascontiguousarray(a.T), in one run (GPU only)."""
+    setups = {_case_label(name, block): _launches(name, block) for name, block in cases}
+    return bench.run(bench.WithCases(ENGINE, setups), shape, dtypes=[dtype], runs=runs)
+
+
+def _launches(name: str, block: Any) -> Any:
+    return lambda inputs: list(ENGINE.plan(name, *inputs.arrays, block=block).steps)
+
+
+def speed_rows(records: Sequence[Record]) -> Table:
+    """Records as a table: shape, what ran, µs, GB/s, % of the copy, × CuPy."""
+    return Table({
+        "shape": "×".join(map(str, r["shape"])), "dtype": r["dtype"], "kernel": r["kernel"], "µs": 1e3 * r["ms"],
+        "GB/s": r["gbps"], "% of copy": r["pct_of_copy"], "× CuPy": r["x_cupy"],
+    } for r in records)  # fmt: skip
+
+
+def article_table(
+    shapes: Sequence[tuple[int, int]] = ((1111, 113), (8192, 8192)), dtype: str = "int32"
+) -> Table:
+    """The article's kernel and its fixes, each with the launch named in its row (the article's
+    block 32 × 32 or 16 × 16, the fixed kernels' 32 × 8), beside the copy and CuPy, int32 as in
+    the article. On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    return speed_rows([r for shape in shapes for r in timed(ARTICLE_CASES, shape, dtype)])
+
+
+def in_flight_speed(shape: tuple[int, int] = (8192, 8192), dtype: str = "float32") -> Table:
+    """The cases of `in_flight_table`, timed at `shape` beside the copy (GPU only; else a note)."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    return speed_rows(timed(IN_FLIGHT_CASES, shape, dtype))
+
+
+def speed_table(
+    shapes: Sequence[tuple[tuple[int, int], str]] = (((1111, 113), "int32"), ((8192, 8192), "float32"),
+                                                     ((16384, 16384), "float32")),
+) -> Table:  # fmt: skip
+    """Every listed version at its benchmark block, the copy and CuPy, at each (shape, dtype)."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    return speed_rows([r for shape, dtype in shapes for r in bench.run(ENGINE, shape, dtypes=[dtype])])
+
+
+def speed_against_n(
+    versions: Sequence[str] = SWEEP_VERSIONS, shapes: Sequence[tuple[int, int]] = SWEEP_SHAPES
+) -> list[Record]:
+    """float32 records of `versions`, cupy.ascontiguousarray(a.T) and the copy at each shape,
+    from the article's 1111 × 113 to 16384² (none on the emulator)."""
+    if not on_gpu():
+        return []
+    return [
+        r for shape in shapes for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))
     ]
+
+
+def plot_speed(ax: Any, records: Sequence[Record]) -> None:
+    """GB/s against the number of elements, the copy drawn as the ceiling (on the emulator: says
+    there is nothing to time)."""
+    bench.plot(list(records), ax, title="transpose, float32: effective bandwidth (2 × 4 bytes per element)")

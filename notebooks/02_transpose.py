@@ -1,0 +1,666 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2 · Transpose: moving a matrix at the speed of memory
+#
+# A **transpose** computes nothing. Every element of an m × n matrix moves to the mirror position
+# of an n × m one, `out[c][r] = a[r][c]`, and that is all. So its speed is all about memory: how
+# the addresses of a warp's 32 threads fall on the 32-byte pieces that DRAM moves
+# (**coalescing**), and, once a tile in shared memory has fixed that, how they fall on the
+# shared-memory **banks**.
+#
+# This notebook follows the blog post *CUDA：矩阵转置的GPU实现（Share Memory）* ("matrix transpose
+# on the GPU, with shared memory"), a learner's notes from NVIDIA's 2022 *CUDA on Platform*
+# training camp: a CPU loop, then one shared-memory tiled kernel for an `int` matrix of
+# 1111 × 113, launched on a rounded-up 2-D grid with bounds checks and timed with CUDA events, and
+# a closing discussion of row-major against column-major access. Every piece of it is shown, run
+# and checked against NumPy; where its code or its claims are wrong, the notebook runs it, counts
+# from a trace what really happens, and fixes it. Then it goes past the article, to the kernels
+# that move a large matrix nearly as fast as a plain copy.
+#
+# What you will see matter, in the order it starts to matter: **coalescing** (the naive kernels),
+# the **tile** and its **bank conflicts** (the article's kernel and the padded tile), the **edges**
+# of the grid (bounds checks), **bytes in flight** (more work per thread), the **order** in which
+# tiles are visited, and why the article's own matrix is too small for a timing to show any of it.
+# Every cell runs without a GPU, on the course's emulator; on a GPU the timing cells measure, on
+# the emulator they say they cannot.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import matplotlib.pyplot as plt
+import numpy as np
+
+import course
+from course import source, transpose
+
+course.notebook()
+
+# %% [markdown]
+# ## The problem, and the answer to check against
+#
+# C and CUDA store a matrix **row-major**: row 0, then row 1, …, so `a[r][c]` of an m × n matrix
+# is word `r * n + c` of one flat array. The transpose is n × m: its row `c` is column `c` of `a`.
+# The article's CPU version, line for line in Python (`tr_matrix[i][j] = matrix[j][i]`, with the
+# article's warning: the two matrices have different row lengths, so do not mix up m and n):
+
+# %%
+def cpu_transpose(matrix, m, n):
+    tr_matrix = np.empty(m * n, matrix.dtype)
+    for i in range(n):  # row i of the result ...
+        for j in range(m):  # ... is column i of the matrix
+            tr_matrix[i * m + j] = matrix[j * n + i]
+    return tr_matrix.reshape(n, m)
+
+
+m, n = 1111, 113  # the article's matrix: a multiple of no tile size either way
+a = np.random.default_rng(2022).integers(0, 2**31 - 1, size=(m, n), dtype=np.int32)  # rand(), as the article
+print("the CPU loop matches NumPy's a.T:", np.array_equal(cpu_transpose(a.ravel(), m, n), a.T))
+print("transpose.reference(a):", transpose.reference(a).shape, transpose.reference(a).dtype)
+
+# %% [markdown]
+# `transpose.reference(a)` is `a.T` as a C-contiguous array: what every kernel below must write,
+# bit for bit (nothing is computed, so the comparison is exact). Note how the CPU loop walks
+# memory: it writes `tr_matrix` front to back, but reads `matrix` n words apart, down a column.
+# On a CPU a cache line absorbs some of that; on a GPU the same choice decides everything.
+#
+# ## Coalescing first: a warp reading a row, a warp reading a column
+#
+# A GPU's memory system moves **32-byte sectors**. When a warp executes a load or a store (one
+# *request*), the hardware collects the sectors its 32 lanes' addresses fall in and moves each
+# once. 32 lanes reading 32 consecutive 4-byte words ask for 128 bytes and touch 4 sectors: the
+# request is **coalesced**. 32 lanes each reading a word in a different row touch 32 sectors:
+# 1024 bytes move so that 128 can be used.
+#
+# The copy below is the ceiling (it moves the same bytes, but does not transpose), and the naive
+# transpose is the copy with the output index swapped. Both use a 2-D block: `threadIdx.x` walks
+# along a row, and the 32 lanes of a warp are 32 consecutive `threadIdx.x`.
+
+# %%
+source.show("transpose.cu", "copy", "transpose_naive")
+
+# %%
+print("transpose_naive matches NumPy:", np.array_equal(transpose.run("transpose_naive", a), a.T))
+
+# %% [markdown]
+# Right, but look at what one warp does. Below, a 32 × 32 matrix drawn word by word, in rows of
+# 32-byte sectors (a thick box is one sector, 8 words). Warp 0 of block 0 (block 32 × 8) in blue,
+# warp 1 in orange, the other warps of the block in grey; the sectors warp 0's request touches are
+# framed, and tinted where the request moved a word it did not use. Counted from the trace of the
+# kernel:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 6.4))
+transpose.draw_sectors(axes, "transpose_naive")
+
+# %% [markdown]
+# Warp 0 reads row 0 of `in`: 4 sectors for 128 bytes, nothing wasted. It writes the same 32
+# values down column 0 of `out`, one word in each of 32 rows: 32 sectors, 1024 bytes moved for
+# 128 written. Warp 1 then writes column 1, into the *same* 32 sectors, with a request of its own.
+#
+# The mirror image lays the threads over the output instead: a warp writes a row of `out` and
+# reads a column of `in`.
+
+# %%
+source.show("transpose.cu", "transpose_naive_cols")
+
+# %%
+print("transpose_naive_cols matches NumPy:", np.array_equal(transpose.run("transpose_naive_cols", a), a.T))
+fig, axes = plt.subplots(1, 2, figsize=(12, 6.4))
+transpose.draw_sectors(axes, "transpose_naive_cols")
+
+# %% [markdown]
+# Now the writes are coalesced and the reads are not. Averaged over every request of two blocks of
+# a 256 × 256 matrix, against the ideal (the sectors the same bytes would take if they were
+# consecutive):
+
+# %%
+transpose.sectors_table(["copy", "transpose_naive", "transpose_naive_cols"])
+
+# %% [markdown]
+# The copy reads and writes 4 sectors per request; each naive kernel pays 32 on one side, 8 times
+# the ideal. That is the whole problem of the transpose: **a warp is 32 consecutive threads, and
+# whichever matrix you lay them along a row of, they walk down a column of the other.** No choice
+# of indexes makes both sides coalesced, as long as each thread moves its own element straight from
+# `a` to `out`. The article calls this the dilemma (两难) of a transpose without shared memory:
+# "read row-major, write column-major" or the other way round (its text writes both cases as
+# "write col-major"; the second is *read* column-major, *write* row-major: `transpose_naive_cols`).
+#
+# Which side is cheaper to waste? The GPU table at the end measures it: at 8192² on an H200 the
+# naive kernel moves about 13 % of the bytes per second that a copy moves, the column-reading one
+# about 40 %. Reads of partly used sectors can still be served from the L2 cache to the next warp
+# (warp 1 reads the sectors warp 0 just fetched); partial writes cost more.
+#
+# ## The launch: a 2-D grid, rounded up
+#
+# Threads are numbered in two dimensions. A block of (bx, by) threads, a grid of (gx, gy) blocks;
+# thread (x, y) of block (X, Y) takes column `X * bx + x` and row `Y * by + y`. The grid must cover
+# all n = 113 columns and m = 1111 rows, so each dimension is a ceiling division, ⌈113 / 32⌉ = 4
+# and ⌈1111 / 8⌉ = 139. This is the call `transpose.run` makes for you, written out once:
+
+# %%
+block = (32, 8)
+grid = ((n + block[0] - 1) // block[0], (m + block[1] - 1) // block[1])
+naive = transpose.kernel("transpose_naive", np.int32)
+out = course.zeros((n, m), np.int32)
+naive(grid, block, (course.asarray(a), out, np.int32(m), np.int32(n)))
+threads = grid[0] * block[0] * grid[1] * block[1]
+print(f"grid {grid} of blocks {block}: {grid[0] * block[0]} × {grid[1] * block[1]} threads")
+print(f"for {n} columns × {m} rows: {threads - m * n} threads have no element")
+print("matches NumPy:", np.array_equal(course.asnumpy(out), a.T))
+
+# %% [markdown]
+# Rounding up launches 16 793 threads more than there are elements: they sit past the right edge
+# (columns 113–127) and the bottom one (row 1111). `if (row < m && col < n)` keeps them from
+# reading or writing anything. The article's advice is the same: "rather launch too many threads
+# and mask them with an `if` than too few and miss elements"; so is its advice to make a block a
+# whole number of warps (32 × 8 is 8 warps).
+#
+# ## The article's kernel: a tile in shared memory
+#
+# A block first copies a BLOCK_SIZE × BLOCK_SIZE tile of `a` into **shared memory** (fast on-chip
+# memory its threads share), each thread one element, along rows: coalesced. `__syncthreads()`
+# waits until the whole tile is there. Then each thread reads the tile *down a column* and writes
+# the result along a row of the output: coalesced again. The transposition happens inside the tile,
+# where addresses are cheap. Here is the article's `cuda_transpose`, changed only so that one file
+# serves every case: `int` became `elem_t`, and the `#define BLOCK_SIZE` (32 in its code, 16 in its
+# text) became a template parameter.
+
+# %%
+source.show("transpose.cu", "transpose_article")
+
+# %% [markdown]
+# The article's `main()` launches it with `dim3 block = {BLOCK_SIZE, BLOCK_SIZE, 1}` and the grid
+# `{(n - 1 + BLOCK_SIZE) / BLOCK_SIZE, (m - 1 + BLOCK_SIZE) / BLOCK_SIZE, 1}`, the same ceiling
+# division written another way. With BLOCK_SIZE 32, as in its code:
+
+# %%
+block = (32, 32)
+grid = ((n - 1 + 32) // 32, (m - 1 + 32) // 32)
+article = transpose.kernel("transpose_article", np.int32, block)
+out = course.zeros((n, m), np.int32)
+article(grid, block, (course.asarray(a), out, np.int32(m), np.int32(n)))
+print(f"{article.name}: grid {grid}, block {block}, matches NumPy: {np.array_equal(course.asnumpy(out), a.T)}")
+print("BLOCK_SIZE 16, as in its text:", np.array_equal(transpose.run("transpose_article", a, block=(16, 16)), a.T))
+
+# %% [markdown]
+# Both are right. The tile of block 0, from the trace (a 64 × 64 input, so that block 0's tile is
+# full): on the left who stored each word, on the right who loaded it, warps 0–3 in colour:
+
+# %%
+fig, ax = plt.subplots(figsize=(12, 7))
+transpose.draw_tile(ax, "transpose_article", (32, 32))
+
+# %% [markdown]
+# Each warp stores one row of the tile and loads one column. In global memory both of the kernel's
+# accesses now walk along rows; counted as before:
+
+# %%
+transpose.sectors_table([("transpose_article", (32, 32)), ("transpose_article", (16, 16))])
+
+# %% [markdown]
+# 4 sectors per request for the reads and the writes, with either BLOCK_SIZE: the global side is
+# as good as the copy's. The article's advice to keep both global accesses row-major is right.
+#
+# ### What the bounds checks protect
+#
+# The article says its biggest problem was the edges: with the output written along rows, the
+# coordinates are not simply swapped as on the CPU, and "a thread that means nothing when it
+# fills shared memory may mean something when it writes global memory". The load tests the
+# element the thread reads, `row < m && col < n`; the store tests the element it writes, whose
+# coordinates are the block's, transposed. In the bottom-right block of the grid, block (3, 34),
+# the two tests pick different threads, counted from the trace:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 5.8))
+transpose.draw_edge_block(axes)
+
+# %% [markdown]
+# 391 threads load (23 rows × 17 columns of `a` are left at the corner) and 391 store (17 rows ×
+# 23 columns of the output), but only 289 do both: 102 threads load an element and leave it for
+# another thread to store, and 102 store an element another thread loaded. That is why the load
+# writes a 0 into the tile instead of skipping it (a thread must not read a tile word nobody
+# wrote), and why the store needs its own test.
+#
+# Without the two tests (`transpose_article_unchecked` in `transpose.cu`: the same kernel, the
+# tests taken out), the checker runs it on the emulator with the article's launch. A GPU would
+# fault, or worse, write into the wrong row of the output without a word: a load past the end of
+# a row reads the next row's first elements, and a store past the end of an output row lands in
+# the next one.
+
+# %%
+transpose.unchecked(a)
+
+# %% [markdown]
+# The checker names the first thread that writes past the end of `tr_matrix` (thread (0, 17) of
+# block (3, 0): output row 96 + 17 = 113, one past the last), the line and the index, and counts
+# the threads that did the same. Because a write out of bounds can poison a GPU's context, the
+# course runs such a kernel only on the emulator.
+#
+# ## The article's claim about shared memory, counted: bank conflicts
+#
+# The article concludes that "in shared memory, row-major and column-major access are almost
+# equally efficient", so that the tile solves the dilemma for free. They are not. Shared memory is split into 32 **banks** of 4-byte words; word
+# `w` is in bank `w % 32`. A warp's access is served in one pass when its lanes hit 32 different
+# banks (or the same word), and in k passes when k lanes hit different words of one bank: a
+# **k-way bank conflict**. Reading the tile down a column, lane `x` reads `smem_matrix[x][y]`,
+# word `x * BLOCK_SIZE + y`: with BLOCK_SIZE 32 all 32 words are in the same bank. Counted from
+# the trace of the tile reads:
+
+# %%
+transpose.article_conflicts()
+
+# %% [markdown]
+# Every warp's column read is a 32-way conflict with the article's BLOCK_SIZE 32, and 8-way with
+# the 16 of its text. Lane by lane, warp 0's read of the tile (left: BLOCK_SIZE 32; right: 16).
+# Each lane points at the bank of its word; the words stacked under a bank are served one after
+# another:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+transpose.draw_tile_read(axes[0], "transpose_article", (32, 32))
+transpose.draw_tile_read(axes[1], "transpose_article", (16, 16))
+
+# %% [markdown]
+# At BLOCK_SIZE 32 the 32 words form one tower in bank 0: the read takes 32 passes instead of one.
+# At 16 a warp covers two columns of a 16-wide tile: lanes 0–15 read words 0, 16, 32, …, 240 and
+# lanes 16–31 the next column, so four banks (0, 1, 16, 17) take 8 words each: 8-way. Writing the
+# tile along rows has no conflict. The article's choice of 16 in its text is the better one, by
+# accident. The fix follows, after the article's other bug.
+#
+# ## The article's other bug: only a square block as big as the tile
+#
+# The store computes its output row and column with `blockDim.x` in both directions, and the tile
+# has BLOCK_SIZE × BLOCK_SIZE words whatever the block. So the kernel is right only when the block
+# is square and as big as the tile, as in the article's `main()`. With the 32 × 8 block that NVIDIA's
+# own transpose uses, or a tall one, on the emulator (a right answer, or the first wrong element;
+# and what the checker finds):
+
+# %%
+transpose.article_blocks(wide=False)
+
+# %% [markdown]
+# With 32 × 8 the block loads tile rows 0–7 and then reads rows 0–31: almost every element is
+# wrong. The checker names it, with thread, line and shared-memory element (a GPU would read
+# whatever garbage shared memory held):
+
+# %%
+transpose.check("transpose_article", a, block=(32, 8))
+
+# %% [markdown]
+# The elements it names, `smem_matrix[256]` onwards, are tile rows 8–31: the 32 × 8 block filled
+# rows 0–7 only, and the store reads down whole columns. A block wider than the tile (64 × 16)
+# reads past the end of the 4 KB tile; the emulator stops it at the first such read (the course
+# never runs it on a GPU):
+
+# %%
+print(transpose.wide_block_fault())
+
+# %% [markdown]
+# Thread (32, 0) reads `smem_matrix[32][0]`, offset 4096: one row past a tile of 32 rows.
+
+# %% [markdown]
+# ## Fixed for any block: `transpose_tiled`
+#
+# The tile takes the block's shape, `blockDim.y` rows × `blockDim.x` columns, in **dynamic shared
+# memory** (`extern __shared__`: its size is given at launch, not in the source). Its transpose is
+# `blockDim.x` rows × `blockDim.y` columns, so for the store the threads are renumbered: thread `t`
+# writes output row `t / blockDim.y`, column `t % blockDim.y`, and consecutive threads walk along an
+# output row whatever the block's shape.
+
+# %%
+source.show("transpose.cu", "transpose_tiled")
+
+# %% [markdown]
+# The launch now carries the tile's size in bytes, `shared_mem`:
+
+# %%
+block = (32, 8)
+grid = ((n + block[0] - 1) // block[0], (m + block[1] - 1) // block[1])
+tiled = transpose.kernel("transpose_tiled", np.int32)
+out = course.zeros((n, m), np.int32)
+tiled(grid, block, (course.asarray(a), out, np.int32(m), np.int32(n)), shared_mem=block[0] * block[1] * 4)
+print("matches NumPy:", np.array_equal(course.asnumpy(out), a.T))
+
+# %% [markdown]
+# `transpose.run` does the same for each block the version takes:
+
+# %%
+transpose.blocks_table("transpose_tiled", a)
+
+# %% [markdown]
+# Right for every shape. But the tile is still read down a column. With 32 × 8, warp 0 reads
+# columns 0–3 of an 8-row tile, 8 words from each, 32 words apart, and those 8 land in one bank:
+
+# %%
+fig, ax = plt.subplots(figsize=(12, 4.6))
+transpose.draw_tile(ax, "transpose_tiled", (32, 8))
+
+# %% [markdown]
+# Every warp writes a tile row (1-way) and reads a block of 8 rows × 4 columns: 8-way. Smaller
+# than the article's 32, but the column read still serialises.
+#
+# ## The padded tile: the bank heat map
+#
+# Give every tile row one unused word at the end: the row stride becomes 33, so going down a
+# column moves 33 words, one bank further each row, and a warp reading a column hits 32 different
+# banks. It costs 32 words of shared memory per 32 × 32 tile.
+
+# %%
+source.show("transpose.cu", "transpose_padded")
+
+# %% [markdown]
+# The **bank heat map** of the tile read, from the traces of block 0 (block 32 × 32, so that a warp
+# reads a whole column): one row per warp instruction, one column per bank, the number of distinct
+# words the instruction touched in that bank. Left unpadded (`transpose_tiled`), right padded:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+transpose.draw_banks(axes[0], "transpose_tiled", (32, 32))
+transpose.draw_banks(axes[1], "transpose_padded", (32, 32))
+
+# %% [markdown]
+# Unpadded, each warp's read puts all 32 words in one bank (warp k reads column k, so the tower
+# moves one bank to the right per warp): 32 passes each. Padded, each warp's read spreads over all
+# 32 banks, one word each: one pass. For every version and block, counted from the traces
+# (wavefronts per request: the average passes of all the block's shared accesses, stores and loads
+# together; 1 means no conflict at all):
+
+# %%
+transpose.bank_table()
+
+# %% [markdown]
+# The padding cures the 32 × 32 block only. With 32 × 8 a warp reads 8 rows of 4 columns: word
+# `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the sums 0 … 10 take
+# up to 4 words each: 4-way. The kernels below fix that by keeping the tile square.
+#
+# ## More work per thread: `transpose_rows`
+#
+# NVIDIA's own transpose keeps the padded 32 × 33 tile but gives it a block of 32 × 8 threads:
+# each thread moves 4 elements, at rows y, y + 8, y + 16, y + 24. A warp still walks along a row
+# in global memory, and along a column of the tile, now on a square tile: no conflict. The block
+# size becomes a template argument (`transpose_rows<32, 8>`), so the loops are unrolled.
+
+# %%
+source.show("transpose.cu", "transpose_rows")
+
+# %% [markdown]
+# The launch changes: a block now covers a 32 × 32 tile with 8 rows of threads, so the grid is
+# counted in tiles, ⌈113 / 32⌉ × ⌈1111 / 32⌉, four times fewer blocks than `transpose_padded` at
+# 32 × 8, and the tile is static shared memory:
+
+# %%
+print(transpose.launch_text("transpose_rows", a, (32, 8)))
+transpose.blocks_table("transpose_rows", a)
+
+# %% [markdown]
+# 140 blocks of 256 threads for the 1111 × 113 matrix instead of 556, and right for every block
+# (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 16 elements per thread).
+#
+# **Why 4 elements per thread is faster: bytes in flight.** A load from DRAM takes about 600 ns to
+# come back. To keep the memory busy, enough loads must be on their way at every moment: by
+# **Little's law**, bytes in flight = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for
+# the whole H200, or per SM:
+
+# %%
+print(f"Little's law asks for about {transpose.bytes_needed_per_sm()} bytes in flight per SM")
+
+# %% [markdown]
+# A thread's loads are in flight together until its `__syncthreads()`: nothing uses them before.
+# The bytes each thread loads before that barrier (counted from the trace), times the threads an
+# SM holds at once (at most 2048; shared memory can lower it), for a few launches:
+
+# %%
+transpose.in_flight_table()
+
+# %% [markdown]
+# One word per thread keeps 8 KB in flight per SM, whatever the block: a third of what Little's law
+# asks. `transpose_rows` with 32 × 8 keeps 32 KB, and a 64 × 64 tile 64 KB. The GPU section
+# measures these launches at 8192²: on an H200, `transpose_rows` goes from about 43 % of the copy
+# with one element per thread (32 × 32) to about 86 % with four (32 × 8), and the padded tile with
+# one element per thread stays at 40–50 %.
+#
+# ## Beyond the article: a 64 × 64 tile, loads batched, and the order of the tiles
+#
+# `transpose_vec` moves a 64 × 64 tile with 32 × 16 threads, 8 words each, in three phases
+# (`Tile` in `transpose.cu`): **load** every word a thread needs into registers, all requests
+# issued before any is used; **stash** them in the padded shared tile; **store** the tile's columns
+# along the output's rows. Its block (32 / VEC, ROWS) can also ask for 8- or 16-byte vector
+# accesses; the tuning (`docs/tuning/transpose.md`) found one word per access on 32 × 16 threads
+# best on an H200.
+
+# %%
+source.show("transpose.cu", "transpose_tile", "transpose_vec")
+
+# %%
+print(transpose.launch_text("transpose_vec", a))
+print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
+
+# %% [markdown]
+# A 2-D grid of 2 × 18 blocks, one per 64 × 64 tile, whatever the block's shape: the block only
+# decides how many words each thread moves (here 8).
+#
+# **The order of the tiles.** A 2-D grid numbers blocks along `blockIdx.x` first, and a GPU starts
+# them roughly in that order, so the blocks running at one time read a few whole tile rows of `a`
+# and write each of their 64 × 64 tiles into a different stretch of 64 rows of `out`. The last
+# version numbers its tiles with a 1-D grid, down whole tile columns of `a` (`band_corner`), so the
+# blocks running together write whole rows of `out`, front to back, as a copy writes:
+
+# %%
+source.show("transpose.cu", "band_corner", "transpose_grouped")
+
+# %%
+print(transpose.launch_text("transpose_grouped", a))
+print("matches NumPy:", np.array_equal(transpose.run("transpose_grouped", a), a.T))
+
+# %% [markdown]
+# The launch changes again: a 1-D grid of ⌈1111 / 64⌉ × ⌈113 / 64⌉ = 36 tiles. Which block wrote
+# each tile of `out` for a 512 × 512 matrix, from the traces (blocks 0–7 framed, as if the GPU held
+# 8 at once; an H200 holds about 528 of these blocks):
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
+transpose.draw_tile_order(axes)
+
+# %% [markdown]
+# With the 2-D grid, blocks 0–7 write a tile column of `out`: 256 bytes into each of 512 rows.
+# With the 1-D grid they write a whole band of 64 rows, every byte of them. The tuning measured the
+# difference at 8192² on an H200: about 94–95 % of the copy in the 2-D order against 97–98 % down
+# whole tile columns.
+#
+# Every version side by side, in global memory (sectors per request, 256 × 256, two blocks each):
+
+# %%
+transpose.sectors_table()
+
+# %% [markdown]
+# Only the two naive kernels waste sectors; from `transpose_tiled` on, every request reads and
+# writes 4 sectors, as the copy does. What separates those versions on a GPU is no longer in this
+# table: bank conflicts, bytes in flight and the order of the tiles.
+#
+# ## The article's matrix is too small to time
+#
+# 1111 × 113 four-byte words are 502 KB; a transpose reads them and writes them, about 1 MB in all.
+# At the 4.2 TB/s a copy reaches on an H200, that is a quarter of a microsecond, yet every kernel
+# takes about 4 µs from start to end on the GPU: the fixed cost of a launch (starting the blocks,
+# one round trip to DRAM, waiting for the last block). The launches themselves say why: how many
+# blocks, how many an SM holds at once, and how many times (**waves**) the grid fills the GPU's 132
+# SMs:
+
+# %%
+transpose.launch_table()
+
+# %% [markdown]
+# At 1111 × 113 no launch fills the GPU even once (waves below 1: `transpose_grouped` keeps 36 of
+# 132 SMs busy), so no kernel can reach the memory's bandwidth, and the timings differ by a
+# microsecond or so around the launch's 4. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
+# bandwidth lesson shows. The article's single event-timed launch of this matrix measures the
+# launch, not the kernel.
+#
+# **How the article timed it.** `cudaEventRecord` before and after one launch, the very first:
+# that one also loads the module onto the GPU, and one sample says nothing about the spread. The
+# timings below follow the rules of `course.bench`: warm-up launches, the median of 20 or more
+# CUDA-event timings, inputs rotated so that none is in the L2 cache, a device-to-device copy of the
+# same bytes and CuPy's `cupy.ascontiguousarray(a.T)` in the same run. The article's host code has
+# two more slips that do not change its result: it copies the result back with
+# `cudaMemcpyDeviceToDevice` into host memory (this works only because `cudaMallocHost` memory is
+# mapped into the GPU's address space; the kind is `cudaMemcpyDeviceToHost`), and it frees that
+# pinned memory with `cudaFree` instead of `cudaFreeHost`, an error nobody sees because no return
+# code is checked.
+#
+# ## Try it
+#
+# Pick a version, a block and N (the matrix is ⌊√N⌋ rows, as square as N allows, holding 0, 1, 2,
+# …). The panel runs the kernel on this machine's backend, compares with NumPy, runs the checker,
+# traces block 0 of the top-left 128 × 128 and draws one warp instruction up close (the tile read
+# onto the banks, or, for the naive kernels, their strided access onto its sectors). Its numbers,
+# read from the trace of block 0:
+#
+# - **global reads / writes: sectors per request** (and the ideal: 4 for a warp's 128 bytes);
+# - **shared stores to / loads from the tile: worst conflict** (1-way is none), and **shared
+#   wavefronts per request**, the average passes of the tile's accesses;
+# - the **grid**, and the most **elements per thread**; on a GPU, the time of one run.
+#
+# Try `transpose_article` with a block of 32 × 8 (wrong, and the checker says why), then 32 × 32
+# (right, 32-way), then `transpose_padded` at 32 × 32 and at 32 × 8.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+transpose.panel(version="transpose_article", n=4096, block=(32, 32))
+
+# %% [markdown]
+# ## How fast on a GPU
+#
+# A transpose reads and writes every element once, so its speed is counted as bytes moved per
+# second (2 × 4 bytes per element), and held against a device-to-device copy of the same bytes in
+# the same run: no kernel that reads and writes memory does much better than the copy.
+#
+# **The article's kernel and its fixes, each with its own launch.** The launch is named in every
+# row: the article's blocks of 32 × 32 (its code) and 16 × 16 (its text), and the fixed kernels'
+# 32 × 8. Its own matrix, 1111 × 113, and one big enough for bandwidth to show, 8192², both `int`:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+transpose.article_table()
+
+# %% [markdown]
+# Read the 1111 × 113 rows first and put them aside: every kernel takes about 4 to 5.5 µs and the
+# copy about 4 µs, the launch-bound regime of the last section; no ranking there means anything. At
+# 8192² on an H200, the article's kernel with its 32 × 32 block reaches only about 24 % of the copy,
+# slower than CuPy; `transpose_tiled` at 32 × 32 is the same kernel and the same speed. Removing
+# the 32-way conflict (`transpose_padded` at 32 × 32) lifts it to about 42 %; the 16 × 16 block of
+# the article's text, with its 8-way conflict, does about as well (about 46 %). Blocks of 32 × 8,
+# tiled or padded, reach about 47–50 %, and `transpose_rows` about 86 %: the rest of the gain is
+# bytes in flight. The naive kernel stays at about 13 %.
+#
+# **Bytes in flight, measured.** The launches of the table in `transpose_rows`' section, at 8192²:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+transpose.in_flight_speed()
+
+# %% [markdown]
+# The speed follows the bytes in flight per SM: on an H200, `transpose_rows` reaches about 43 % of
+# the copy with 8 KB in flight (32 × 32), about 71 % with 16 KB (32 × 16), about 86 % with 32 KB
+# (32 × 8) and about 92 % with 64 KB (64 × 8); `transpose_vec`'s 64 × 64 tile, with its loads
+# batched, about 95 %.
+#
+# **Every version against the copy and CuPy**, at its benchmark block, at the article's size and
+# two large ones:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+transpose.speed_table()
+
+# %% [markdown]
+# At 8192² and 16384² on an H200 the story reads in order: `transpose_naive` about 11–13 % of the
+# copy, `transpose_naive_cols` about 40 %, the tiles at 32 × 8 about 46–50 %, `transpose_rows` about
+# 84–86 %, `transpose_vec` about 94–95 %, and `transpose_grouped` about 97–98 %: about 3.5× faster
+# than `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about 27–28 % of the copy. At
+# 1111 × 113 every row is 4–5.5 µs again.
+#
+# **Against N.** From the article's 1111 × 113 to 16384², float32, the copy drawn as the ceiling:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+records = transpose.speed_against_n()
+fig, ax = plt.subplots(figsize=(9, 4.5))
+transpose.plot_speed(ax, records)
+
+# %% [markdown]
+# On the left, at 1111 × 113, every line sits low and close together, launch-bound. As N grows the
+# grids fill the GPU many times over and the lines separate; by 8192² each has settled at its share
+# of the copy: `transpose_grouped` on the ceiling, the naive kernel well below CuPy.
+#
+# ## Exercises
+#
+# **1. Predict, then check.** The naive kernel takes any 2-D block. With 256 threads shaped
+# 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its reads and its writes take
+# (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`, `y = l / bx`. Fill in
+# (reads, writes) for each block, then run the check (it counts them from traces and gives a hint
+# where you are off).
+
+# %%
+my_sectors = {(32, 8): (4, 32), (16, 16): (4, 32), (8, 32): (4, 32), (4, 64): (4, 32)}  # edit these
+transpose.exercise_sectors(my_sectors)
+
+# %% [markdown]
+# **2. Fix: the store's bounds check.** This kernel uses a padded 32 × 33 tile and a 32 × 32 block,
+# but its store was guarded with the load's test. It is right for a 64 × 96 matrix and wrong (or
+# worse) at the article's 1111 × 113. Fix the test; the check launches it on the emulator at eight
+# shapes that fit no tile, compares with NumPy, and stops at the first problem.
+
+# %%
+mine = r'''
+extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[32][33];
+    int row = blockIdx.y * 32 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
+    if (row < m && col < n) tile[threadIdx.y][threadIdx.x] = in[row * n + col];
+    __syncthreads();
+    int orow = blockIdx.x * 32 + threadIdx.y;  // a row of out is a column of in
+    int ocol = blockIdx.y * 32 + threadIdx.x;  // a column of out is a row of in
+    if (row < m && col < n)                    // <- the load's test, copied: fix it for the store
+        out[orow * m + ocol] = tile[threadIdx.x][threadIdx.y];
+}'''
+transpose.exercise_store_check(mine)
+
+# %% [markdown]
+# **3. Measure and choose.** Pick the block of `transpose_rows` for a float32 matrix of 8192²,
+# from its blocks (32 × 8, 32 × 16, 32 × 32, 16 × 16, 64 × 8; the tile is bx × bx). On a GPU the
+# check times every block and passes yours within 10 % of the fastest; without one it holds the
+# bytes your launch keeps in flight per SM against Little's law.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+transpose.exercise_rows_block((32, 32))
+
+# %% [markdown]
+# ## Summary
+#
+# - A transpose is all memory. A warp's 32 threads are consecutive in `threadIdx.x`: lay them
+#   along a row of the input and they write down a column of the output (32 sectors per request
+#   instead of 4), or the reverse. Without shared memory, one side always wastes 7/8 of what it
+#   moves.
+# - A tile in shared memory makes both global accesses row-wise; reading the tile down a column
+#   is then a **32-way bank conflict** (8-way at 16 × 16), not "almost as efficient" as rows, as the
+#   article says. One word of padding per row (stride 33) removes it.
+# - The article's kernel is right only for a square block as big as its tile (it uses
+#   `blockDim.x` for both dimensions); its bounds checks are right, and needed: the load and the
+#   store test different coordinates, and without them the edge blocks write past the output.
+# - Then **bytes in flight**: several elements per thread (`transpose_rows`, 32 × 8), and a
+#   64 × 64 tile with its loads batched, keep enough loads waiting for the DRAM (Little's law);
+#   visiting the tiles down whole tile columns writes the output front to back. On an H200 that
+#   takes the transpose from about 24 % of a copy (the article's kernel at 8192²) to about 98 %,
+#   about 3.5× `cupy.ascontiguousarray(a.T)`.
+# - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the ~4 µs of a launch,
+#   and its one event-timed launch cannot tell them apart.
