@@ -109,7 +109,7 @@ dot.draw_running_sum(axes, 1024)
 
 # %% [markdown]
 # Left, the staircase of float32 spacings under the growing sum; right, what the sum has lost: zero
-# until i = 369, then an error at every add of an odd i, up or down, as large as half the spacing,
+# until i = 369, then errors at more and more of the adds, up or down, each up to half the spacing,
 # so the drift grows as the spacing does. A running sum of many positive terms
 # always ends like this: the sum grows, its spacing grows with it, and every term added is rounded
 # to that spacing. The tree avoided it by adding numbers of similar size: pairs first, then pairs of
