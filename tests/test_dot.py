@@ -193,8 +193,14 @@ def test_kernel_errors_follow_the_models(emulator_backend):
 def test_gpu_measurements_need_a_gpu(emulator_backend):
     with pytest.raises(RuntimeError, match="needs a GPU"):
         dot.measured_errors()
-    with pytest.raises(RuntimeError, match="need a GPU"):
-        dot.article_timings()
+    for table in (dot.article_timings(), dot.launch_table(), dot.wave_table(), dot.speed_table([])):
+        assert table == [] and repr(table) == dot.story.NEEDS_A_GPU
+    assert dot.speed_against_n() == []
+    assert "needs a GPU" in repr(dot.error_table())
+    assert "fixed order" in repr(dot.repeat_table())
+    ax = Figure().add_subplot()
+    dot.plot_speed(ax, [])
+    assert "need a GPU" in ax.texts[0].get_text()
 
 
 @pytest.mark.gpu
@@ -206,10 +212,43 @@ def test_measured_errors_on_a_gpu(cupy_backend):
 
 
 @pytest.mark.gpu
-def test_article_timings_on_a_gpu(cupy_backend):
+def test_article_timings_on_a_gpu(cupy_backend, capfd):
     rows = dot.article_timings(runs=10)
     assert [r["program"] for r in rows] == list(dot.ARTICLE)
     assert all(0 < r["kernel (µs)"] < 1000 * r["article's total (ms)"] for r in rows)
+    assert "sum Calculated" not in capfd.readouterr().out  # dot1_article's printf kept out
+
+
+@pytest.mark.gpu
+def test_launch_and_wave_tables_on_a_gpu(cupy_backend):
+    rows = dot.launch_table(sizes=(2**20,), runs=10)
+    assert [r["kernel"] for r in rows] == ["device copy", *dot.STORY]
+    dot2 = rows[2]
+    assert dot2["article grid"] == 2**20 // 256 and dot2["fixed grid"] <= course.device().sm_count * 8
+    assert all(r["fixed GB/s"] > 0 for r in rows)
+    waves = dot.wave_table(n=2**24, runs=10)
+    assert [r["blocks per SM"] for r in waves] == [1, 2, 4, 8]
+    assert waves[1]["bytes in flight per SM"] == 2 * 256 * 2 * 2 * 16
+
+
+@pytest.mark.gpu
+def test_speed_records_on_a_gpu(cupy_backend):
+    records = dot.speed_against_n(versions=("dot3", "dot_vec4"), sizes=(2**16, 2**20))
+    table = dot.speed_table(records, 2**20)
+    assert {r["kernel"] for r in table} >= {"dot3", "dot_vec4", "cupy.dot"}
+    ax = Figure().add_subplot()
+    dot.plot_speed(ax, records)
+    assert ax.lines
+
+
+@pytest.mark.gpu
+def test_repeats_and_errors_on_a_gpu(cupy_backend):
+    rows = {r["version"]: r for r in dot.repeat_table(n=2**20, runs=3)}
+    assert set(rows) == {*dot.versions(), "cupy.dot"}
+    for name in ("dot1", "dot3", "dot_compensated"):  # a fixed order: the same bits every run
+        assert rows[name]["different answers"] == 1, name
+    errors = {r["version"]: r for r in dot.error_table(n=2**20, seeds=2)}
+    assert errors["dot_compensated"]["met"] == "yes"
 
 
 # ---------------------------------------------------------------- the article's versions and bugs
@@ -219,16 +258,28 @@ class TestDot1Article:
     def test_the_articles_own_sum_is_off_by_768(self, backend, capfd):
         """Products 2i² are whole numbers, so the int truncates nothing here; but past 2^24 the
         float add rounds: 1024 adds in a row lose 768. The fixed dot1 (a float, the same order)
-        loses the same; dot3 (short sums, then a tree) is exact."""
-        sums = dot.article_sums(1024)
-        assert sums["exact"] == dot.article_answer(1024) == 714_779_648
-        assert sums["dot1_article (int sum)"] == sums["dot1 (float sum, one block)"] == 714_778_880
-        assert sums["dot3 (a tree)"] == 714_779_648
-        if course.device().backend == "emulator":  # the GPU's printf goes to the C stdout
-            assert "sum Calculated on Device: 7.14779e+08" in capfd.readouterr().out
+        loses the same; dot3 (a tree) is exact. No printf reaches the output on either backend."""
+        rows = {r["how"].split(":")[0]: r for r in dot.article_sums(1024)}
+        assert rows["exact"]["answer"] == dot.article_answer(1024) == 714_779_648
+        assert rows["dot1_article"]["answer"] == rows["dot1"]["answer"] == 714_778_880
+        assert rows["dot1_article"]["minus exact"] == -768
+        assert rows["dot3"]["answer"] == 714_779_648 and rows["dot3"]["minus exact"] == 0
+        assert "sum Calculated" not in capfd.readouterr().out
         assert f"{dot.article_answer(1024):.6g}" == "7.1478e+08"  # the article's check line differs
         a, b = dot.article_inputs(1024)
         assert dot.run("dot1_article", a, b, block=1024) == 714_778_880
+
+    def test_the_articles_program_prints_what_its_printf_prints(self, backend, capfd):
+        printed = dot.article_program(1024)
+        assert (
+            repr(printed) == "sum Calculated on Device: 7.14779e+08\nGPU results: 7.14779e+08 ==  7.1478e+08"
+        )
+        assert "sum Calculated" not in capfd.readouterr().out  # kept out of the cell on both backends
+        if course.device().backend == "emulator":  # the line is the emulator's own printf, rebuilt
+            from course.dot.story import _article_dot1
+
+            got, kernel_printed = _article_dot1(*dot.article_inputs(1024))
+            assert kernel_printed == f"sum Calculated on Device: {got:.6g}\n"
 
     def test_where_the_rounding_starts(self):
         r = dot.running_sum(1024)
@@ -385,3 +436,243 @@ def test_the_panel_shows_the_articles_faults(panel):
     assert "OutOfBoundsError" in panel.last["error"] and "✗" in panel.status.value
     panel.version.value = "dot2_article"
     assert not panel.last["ok"] and "nan" in panel.last["problem"]
+
+
+# ---------------------------------------------------------------- the notebook's story: printf, bugs, atomics
+
+
+def test_check_keeps_the_articles_printf_out(emulator_backend, capsys):
+    a, b = dot.article_inputs(1024)
+    findings = dot.check("dot1_article", a, b, block=256)
+    assert findings.kinds() == {"uninitialized"}
+    assert capsys.readouterr().out == ""
+
+
+def test_where_the_running_sum_loses(emulator_backend):
+    rows = dot.running_rows(1024)
+    first = int(np.flatnonzero(rows["error"])[0])
+    assert first == dot.running_sum(1024)["first index that rounds"] == 369
+    assert rows["exact"][first] > 2**25 > rows["exact"][first - 1]
+    assert rows["spacing"][first] == 4 and rows["spacing"][-1] == 64
+    assert rows["error"][-1] == -768
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    dot.draw_running_sum(axes, 1024)
+    assert axes[0].lines and axes[1].lines
+
+
+def test_the_int_accumulator_loses_every_fraction(backend):
+    rows = {r["how"]: float(r["answer"]) for r in dot.int_sum(1024)}
+    assert rows["dot1_article (int sum)"] == 0
+    assert abs(rows["dot1 (float sum)"] - rows["exact"]) < 1e-4 * abs(rows["exact"])
+    assert abs(rows["exact"]) > 10
+
+
+def test_reruns_without_zeroing_add_up(backend):
+    rows = dot.reruns_without_zeroing(1024, runs=3)
+    assert [round(r["÷ the exact dot"], 4) for r in rows] == [1, 2, 3]
+    assert rows[0]["the host's sum of c[0..255]"] == 714_779_648 - 1152  # the host's float32 sum rounds
+
+
+def test_atomic_counts_at_an_awkward_size(emulator_backend):
+    """N = 10 000: the article's grid is 39 blocks (9984 threads), so 16 threads load twice."""
+    rows = {r["launch"]: r for r in dot.atomic_table(10_000, block=256, grid=8)}
+    article = rows["dot2_article, N / 256 blocks"]
+    assert (article["blocks"], article["atomics"], article["on the busiest word"]) == (39, 9984, 39)
+    assert article["loads of a per thread (most)"] == 2
+    assert (rows["dot2, 8 blocks"]["atomics"], rows["dot2, 8 blocks"]["on the busiest word"]) == (2048, 8)
+    assert rows["dot2, 8 blocks"]["loads of a per thread (most)"] == 5  # ceil(10000 / 2048)
+    assert (rows["dot_shfl, 8 blocks"]["atomics"], rows["dot_shfl, 8 blocks"]["on the busiest word"]) == (
+        8,
+        8,
+    )
+
+
+def test_launch_arithmetic_at_two_to_the_28(emulator_backend):
+    rows = dot.launch_arithmetic(2**28)
+    wave = course.device().sm_count * 8
+    assert [r["blocks"] for r in rows] == [2**20, wave, wave]
+    assert rows[0]["atomics"] == 2**28 and rows[0]["on the busiest word"] == 2**20
+    assert rows[1]["atomics"] == wave * 256 and rows[2]["atomics"] == wave
+    assert rows[1]["loads of a per thread (most)"] == -(-(2**28) // (wave * 256))
+
+
+def test_pictures_of_the_loop_and_the_slots(emulator_backend):
+    ax = Figure().add_subplot()
+    dot.draw_grid_stride(ax, n=512, block=64, grid=2)
+    assert ax.collections and "128 threads" in ax.get_title()
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    dot.draw_slot_atomics(axes, n=2048, block=64, grid=4)
+    assert "32 on each slot" in axes[0].get_title() and "4 on each slot" in axes[1].get_title()
+    assert "8 products" in axes[1].get_title()
+
+
+def test_block_work_and_loads(emulator_backend):
+    work = {r["version"]: r for r in dot.block_work(256)}
+    assert work["dot1"]["shared loads"] == work["dot1"]["by one lane alone"] == 64  # 4 products per load
+    assert work["dot3"]["barriers"] == 9 and work["dot_shfl"]["barriers"] == 1
+    assert work["dot_shfl"]["shuffles"] == 8 * 5 + 5
+    loads = {r["version"]: r for r in dot.load_table(8192)}
+    assert (loads["dot3"]["bytes per instruction"], loads["dot3"]["sectors per instruction"]) == (128, 4)
+    assert (loads["dot_vec4"]["bytes per instruction"], loads["dot_vec4"]["sectors per instruction"]) == (
+        512,
+        16,
+    )
+    assert loads["dot3"]["load instructions"] == 4 * loads["dot_vec4"]["load instructions"]
+
+
+def test_verify_and_struct_source(emulator_backend, rng):
+    a, b = _vectors(rng, 3001)
+    assert [r["matches the exact dot"] for r in dot.verify(a, b)] == ["yes"] * len(dot.versions())
+    code = repr(dot.struct_source("Wide", "Compensated"))
+    assert code.startswith("struct Wide") and "struct Compensated" in code and code.rstrip().endswith("};")
+    with pytest.raises(KeyError):
+        dot.struct_source("Nothing")
+
+
+# ---------------------------------------------------------------- the order of the additions
+
+
+def test_the_order_table(emulator_backend):
+    """The notebook's table at 2^16: from the large end, the last small products are rounded away."""
+    rows = dot.order_table(2**16)
+    forward, backward, pairs, *kernels = rows
+    assert (
+        "i = 0, 1" in forward["order of the additions"]
+        and "largest first" in backward["order of the additions"]
+    )
+    assert abs(backward["float32 spacings"]) > 50 * abs(forward["float32 spacings"]) > 0
+    assert abs(pairs["float32 spacings"]) < 1
+    by_name = {r["order of the additions"].split(":")[0]: r for r in kernels}
+    assert list(by_name) == dot.versions()
+    assert by_name["dot_f64"]["minus exact"] == by_name["dot_compensated"]["minus exact"] == 0
+    assert all(
+        abs(by_name[v]["float32 spacings"]) < 4 for v in ("dot1", "dot2", "dot3", "dot_shfl", "dot_vec4")
+    )
+    assert (
+        by_name["dot3"]["same every GPU run"] == "yes" and by_name["dot_shfl"]["same every GPU run"] == "no"
+    )
+
+
+@pytest.mark.parametrize(("n", "grid", "block"), [(20_000, 12, 64), (5000, 7, 256), (100_001, 33, 128)])
+def test_the_model_of_dot_shfl_is_bit_exact(emulator_backend, rng, n, grid, block):
+    """accuracy.shuffle_block_sums, added in the order the trace has the atomics land, is the
+    emulator's answer to the bit: the model behind the random-order picture."""
+    a, b = _vectors(rng, n)
+    plan = dot.ENGINE.plan("dot_shfl", course.asarray(a), course.asarray(b), block=block, grid=grid)
+    got = plan()
+    t = plan.launches[0].trace(spaces={"global"})
+    sums = accuracy.shuffle_block_sums(a, b, grid, block)
+    total = np.float32(0)
+    for k in t.where(op="atom").columns["block"].tolist():
+        total = np.float32(total + sums[k])
+    assert total == got
+
+
+def test_in_orders():
+    exact_values = np.arange(1, 65, dtype=np.float32)  # small integers: every order is exact
+    assert set(accuracy.in_orders(exact_values, 50).tolist()) == {float(exact_values.sum())}
+    rough = np.random.default_rng(0).standard_normal(256).astype(np.float32) * 1000
+    assert len(set(accuracy.in_orders(rough, 200).tolist())) > 1
+
+
+def test_atomic_orders(emulator_backend):
+    o = dot.atomic_orders(2**14, orders=300)
+    assert o.model == o.emulator and o.distinct > 1 and len(o.answers) == 300
+    assert o.blocks == 2**14 // 256 and sorted(o.order) == list(range(o.blocks))
+    assert o.steps.min() <= o.emulator_steps <= o.steps.max() or o.distinct > 1
+    assert "the same bits" in repr(o)
+    ax = Figure().add_subplot()
+    dot.draw_atomic_orders(ax, o)
+    assert ax.patches and "different float32 answers" in ax.get_title()
+
+
+def test_draw_errors(emulator_backend):
+    ax = Figure().add_subplot()
+    dot.draw_errors(ax, model_ns=(2**10, 2**12), kernel_ns=(2**10,), seeds=1)
+    assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS)
+
+
+# ---------------------------------------------------------------- exercises
+
+STRIDE_START = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+
+KAHAN_START = r"""
+extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+    unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0;
+    for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
+        s += a[i] * b[i];
+    }
+    sums[g] = s;
+}"""
+
+KAHAN = KAHAN_START.replace("float s = 0;", "float s = 0, c = 0;").replace(
+    "s += a[i] * b[i];", "float y = a[i] * b[i] - c; float t = s + y; c = (t - s) - y; s = t;"
+)
+
+
+def test_exercise_atomics():
+    start = {"dot2_article, N / 256 blocks": (10000, 39, 1), "dot2, 8 blocks": (10000, 8, 5),
+             "dot_shfl, 8 blocks": (8, 8, 5)}  # fmt: skip
+    v = dot.exercise_atomics(start)
+    assert not v.ok and "9984" in str(v) and "hint" in str(v)
+    truth = {"dot2_article, N / 256 blocks": (9984, 39, 2), "dot2, 8 blocks": (2048, 8, 5),
+             "dot_shfl, 8 blocks": (8, 8, 5)}  # fmt: skip
+    assert dot.exercise_atomics(truth).ok
+    wrong_loads = {**truth, "dot2_article, N / 256 blocks": (9984, 39, 1)}
+    v = dot.exercise_atomics(wrong_loads)
+    assert not v.ok and "rounded down" in str(v)
+    assert "missing" in str(dot.exercise_atomics({}))
+
+
+def test_exercise_stride():
+    v = dot.exercise_stride(STRIDE_START)
+    assert not v.ok and "loaded 2 times" in str(v) and "gridDim.x" in str(v) and "1 case(s) passed" in str(v)
+    fixed = STRIDE_START.replace("i += blockDim.x)", "i += blockDim.x * gridDim.x)")
+    assert dot.exercise_stride(fixed).ok
+    assert "does not compile" in str(dot.exercise_stride("this is not C"))
+
+
+def test_exercise_kahan():
+    v = dot.exercise_kahan(KAHAN_START)
+    assert not v.ok and "spacings off" in str(v) and "Kahan" in str(v)
+    assert dot.exercise_kahan(KAHAN).ok
+    double = KAHAN_START.replace("float s = 0;", "double s = 0;").replace(
+        "s += a[i] * b[i];", "s += (double)a[i] * b[i];"
+    )
+    assert dot.exercise_kahan(double).ok  # the check wants the answer; the text asks for float32
+
+
+def test_exercise_grid(emulator_backend):
+    v = dot.exercise_grid(2**26 // 256)
+    assert not v.ok and "hint" in str(v) and "1 product per thread" in str(v)
+    wave = course.device().sm_count * 8
+    assert dot.exercise_grid(wave).ok
+    assert not dot.exercise_grid(wave // 2).ok
+    assert "at least 1" in str(dot.exercise_grid(0))
+
+
+@pytest.mark.gpu
+def test_exercise_grid_on_a_gpu(cupy_backend):
+    wave = course.device().sm_count * 8
+    v = dot.exercise_grid(wave, n=2**24)
+    assert v.ok and "measured" in str(v)
+    assert not dot.exercise_grid(2**24 // 256, n=2**24).ok
+
+
+@pytest.mark.gpu
+def test_printf_is_kept_out_on_a_gpu(cupy_backend, capfd):
+    assert "7.14779e+08" in repr(dot.article_program(1024))
+    assert "sum Calculated" not in capfd.readouterr().out

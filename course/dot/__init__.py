@@ -5,35 +5,62 @@
     dot.run("dot3", a, b, block=256)        # the dot product, a NumPy scalar (float64 for dot_f64
                                             # and dot_compensated: their accumulators are wider)
     dot.trace("dot2", a, b, block=32)       # every launch the version makes, on the emulator
-    dot.check("dot1_article", a, b)         # the checker's findings
+    dot.check("dot1_article", a, b)         # the checker's findings (what the kernels print kept out)
     dot.panel()
 
 `topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 01
-tells the story with, `accuracy.py` NumPy models of the kernels' ways of adding. The kernels
-are in `kernels/dot.cu`.
+tells the story with (drawn by `pictures.py`), `exercises.py` its exercises, `accuracy.py` NumPy
+models of the kernels' ways of adding. The kernels are in `kernels/dot.cu`.
 """
 
 from __future__ import annotations
 
+from .exercises import exercise_atomics, exercise_grid, exercise_kahan, exercise_stride
 from .story import (
+    AtomicOrders,
+    Printed,
     article_answer,
     article_check,
+    article_program,
     article_sums,
     article_timings,
     atomic_counts,
+    atomic_orders,
+    atomic_table,
+    block_work,
+    check,
+    draw_atomic_orders,
+    draw_errors,
     draw_grid_stride,
+    draw_running_sum,
+    draw_slot_atomics,
     draw_tree,
     error_goals,
+    error_table,
     first_trace,
     int_accumulator,
+    int_sum,
     kernel_errors,
+    launch_arithmetic,
+    launch_table,
     listing3_answer,
+    load_table,
     measured_errors,
     model_errors,
+    order_table,
     plot_errors,
+    plot_speed,
+    repeat_table,
+    reruns_without_zeroing,
+    running_rows,
     running_sum,
+    speed_against_n,
+    speed_table,
     stride_table,
+    struct_source,
     tree_steps,
+    verify,
+    wave_table,
 )  # fmt: skip
 from .topic import (
     ARTICLE,
@@ -53,14 +80,18 @@ versions = ENGINE.versions
 run = ENGINE.run
 reference = ENGINE.reference
 trace = ENGINE.trace
-check = ENGINE.check
 panel = ENGINE.panel
 kernel = ENGINE.kernel
 
 __all__ = [
-    "ARTICLE", "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "answer_dtype", "article_answer",
-    "article_check", "article_inputs", "article_kernel", "article_sums", "article_timings", "atomic_counts",
-    "check", "draw_grid_stride", "draw_tree", "error_goals", "first_trace", "host_sum", "int_accumulator",
-    "kernel", "kernel_errors", "listing3_answer", "measured_errors", "model_errors", "panel", "plot_errors",
-    "reference", "run", "running_sum", "scale", "stride_table", "trace", "tree_steps", "versions",
+    "ARTICLE", "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "AtomicOrders", "Printed", "answer_dtype",
+    "article_answer", "article_check", "article_inputs", "article_kernel", "article_program", "article_sums",
+    "article_timings", "atomic_counts", "atomic_orders", "atomic_table", "block_work", "check", "draw_atomic_orders",
+    "draw_errors", "draw_grid_stride", "draw_running_sum", "draw_slot_atomics", "draw_tree", "error_goals",
+    "error_table", "exercise_atomics", "exercise_grid", "exercise_kahan", "exercise_stride", "first_trace",
+    "host_sum", "int_accumulator", "int_sum", "kernel", "kernel_errors", "launch_arithmetic", "launch_table",
+    "listing3_answer", "load_table", "measured_errors", "model_errors", "order_table", "panel", "plot_errors",
+    "plot_speed", "reference", "repeat_table", "reruns_without_zeroing", "run", "running_rows", "running_sum",
+    "scale", "speed_against_n", "speed_table", "stride_table", "struct_source", "trace", "tree_steps", "verify",
+    "versions", "wave_table",
 ]  # fmt: skip

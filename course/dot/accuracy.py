@@ -162,3 +162,41 @@ def error_table(
                     errs[m].append(e)
         rows.append({"N": n, **{m: float(np.median(v)) for m, v in errs.items()}})
     return rows
+
+
+def warp_sum(v: np.ndarray) -> np.ndarray:
+    """common.cuh's warp_sum over the last axis (32 lanes) in v's dtype: offsets 16, 8, 4, 2, 1 of
+    __shfl_down_sync, each lane adding the value `offset` lanes above it (lanes past 31 get their
+    own); what lane 0 ends with."""
+    v = np.array(v)
+    for offset in (16, 8, 4, 2, 1):
+        down = np.concatenate([v[..., offset:], v[..., 32 - offset :]], axis=-1)
+        v = v + down
+    return v[..., 0]
+
+
+def shuffle_block_sums(a: np.ndarray, b: np.ndarray, grid: int, block: int) -> np.ndarray:
+    """The float32 sum each block of dot_shfl hands to its atomicAdd, bit for bit: every thread's
+    grid-stride loop (`lane_sums`), then common.cuh's block_sum (warp_sum in each warp, the warps'
+    sums into 32 slots with zeros past the last warp, warp_sum over those)."""
+    lanes = lane_sums(a, b, grid * block)
+    if lanes.size < grid * block:  # threads past N add nothing
+        lanes = np.concatenate([lanes, np.zeros(grid * block - lanes.size, F32)])
+    warps = block // 32
+    per_warp = warp_sum(lanes.reshape(grid, warps, 32))
+    slots = np.zeros((grid, 32), F32)
+    slots[:, :warps] = per_warp
+    return warp_sum(slots)
+
+
+def in_orders(values: np.ndarray, orders: int, seed: int = 0) -> np.ndarray:
+    """`values` added one after another in float32, as atomicAdds onto a zeroed word land, in
+    `orders` random orders: one answer per order."""
+    values = np.asarray(values, F32)
+    rng = np.random.default_rng(seed)
+    perms = np.argsort(rng.random((orders, values.size)), axis=1)
+    shuffled = values[perms]
+    total = np.zeros(orders, F32)
+    for k in range(values.size):
+        total = total + shuffled[:, k]
+    return total

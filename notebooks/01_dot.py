@@ -1,0 +1,691 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1 · Dot product: a grid-stride loop, atomics, and what float32 does to a sum
+#
+# The dot product a · b = a₀b₀ + a₁b₁ + … + a₍N₋₁₎b₍N₋₁₎ is the smallest kernel that has everything
+# a GPU reduction has: every thread multiplies its own elements, and then the products of thousands
+# of threads must be added into one number.
+#
+# This notebook follows the blog post *[CUDA]CUDA编程实战五——dot向量点积运算* ("CUDA in practice 5:
+# the dot product", wildkid1024, 2021). It takes a[i] = i and b[i] = 2i, so the answer is twice a
+# sum of squares, and writes three kernels: one block in which thread 0 adds up every product; a
+# **grid-stride loop** whose threads add into memory with **atomicAdd**; and a grid-stride loop
+# followed by a tree in shared memory. Each is shown, run on the course's emulator, checked, and
+# where it is wrong, the checker or the emulator shows the bug before it is fixed. Then the
+# notebook goes past the article: warp shuffles, 16-byte loads, and two ways to make a float32 dot
+# product **accurate**, because the article's own data loses digits after 369 additions.
+#
+# The tree that adds a block's partial sums is notebook 5's subject; here it comes ready-made from
+# the course's shared header. The lessons of this notebook are the grid-stride loop, atomics, and
+# accuracy. Every cell runs without a GPU; on a GPU the timing cells measure.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import matplotlib.pyplot as plt
+import numpy as np
+
+import course
+from course import dot, source
+
+course.notebook()
+
+# %% [markdown]
+# ## The problem, and the answer to check against
+#
+# With a[i] = i and b[i] = 2i for i < N, the dot product is 2 · (0² + 1² + … + (N−1)²) =
+# (N−1) · N · (2N−1) / 3, an integer we can compute exactly. `dot.reference(a, b)` computes any dot
+# product of float32 vectors exactly (each product is exact in float64; the sum is kept in two
+# float64 numbers) and rounds it once to float32. The article checks its kernels against the same
+# closed form, but evaluated in `float`:
+
+# %%
+a, b = dot.article_inputs(1024)
+print("a[:5] =", a[:5], " b[:5] =", b[:5])
+print("exact (N-1) N (2N-1) / 3   =", dot.article_answer(1024))
+print("dot.reference(a, b)        =", dot.reference(a, b))
+print("the article's check, float =", dot.article_check(1024), " (at N = 1000:", dot.article_check(1000),
+      "but exact is", dot.article_answer(1000), ")")  # fmt: skip
+
+# %% [markdown]
+# At N = 1024 the answer, 714 779 648, happens to be a float32 number (it is a multiple of 64), so
+# the article's float check is right. At N = 1000 the check itself is off by 8: `float` has a 24-bit
+# significand, and 665 667 000 needs more. Keep that in mind: it is the theme of this notebook.
+#
+# ## Version 1 (the article's): one block, thread 0 adds
+#
+# Each thread of one block computes one product into **shared memory** (the block's fast on-chip
+# scratch), `__syncthreads()` waits until every product is written, and thread 0 adds them up and
+# prints the sum with the device's `printf`:
+
+# %%
+source.show("dot.cu", "dot1_article")
+
+# %% [markdown]
+# The article launches it as `dot_simple<<<1, 1024>>>(A, B, C)`: one block of 1024 threads, one
+# element each. Run as the article's program runs it, it prints two lines:
+
+# %%
+dot.article_program(1024)
+
+# %% [markdown]
+# The article calls this result correct. It is not quite: the kernel printed 7.14779e+08, the check
+# 7.1478e+08 (`%g` drops trailing zeros: 7.14780e+08). The digits differ in the sixth place. Side by
+# side with the exact answer, the fixed kernel below (a `float` sum in the same order) and a tree
+# (version 3 further down, in one block of 1024):
+
+# %%
+dot.article_sums(1024)
+
+# %% [markdown]
+# Thread 0's sum is 768 short, whether it adds into an `int` or a `float`; the tree is exact. Where
+# does the one-by-one sum start to lose, and why?
+
+# %%
+dot.running_sum(1024)
+
+# %% [markdown]
+# A float32 number has 24 significant bits. Up to 2²⁴ = 16 777 216 it holds every integer; from 2²⁴
+# to 2²⁵ only the even ones, from 2²⁵ to 2²⁶ multiples of 4, and so on: the *spacing* between
+# neighbouring float32 numbers doubles with every power of two. The products 2i² are even, so the
+# running sum stays exact past 2²⁴; at i = 369 it passes 2²⁵ = 33 554 432, where the spacing is 4,
+# and 2i² of an odd i (≡ 2 mod 4) falls halfway between two float32 numbers: the add rounds. By
+# the end the running sum is near 7·10⁸, where the spacing is 64:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+dot.draw_running_sum(axes, 1024)
+
+# %% [markdown]
+# Left, the staircase of float32 spacings under the growing sum; right, what the sum has lost: zero
+# until i = 369, then errors at more and more of the adds, up or down, each up to half the spacing,
+# so the drift grows as the spacing does. A running sum of many positive terms
+# always ends like this: the sum grows, its spacing grows with it, and every term added is rounded
+# to that spacing. The tree avoided it by adding numbers of similar size: pairs first, then pairs of
+# pairs.
+#
+# **The article's bugs.** `sum` is an `int`. On the article's whole-number products the truncation
+# costs nothing, but every `sum += temp[i]` converts sum to float, adds, and truncates back to an
+# int: a fraction never survives. On random standard-normal vectors (one block of 1024):
+
+# %%
+dot.int_sum(1024)
+
+# %% [markdown]
+# After every add the fraction is cut off, toward zero: a product smaller than 1 in size (most of
+# them here) added to 0 vanishes, and every other add loses its fraction. The `int` ends at 0; the
+# true answer is −59.8, and the fixed kernel's `float` gets it to 7 digits.
+#
+# Second, `temp` is indexed with the *global* index `i = threadIdx.x + blockIdx.x * blockDim.x`,
+# and thread 0 of the grid reads `temp[0..N-1]`. With one block that is the same thing; with four
+# blocks of 256, block 0's shared memory holds only its own 256 products, and thread 0 reads 768
+# elements no thread of its block wrote (a GPU would hand it whatever the last kernel left there).
+# The course's checker runs the kernel on the emulator, which remembers which bytes were written,
+# and names the reads:
+
+# %%
+dot.check("dot1_article", a, b, block=256)
+
+# %% [markdown]
+# Third, there is no bounds check, so grid × block must be exactly N. With N = 1000 and the
+# article's block of 1024, threads 1000–1023 read past the end of `a` and `b`. On a GPU, `dot.run`
+# refuses this launch (a stray read can fault and poison the CUDA context); `dot.trace` runs it on
+# the emulator, which stops at the first stray read and says who made it:
+
+# %% tags=["raises-exception"]
+# NBVAL_RAISES_EXCEPTION
+dot.trace("dot1_article", *dot.article_inputs(1000), block=1024)
+
+# %% [markdown]
+# And the design limits itself: a block holds at most 1024 threads, so N ≤ 1024, and `temp[N]` is
+# static shared memory, at most 48 KiB (N ≤ 12 288) even if the indexing were fixed.
+#
+# **The fix.** Index shared memory by `threadIdx.x` (each block has its own), let threads past N
+# contribute 0, add into a `float`, and leave one partial sum per block in `c[blockIdx.x]`; any
+# number of blocks then works. `temp` becomes *dynamic* shared memory, sized at launch:
+
+# %%
+source.show("dot.cu", "dot1")
+
+# %% [markdown]
+# **The launch.** A kernel runs as a *grid* of *blocks* of threads. Here N = 1000 needs
+# ⌈1000 / 256⌉ = 4 blocks of 256; `shared_mem` gives each block 256 × 4 bytes for `temp`; `c`
+# receives the 4 partial sums, which the host adds, as the article's later versions do. This is the
+# call `dot.run` makes for you, written out once:
+
+# %%
+n = 1000
+a, b = dot.article_inputs(n)
+block = 256
+grid = (n + block - 1) // block
+k1 = dot.kernel("dot1", np.float32)
+c = course.zeros(grid, np.float32)
+k1((grid,), (block,), (course.asarray(a), course.asarray(b), c, np.int32(n)), shared_mem=block * 4)
+print(f"{grid} blocks of {block}, a partial sum each:", course.asnumpy(c))
+print("added on the host:", int(course.asnumpy(c).sum(dtype=np.float32)), "  exact:", dot.article_answer(n))
+
+# %% [markdown]
+# The host's float32 sum is 665 666 304, 696 short of the exact 665 667 000: each thread 0 rounded
+# as it went, as above (blocks 2 and 3 run past 2²⁷, where the spacing is 16 and 32), and the host's
+# three additions round again. That is about 10⁻⁶ of the answer, well inside the tolerance the course
+# holds float32 answers to (10⁻⁵ of Σ|aᵢbᵢ|). `dot.run("dot1", a, b)` makes the same launch and then
+# adds the partial sums on the GPU with a second, small kernel (`dot_sum_partials`, in the same
+# file), so every version here delivers the whole answer on the device. `dot.verify` runs versions
+# and holds each to the exact dot within that tolerance:
+
+# %%
+dot.verify(a, b, ["dot1"])
+
+# %% [markdown]
+# **What thread 0 costs.** In one block of 256, counted from the trace of block 0: dot1's thread 0
+# makes 64 shared-memory loads (16 bytes each: the compiler reads four products at a time) with no
+# other lane of its warp active, while 255 threads wait. The same block as a tree (version 3) and with
+# warp shuffles (beyond the article) for comparison:
+
+# %%
+dot.block_work(256)
+
+# %% [markdown]
+# dot1 serialises 256 additions on one thread; dot3's tree spreads them over 8 barrier-separated
+# steps (9 barriers with the first); dot_shfl does the block's sum in registers with 45 shuffle
+# instructions (5 per warp, and 5 more in warp 0) and one barrier. On an H200, dot1 reaches about
+# half of what a device-to-device copy moves at N = 2²⁸, the versions below about nine tenths (the
+# timing section).
+#
+# ## Version 2 (the article's): a grid-stride loop and atomicAdd
+#
+# The article's second kernel lifts the 1024 limit with a **grid-stride loop**: thread g of the
+# grid (g = threadIdx.x + blockIdx.x · blockDim.x) adds a[g]·b[g], then a[g + T]·b[g + T], … where
+# T = blockDim.x · gridDim.x is the number of threads in the grid. Any grid covers any N, and each
+# thread keeps its running sum in a register. Then each thread adds its sum into `c[threadIdx.x]`
+# with **atomicAdd** (the comment explains why not `+=`: threads of different blocks add into the
+# same word), and the host adds the 256 words of c:
+
+# %%
+source.show("dot.cu", "dot2_article")
+
+# %% [markdown]
+# **The loop, from the trace.** Two blocks of 64 threads (four warps), N = 512: each row is one
+# trip round the loop, each element coloured by the warp that loaded it. Thread 0 loads elements 0,
+# 128, 256 and 384:
+
+# %%
+fig, ax = plt.subplots(figsize=(12, 3.6))
+dot.draw_grid_stride(ax, n=512, block=64, grid=2)
+
+# %% [markdown]
+# In every trip the grid's 128 threads load 128 neighbouring elements, each warp 32 of them, so a
+# warp's load is one contiguous 128-byte piece of `a`: *coalesced*, 4 sectors of 32 bytes per warp
+# instruction (counted from traces in the 16-byte-load section below). The loop is what makes the
+# grid's size a free choice: pick it for the GPU, not for N.
+#
+# **Atomics.** An atomicAdd is a read-modify-write that no other thread can interleave with: two
+# atomics on one word are done one after the other, by the memory system (in the L2 cache for
+# global memory). Every thread makes exactly one, after its loop, so the number of atomics is the
+# number of threads, and each word `c[t]` receives one from thread t of every block. The article
+# launches N / 256 blocks of 256: as many threads as elements, so the loop never loops. Counted from
+# the traces at N = 4096, against a grid of 2 blocks and against `dot_shfl` (beyond the article: one
+# atomic per block):
+
+# %%
+dot.atomic_table(4096, block=256, grid=2)
+
+# %% [markdown]
+# With the article's grid, every product becomes an atomic: 4096 of them, 16 on each word of c. With
+# two blocks, each thread first adds 8 products in its register, and 512 atomics reach memory, 2 on
+# each word. `dot_shfl` adds each block's sum once: 2 atomics. At the sizes a GPU is for, N = 2²⁸,
+# the same counts follow from the launches (one wave is as many blocks as the GPU's SMs hold at
+# once: 8 blocks of 256 on each of 132 SMs):
+
+# %%
+dot.launch_arithmetic(2**28)
+
+# %% [markdown]
+# The article's launch makes 268 million atomics, a million on each word of c, each waiting for the
+# one before it on that word; one wave makes 270 336, and each thread adds 993 products first.
+# Drawn from the traces at N = 2048 with blocks of 64: the atomics on each slot of c, stacked in the
+# order they landed, under the article's launch (32 blocks) and with 4 blocks:
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+dot.draw_slot_atomics(axes, n=2048, block=64, grid=4)
+
+# %% [markdown]
+# Left, 32 atomics pile up on every slot, each carrying one product; right, 4, each carrying a
+# thread's sum of 8. The emulator lands them block by block; a GPU lands them in whatever order its
+# blocks get there, and that order changes from run to run (the accuracy section comes back to it).
+#
+# **The article's bug: c is never zeroed.** `c` comes from `cudaMalloc`, which does not clear
+# memory, and `atomicAdd` adds to whatever is there. The checker sees the atomics read words that
+# nothing wrote (on the emulator, fresh memory holds garbage, as a GPU's may):
+
+# %%
+dot.check("dot2_article", a, b)
+
+# %% [markdown]
+# Freshly allocated GPU memory is often zero, which is why the article saw the right answer. Run the
+# program again on the same `c` without clearing it, as a timing loop or a second call would:
+
+# %%
+dot.reruns_without_zeroing(1024, runs=3)
+
+# %% [markdown]
+# Each run adds the whole dot product on top of the last one. (The first run is also 1152 short of
+# the exact 714 779 648: the host's one-by-one float32 sum of the 256 words rounds, as thread 0's did.)
+# The `__syncthreads()` at the end of the kernel orders nothing: no thread reads anything after it.
+#
+# **The fix** is mostly on the host: zero c (blockDim.x words) before every launch, and launch one
+# wave, so that each thread loops. The kernel takes N as an argument:
+
+# %%
+source.show("dot.cu", "dot2")
+
+# %% [markdown]
+# The launches `dot.run("dot2", ...)` makes for N = 1000 (c is zeroed before the first): the grid is
+# one wave at most, fewer blocks when N needs fewer, then `dot_sum_partials` adds the 256 words:
+
+# %%
+dot.ENGINE.plan("dot2", course.asarray(a), course.asarray(b)).launches
+
+# %% [markdown]
+# At N = 1000 one wave would leave most threads with nothing to do, so the grid is 4 blocks; at
+# N = 2²⁸ it is the 1056 blocks above.
+#
+# ## Version 3 (the article's): a grid-stride loop and a tree per block
+#
+# The third kernel keeps the loop, writes each thread's sum to shared memory, and adds a block's
+# sums in a tree: 128 threads add pairs, then 64, … then 1, with a `__syncthreads()` between steps.
+# Each block leaves one sum in `c[blockIdx.x]`, no atomics. This is kernel 3 of notebook 5
+# (*sequential addressing*): no divergence in a warp until fewer than 32 threads add, no bank
+# conflicts. Notebook 5 draws the tree step by step; here, counted from the trace of one block:
+
+# %%
+source.show("dot.cu", "dot3_article")
+
+# %%
+dot.tree_steps(256)
+
+# %% [markdown]
+# 255 additions in 8 steps, the busy warps halving; from step 3 on one warp does all the adding.
+# That is the article's point for this version: the block's last additions take log₂ 256 = 8 steps
+# instead of 256 additions one after another (by thread 0 in version 1, by the host in version 2).
+#
+# **The article's bugs.** The kernel is right with its blocks of 256 (the host adds the block sums
+# in float32):
+
+# %%
+dot.verify(*dot.article_inputs(1024), ["dot3_article"])
+
+# %% [markdown]
+# but `cache` has a fixed 256 slots: a block of 512 writes past it. The emulator stops at thread 256:
+
+# %% tags=["raises-exception"]
+# NBVAL_RAISES_EXCEPTION
+dot.trace("dot3_article", *dot.article_inputs(1024), block=512)
+
+# %% [markdown]
+# And the article's host code for this version launches `dot2`, not `dot3`, then adds
+# `c[0 .. N/256)` as if they were block sums: the sums of dot2's first 4 slots, about 1 % of the
+# answer (the article reports only a time for it):
+
+# %%
+dot.listing3_answer(1024)
+
+# %% [markdown]
+# **The barrier inside the `if`.** The article warns that the tree's second `__syncthreads()` must
+# stay outside `if (cacheIdx < num)`: `__syncthreads()` waits for *every* thread of the block, and
+# the threads that skip the `if` never arrive. Here is the kernel with the barrier moved inside:
+
+# %%
+source.show("dot.cu", "dot3_sync_in_if")
+
+# %% [markdown]
+# On a GPU this is undefined behaviour: it may hang, or let the threads through early and add the
+# wrong values. The emulator tracks which threads reach which barrier, and the checker names the
+# line and the threads:
+
+# %%
+dot.check("dot3_sync_in_if", *dot.article_inputs(512), block=256)
+
+# %% [markdown]
+# The rule, in the checker's words: guard the work, not the barrier.
+#
+# **The fix.** N as an argument, and `cache` as dynamic shared memory, one slot per thread, so any
+# power-of-two block up to 1024 works; the launch gives it `shared_mem = block × 4` bytes:
+
+# %%
+source.show("dot.cu", "dot3")
+
+# %%
+dot.ENGINE.plan("dot3", course.asarray(a), course.asarray(b)).launches[0]
+
+# %% [markdown]
+# **The article's timings.** The article reports 108, 90 and 92 ms for its three programs. They were
+# measured with `gettimeofday` around all of `main()`: CUDA's start-up, `cudaMalloc`, the copies,
+# the kernel and the frees, for vectors of 1024 floats. The kernels themselves take microseconds.
+# On a GPU, the kernel alone (CUDA events) beside what the course's host side takes (copy a and b
+# over, launch, copy the answer back):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.article_timings()
+
+# %% [markdown]
+# On a GPU the kernels take microseconds (dot1_article the longest: thread 0 adds 1024 products one
+# after another) and the host's part tens of microseconds: the article's milliseconds were CUDA's
+# start-up, and its comparison of 108 against 90 ms says nothing about the kernels. The timing
+# section below measures them at sizes where they matter.
+#
+# ## Beyond the article
+#
+# **Warp shuffles, one atomic per block.** A block's tree needs neither shared memory nor a barrier
+# per step: `__shfl_down_sync(mask, v, k)` hands each lane the register `v` of the lane k above it,
+# so a warp adds its 32 values in 5 steps, and a block adds its warps' sums the same way. Notebook 5
+# builds these step by step; the course keeps them in a shared header, `common.cuh`, which the dot
+# product, the reduction and the scan all include:
+
+# %%
+source.show("dot.cu", "warp_sum", "block_sum", "dot_shfl")
+
+# %% [markdown]
+# Thread 0 of each block adds its block's sum into `out[0]` (zeroed by the host) with one atomicAdd:
+# the whole dot product is on the device after one launch, and the atomics are as few as the blocks.
+#
+# **16-byte loads.** A warp's load of one float per lane moves 128 bytes. Loading a `float4`-sized
+# vector per lane moves 512 bytes per instruction, and `LOADS` of them (2 here) are issued for a and
+# for b before any is used, so each thread has 64 bytes of loads in flight instead of 8. The loop is
+# a template over the accumulator, so the next two versions reuse it:
+
+# %%
+source.show("dot.cu", "accumulate", "dot_vec4")
+
+# %% [markdown]
+# From the traces at N = 8192: bytes and 32-byte sectors per global load instruction, and how many
+# load instructions the launch needed:
+
+# %%
+dot.load_table()
+
+# %% [markdown]
+# The same bytes in a quarter of the instructions, every sector of each request used. The vector
+# path needs a and b 16-byte aligned (CuPy's arrays are; a view such as `a[1:]` is not, and then the
+# kernel takes the 4-byte path for every element). On an H200, this is the version that reads faster
+# than a device-to-device copy (the timing section).
+#
+# ## Accuracy: what the order of the additions does
+#
+# Every version so far adds the same float32 products; they differ in the *order* of the additions,
+# and in float32 the order decides the rounding. The article's data at N = 2¹⁶ (exact answer
+# 187 645 689 528 320, where float32's spacing is 16 777 216), added one by one forwards and
+# backwards and in pairs in NumPy, and by each version's kernels on the emulator:
+
+# %%
+dot.order_table(2**16)
+
+# %% [markdown]
+# One by one from the small end lands 2 spacings off; from the large end 177 spacings, because once
+# the sum is big, the small products that come last are rounded away. In pairs, partial sums meet
+# partners of similar size, and the answer is within a spacing: the trees of dot1–dot_vec4 and their
+# per-thread sums all land within about 3 spacings. dot_f64 adds the products in float64 and
+# dot_compensated carries float32 pairs (next section): both exact here.
+#
+# **Deterministic, or not.** The last column is the other half of the story. dot1 and dot3 leave one
+# sum per block in its own word, and `dot_sum_partials` adds them in a fixed order: the same bits
+# every run. dot2, dot_shfl, dot_vec4 and dot_f64 add with atomics, and the order atomics land in is
+# the order the blocks happen to get there, which changes from run to run on a GPU. The emulator
+# cannot show that: it runs the blocks in one fixed order, so it gives the same answer every time.
+# What it can show is the range of answers the GPU may give. The block sums of `dot_shfl` (computed
+# by a NumPy model of its loop and `block_sum`, which reproduces the emulator's answer bit for bit),
+# added in 1000 random orders, on one pair of random vectors of 2¹⁶:
+
+# %%
+orders = dot.atomic_orders(2**16)
+orders
+
+# %%
+fig, ax = plt.subplots(figsize=(11, 3.6))
+dot.draw_atomic_orders(ax, orders)
+
+# %% [markdown]
+# The same 256 numbers give 30 different float32 answers depending on the order: a spread of about
+# 30 spacings, a relative spread of about 2·10⁻⁶ here. On a GPU the order is not yours to choose. On
+# the H200 (`docs/tuning/nvidia-h200-2026-11-24.log`), five runs of one 2²⁴ input gave three to five
+# different answers for every version that adds with atomics (dot2, dot_shfl, dot_vec4, and dot_f64 in
+# its float64 bits), and one for dot3, dot_compensated and `cupy.dot`. On a GPU, this cell repeats it:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.repeat_table()
+
+# %% [markdown]
+# When the bits must repeat (a test that compares answers exactly, a reproducible training run), add
+# in a fixed order, as `dot_sum_partials` and `dot_compensated` do: each block writes its sum to its
+# own word, and the last block to finish adds them in block order.
+#
+# **How the error grows with N.** The article's data has no cancellation (every product is
+# positive). Random vectors do: the products have both signs and the answer is much smaller than
+# the terms, so the same rounding errors weigh more. Lines: NumPy models of each way of adding,
+# median over 3 random pairs of standard-normal vectors up to 2²²; points: the kernels' own answers on
+# the same vectors (run on this machine's backend, at sizes the emulator runs quickly):
+
+# %%
+fig, ax = plt.subplots(figsize=(12, 5))
+dot.draw_errors(ax)
+
+# %% [markdown]
+# One thread adding one by one (blue) loses more as N grows, to about 10⁻⁴ at 2²²: its running sum
+# is big and every product is rounded to its spacing. The grid-stride kernels (orange)
+# stay within a few times the float32 rounding of the exact answer (dashed): each thread adds only
+# N / (threads) products, and the trees add the rest in about log₂ steps. The points follow their
+# lines. A float32 answer cannot do better than the dashed line, whatever the order.
+#
+# **Two ways past float32.** `dot_f64` widens each product to double (a float32 × float32 product is
+# exact in double) and adds in double. `dot_compensated` stays in float32 arithmetic but carries every
+# sum as a pair (s, c): each product's rounding error is recovered exactly with an `fma`
+# (TwoProduct), each addition's with six more float operations (TwoSum), and the errors are summed in
+# c. The result is as accurate as a sum in twice the precision (Ogita, Rump and Oishi's *Dot2*, 2005),
+# and the last block merges the blocks' pairs in a fixed order. The two accumulators plug into the
+# same loop as dot_vec4's `Plain`:
+
+# %%
+dot.struct_source("Wide", "Compensated")
+
+# %%
+source.show("dot.cu", "dot_f64", "dot_compensated")
+
+# %% [markdown]
+# Their errors in the plot are about 10⁻¹⁶ (dot_f64) and 10⁻¹⁴ (dot_compensated): 10⁷ to 10⁹ times
+# smaller than any float32 answer, and both answer in float64 (rounding to float32 would throw that
+# away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
+# on the H200 all three 16-byte versions read at about the same speed (timing section). On a GPU,
+# the median relative error of every version at N = 2²⁴ over 20 random pairs, against `cupy.dot`'s,
+# and the course's goals for them:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.error_table()
+
+# %% [markdown]
+# In the H200 sweep (`docs/tuning/`), `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, the float32
+# grid-stride versions' 2 to 5·10⁻⁷ (so `dot_vec4` misses its goal of matching `cupy.dot`), dot_f64's
+# about 10⁻¹⁵ and dot_compensated's a few 10⁻¹⁴.
+#
+# ## Try it
+#
+# Pick a version (the article's are in the list too), a block size and N. The panel runs the version
+# on this machine's backend with the article's data, compares it with the exact dot, runs the
+# checker, traces one block's worth of input and draws it: thread 0's loads of `temp` for dot1, the
+# atomics on c's slots for dot2, the tree for dot3, one 16-byte load up close for dot_vec4, the
+# grid-stride map for the others. Under it, numbers read from the trace of block 0:
+#
+# - **grid** and **elements per thread**: the launch; does the loop loop?
+# - **global load instructions**, **bytes** and **32-byte sectors per load instruction**: coalescing
+#   and vector width (128 B and 4 sectors per warp for floats, 512 B and 16 for 16-byte loads);
+# - **barriers** and **atomics**: what the block waits for, and what it adds into memory;
+# - **shared-memory requests** and the **worst bank conflict**; for dot1, **shared loads by thread 0
+#   alone**.
+#
+# Try `dot1_article` with N = 1000, `dot2_article` (its c is never zeroed), `dot3_article` with a
+# block of 512, or watch dot2's elements per thread grow with N while the grid stays one wave and
+# its atomics stay one per thread.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.panel(version="dot1", n=1024, block=256)
+
+# %% [markdown]
+# ## How fast on a GPU
+#
+# A dot product does two loads and one fused multiply-add per element: it is limited by memory
+# bandwidth. Its speed is counted in GB/s of a and b read (8 bytes per element) and held against a
+# device-to-device copy of the same bytes, timed in the same run. A copy reads *and* writes; a dot
+# product only reads, so a good one can beat the copy (the memory loses time turning round between
+# reads and writes).
+#
+# **The article's launch against one wave.** dot1, dot2 and dot3 (the fixed kernels, the kernel
+# alone without the partial sums' pass), each timed with the article's N / 256 blocks and with the
+# version's own grid, in the same run (dot1's own grid is the article's), median of 20 CUDA-event
+# timings with inputs rotated out of the L2 cache:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.launch_table()
+
+# %% [markdown]
+# Read the 2²⁰ rows last: 8 MB take a few microseconds whatever the kernel. At 2²⁸ on the H200, dot2
+# under the article's launch reads at about 5 % of the copy: a million atomics on each word of c,
+# one after another. Launched as one wave, the same kernel reaches about 88 %. dot3's tree costs no
+# atomics, but under the article's launch each of a million blocks runs its 9 barriers for 256
+# products, about 40 % of the copy; one wave brings it to about 88 % too. dot1 stays near 47 %:
+# its thread 0 adds 256 products one by one in every block.
+#
+# **How many blocks?** A load from DRAM takes several hundred nanoseconds. To keep the memory busy,
+# each SM must always have enough loads on their way: by Little's law, bytes in flight = bandwidth ×
+# latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for the H200, or about 22 KB per SM (notebook 5 measures
+# this for the reduction). Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the
+# table times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.wave_table()
+
+# %% [markdown]
+# On the H200 one block per SM (16 KB in flight per SM) reaches about 80 % of the copy, two (32 KB)
+# just over 100 %, and four or eight about 106 %: once each SM has more in flight than Little's law
+# asks, more blocks change nothing. That is why the versions here launch one wave: 8 blocks of 256
+# on every SM.
+#
+# **Every version against N.** The whole product on the GPU (partial sums included), beside
+# `cupy.dot` and the copy, from 2¹⁶ to 2²⁸:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+records = dot.speed_against_n()
+fig, ax = plt.subplots(figsize=(9, 4.5))
+dot.plot_speed(ax, records)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.speed_table(records, 2**28)
+
+# %% [markdown]
+# Below 2²⁰ every version is launch-bound (a few µs). At 2²⁸ on the H200 (`docs/benchmarks/`): dot1
+# about 47 % of the copy; dot2, dot3 and dot_shfl about 89 % (one float per lane and 8 bytes in
+# flight per thread leave the memory short of requests); the 16-byte versions about 108 %, faster
+# than the copy, at 3.2 to 3.25× `cupy.dot`, which reaches about a third of the copy. The accurate
+# versions cost nothing: dot_f64 and dot_compensated read as fast as dot_vec4.
+#
+# ## Exercises
+#
+# **1. Predict, then check: atomics.** N = 10 000 (not a multiple of 256), blocks of 256, the
+# article's data. For each launch, predict three numbers: the atomics that reach memory, how many of
+# them land on the busiest word (a slot of c for dot2, out[0] for dot_shfl), and the most elements
+# of `a` one thread loads. The check counts them from traces and gives a hint where you are off.
+
+# %%
+my_counts = {  # (atomics, on the busiest word, most loads of a per thread): edit these
+    "dot2_article, N / 256 blocks": (10000, 39, 1),
+    "dot2, 8 blocks": (10000, 8, 5),
+    "dot_shfl, 8 blocks": (8, 8, 5),
+}
+dot.exercise_atomics(my_counts)
+
+# %% [markdown]
+# **2. Fix: the stride.** This kernel adds a · b into `out[0]` with `block_sum` and one atomic per
+# block, but its loop is wrong. It passes with one block; find out what goes wrong with several,
+# and fix it. The check launches it on the emulator with several grids and blocks, counts how many
+# times each element of `a` was loaded, and compares the answer with the exact dot.
+
+# %%
+mine = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+dot.exercise_stride(mine)
+
+# %% [markdown]
+# **3. Fix: accuracy in float32.** Each thread of this kernel adds its products in a plain `float`
+# and writes its own sum to `sums[g]`. Make every thread's sum accurate to within one float32
+# spacing of its exact value, still in float32 arithmetic (no `double`). The check runs it on the
+# article's data and on random positive products; a plain sum is up to 18 spacings off.
+
+# %%
+mine = r"""
+extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+    unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0;
+    for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
+        s += a[i] * b[i];
+    }
+    sums[g] = s;
+}"""
+dot.exercise_kahan(mine)
+
+# %% [markdown]
+# **4. Measure and choose: dot2's grid.** Pick the number of blocks for dot2 (blocks of 256,
+# N = 2²⁶). Too few, and SMs idle; too many, and the atomics on c's 256 words pile up. On a GPU the
+# check times your grid against one full wave and passes within 10 %; without one it checks the
+# launch's arithmetic. Start from the article's N / 256.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+dot.exercise_grid(blocks=2**26 // 256)
+
+# %% [markdown]
+# ## Summary
+#
+# - **A grid-stride loop** (`i += blockDim.x * gridDim.x`) lets any grid cover any N, keeps each
+#   warp's loads contiguous, and lets each thread add many products in a register before it talks to
+#   anyone. Choose the grid for the GPU: one wave, as many blocks as the SMs hold at once.
+# - **Atomics** are serialised on each word. One per element (the article's launch of dot2) is the
+#   slowest way to add; one per thread after a loop is tolerable; one per block (dot_shfl) is cheap.
+#   A buffer that atomics add into must be zeroed before every launch.
+# - **Accuracy**: float32 holds 24 bits, so a running sum rounds each term to the spacing at the sum;
+#   the article's data loses 768 after 1024 terms, and the loss begins at i = 369. Short per-thread
+#   sums and trees keep the error near the float32 floor; `double` accumulation or a compensated
+#   float32 pair removes it, at no cost in speed, because a dot product waits on memory.
+# - **Order**: in float32 the order of the additions decides the answer's last bits. Atomics make
+#   that order, and so the answer, change from run to run on a GPU; the emulator, with its fixed
+#   order, shows the range but not the variation. A fixed order (one word per block, the last block
+#   adds them) makes the answer repeat.
+# - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
+#   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
+#   launches the wrong kernel, and timings of CUDA's start-up rather than of the kernels.
