@@ -182,10 +182,10 @@ histogram.contention_table(["hist1"])
 # "Lanes on one bin" is the busiest bin's share of each warp instruction: about 2 on uniform
 # bytes, about 4 on skewed ones, 32 on all-equal bytes. If the hardware served the lanes on one
 # address one after another, all-equal bytes would cost 16 times what uniform bytes do. On an
-# H200, at 2^28 bytes (the table near the end measures it), `hist1` takes about 70 ms on uniform
-# bytes and about 200 ms on all-equal ones: about 3 times slower, not 16. The trace counts what
+# H200, at 2^28 bytes (the table near the end measures it), `hist1` takes about 33 ms on uniform
+# bytes and about 200 ms on all-equal ones: about 6 times slower, not 16. The trace counts what
 # the code asks for, not how the L2's atomic units carry it out; what both times say is that one
-# global atomic per byte is hopeless: about 4 GB/s against the copy's 4 000.
+# global atomic per byte is hopeless: at best about 8 GB/s against the copy's 4 000.
 #
 # ## Kernel 2: a private histogram per block (the article's second kernel)
 #
@@ -295,7 +295,7 @@ histogram.grid_timing()
 # `hist2_article` with one block per SM reads about 90 GB/s, with two about 180 GB/s (the
 # article's text was right, its code was not), with a full wave roughly 700 GB/s. `hist3_vec`'s
 # 16-byte loads reach about 2 TB/s, `hist5_lanes` about 3 to 3.5 TB/s, most of the copy. The global-
-# atomic kernels stay at about 4 GB/s whatever their grid: their limit is the L2's atomics, not
+# atomic kernels stay at about 8 GB/s whatever their grid: their limit is the L2's atomics, not
 # the bytes in flight.
 #
 # ## The article's 29.22 ms
@@ -312,11 +312,11 @@ histogram.grid_timing()
 histogram.article_timing()
 
 # %% [markdown]
-# On the H200 machine the copy from pageable memory takes about 16 ms (about 6.6 GB/s over the
+# On the H200 machine the copy from pageable memory takes about 22 ms (about 4.7 GB/s over the
 # host link), and the article's shared-memory kernel about 1.2 ms of the span: the article's
 # 29.22 ms measures mostly its host-to-device copy, not its kernel. Kernel against kernel, the
-# article's global-atomic version takes about 27 ms and its shared-memory version about 1.2 ms:
-# privatising was worth a factor of about 20. `hist5_lanes`, below, counts the same 100 MiB in
+# article's global-atomic version takes about 13 ms and its shared-memory version about 1.2 ms:
+# privatising was worth a factor of about 11. `hist5_lanes`, below, counts the same 100 MiB in
 # about 0.03 ms, some 30 to 40 times faster again.
 #
 # ## Kernel 3: 16-byte loads (beyond the article)
@@ -551,9 +551,9 @@ table
 # On an H200 the copy takes about 0.066 ms. `hist5_lanes` stays within a few per cent of it on
 # every kind of data (about 95 %, about 40 to 60 times faster than `cupy.bincount`, which takes
 # 3 to 4 ms); `hist3_vec` ranges from about the copy's speed (all-equal) to about 55 % (uniform).
-# `hist2` takes about 0.38 ms whatever the data: its one byte per load leaves it short of bytes
+# `hist2` takes about 0.37 ms whatever the data: its one byte per load leaves it short of bytes
 # in flight, and that hides every other cost. The article's kernels: about 3 ms for
-# `hist2_article` (one block per SM) and 55 to 200 ms for `hist1_article`, the only one that
+# `hist2_article` (one block per SM) and 33 to 200 ms for `hist1_article`, the only one that
 # all-equal bytes slow down by much. The same times as bars (log scale):
 
 # %%
@@ -576,7 +576,7 @@ histogram.plot_speed(ax, records)
 
 # %% [markdown]
 # Below about 2^20 bytes every kernel takes a few microseconds, the time of a launch; these points
-# say nothing about the kernels. From 2^24 on `hist5_lanes` follows the copy on both kinds of
+# say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both kinds of
 # data, `hist3_vec` only on all-equal bytes, and `hist2` stays far below, short of bytes in
 # flight. The full sweep and the course's goals are in `docs/benchmarks/`.
 #
@@ -639,8 +639,9 @@ histogram.exercise_grid(blocks=course.device().sm_count * 8)
 #   **contention** decides their cost: the trace shows which lanes of a warp meet on one bin (2
 #   on uniform bytes, 32 on all-equal ones) and which meet in one shared-memory bank.
 # - **Privatisation** moves the atomics where they are cheap: a histogram per block in shared
-#   memory (the article's second kernel, about 20× its first on an H200), then a copy per lane laid
-#   out so that no two lanes of a warp share a word or a bank, whatever the data.
+#   memory (the article's second kernel, about 11× its first on an H200 with uniform bytes),
+#   then a copy per lane laid out so that no two lanes of a warp share a word or a bank,
+#   whatever the data.
 # - Then the loads: the article's grid of one block per SM, one byte per thread at a time, keeps
 #   about 1 % of the bytes in flight that Little's law asks for; a full wave and 16-byte loads
 #   take the histogram to the copy's speed, 40 to 60 times `cupy.bincount`.

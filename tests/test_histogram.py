@@ -574,7 +574,7 @@ class TestOnTheGpu:
         assert len(rows) == 5 and all(r["ms"] > 0 for r in rows)
 
     def test_gpu_table(self, cupy_backend):
-        rows = histogram.gpu_table(n=2**20, dists=("uniform",), runs=5)
+        rows = histogram.gpu_table(n=2**20, dists=("uniform",), runs=20)
         assert rows[0]["version"] == "device copy" and all(r["uniform ms"] > 0 for r in rows)
 
     def test_wide_timing_and_the_sweep(self, cupy_backend):

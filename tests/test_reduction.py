@@ -7,6 +7,7 @@ import pytest
 
 import course
 from course import reduction, source
+from course.engine.engine import VET_MAX
 
 CORRECT = (*reduction.versions(), "reduce3_timed")
 # reduce5_article works for blocks of 64 and more (its race needs the checker to show)
@@ -211,5 +212,5 @@ def test_on_a_gpu_the_articles_bugs_are_caught_on_the_emulator_first(emulator_ba
         engine._vet(v, (np.arange(1, 1001, dtype=np.uint32),), 128)
     engine._vet(v, (np.arange(1, 1025, dtype=np.uint32),), 128)  # a multiple of 2 x 128: fine
     engine._vet(engine.version("reduce5_article"), (np.ones(1000, np.uint32),), 64)  # a race: runs
-    with pytest.raises(course.InputError, match="up to 65536 elements"):
-        engine._vet(v, (np.ones(1 << 17, np.uint32),), 128)
+    with pytest.raises(course.InputError, match=f"up to {VET_MAX} elements"):
+        engine._vet(v, (np.ones(VET_MAX + 1, np.uint32),), 128)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .panel import Panel
 
 STOPPING = ("out-of-bounds", "misaligned")  # findings after which a multi-launch check goes no further
-VET_MAX = 1 << 16  # the largest input of a buggy version that run() checks on the emulator before a GPU
+VET_MAX = 1 << 18  # the largest input of a buggy version run() checks on the emulator before a GPU (seconds)
 
 
 class Engine:
