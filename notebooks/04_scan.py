@@ -373,6 +373,11 @@ scan.ENGINE.plan("blelloch", course.asarray(x), block=32).launches
 # %%
 scan.conversion_table(x)
 
+# %% [markdown]
+# The kernel's exclusive row starts with the identity and stops short of x's last element (25 is
+# only in the inclusive row); each conversion is one more launch that reads and writes every
+# element again. The tree, from the trace, as for Brent-Kung:
+
 # %%
 fig, ax = plt.subplots(figsize=(12, 7.5))
 scan.draw_steps(ax, "blelloch", 128)
@@ -461,8 +466,9 @@ scan.bytes_moved(2**16)
 # ## Beyond one block: a single pass with decoupled look-back
 #
 # In one pass, each tile needs the sum of every tile before it while those are still being
-# scanned by other blocks. Chained scans pass that sum from tile to tile: each block waits for its
-# predecessor's prefix, and the whole grid runs one tile at a time. Merrill and Garland's
+# scanned by other blocks. A chained scan passes that sum from tile to tile: each block waits for
+# its predecessor's prefix, so the prefix crawls through the grid one tile (and one round trip to
+# memory) at a time. Merrill and Garland's
 # **decoupled look-back** (NVIDIA, 2016) breaks the chain. Each tile has a **status word** in
 # global memory, and as soon as the block has scanned its tile:
 #
@@ -564,7 +570,8 @@ print("lookback, 30001 floats, max:", np.array_equal(scan.run_op("lookback", x, 
 # the trace:
 #
 # - the **grid**, and the most **elements per thread**, from the launch;
-# - **elements of x read by block 0**: N²/2 for the naive scan, N for the others;
+# - **elements of x read by block 0**: every element once for the one-block versions, a tile for
+#   the tiled ones, and for the naive scan x[0..i] by each thread i (so the block's own (B+1)B/2);
 # - **steps**, **adds in shared memory**, **barriers** and the **most threads busy in a step**: the
 #   steps against the work of the one-block versions;
 # - the **worst bank conflict** and the **extra shared wavefronts** conflicts cost (passes beyond
