@@ -98,9 +98,8 @@ k((grid,), (block,), (course.asarray(x), y, np.int32(n)))
 print(f"{grid} blocks of {block}: matches NumPy:", np.array_equal(course.asnumpy(y), scan.reference(x)))
 
 # %% [markdown]
-# It is right, and it is all the article says against it: the threads' loads are badly
-# unbalanced. From the trace of block 0 (two warps of 32 threads), the elements of x each thread
-# read:
+# It is right. What the article holds against it is how the work is shared out. From the trace of
+# block 0 (two warps of 32 threads), the elements of x each thread read:
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 3.2))
@@ -133,7 +132,7 @@ scan.held_after_steps("kogge_stone", 16)
 
 # %% [markdown]
 # Step k doubles how far back each partial sum reaches: 1, 2, 4, 8, then the whole prefix. (The
-# block has 32 threads; step 5 adds across element 16, outside these 16 columns.)
+# block has 32 threads; step 5, offset 16, changes only elements 16 to 31, beyond these columns.)
 #
 # **Four things are wrong with the printed kernel.** First, it does not compile: the article writes
 # `_shared__` for `__shared__` (in both its kernels). Put back into our copy, NVRTC says:
@@ -192,7 +191,8 @@ x = (np.arange(n) % 7 - 3).astype(np.int32)  # small values whose sums are easy 
 k = scan.kernel("kogge_stone", np.int32, block)
 y = course.zeros(n, np.int32)
 k((1,), (block,), (course.asarray(x), y, np.int32(n)))
-print("x:", x[:10], "...\ny:", course.asnumpy(y)[:10], "... inclusive:", np.array_equal(course.asnumpy(y), scan.reference(x)))
+print("x:", x[:10], "...")
+print("y:", course.asnumpy(y)[:10], "... inclusive:", np.array_equal(course.asnumpy(y), scan.reference(x)))
 
 # %% [markdown]
 # `scan.run(version, x, block=...)` makes the same launch. A block covers at most its own size, so
@@ -244,7 +244,8 @@ scan.steps_vs_work((256,), ("kogge_stone", "kogge_stone_double_buffer"))
 #
 # ## Version 4: Brent-Kung, as the article prints it
 #
-# The article then borrows the reduction tree (its notebook 5). **Up-sweep** ("reduction phase"):
+# The article then borrows the reduction tree from its earlier post (this course's notebook 5).
+# **Up-sweep** ("reduction phase"):
 # in step 1 every other element adds its left neighbour, in step 2 every fourth element adds the
 # element two to its left, and so on, until the last element holds the sum of all. Only the
 # elements at positions 2^k − 1 hold finished prefixes now. **Down-sweep** ("reverse phase"): the
@@ -287,7 +288,8 @@ scan.article_findings("brent_kung_article")
 
 # %% [markdown]
 # On a GPU that write lands in whatever shared memory follows `XY`; `scan.run` refuses to launch
-# these two article kernels there (on the emulator they stop at the first stray access).
+# this kernel and the article's Kogge-Stone there (on the emulator they stop at the first stray
+# access or barrier).
 #
 # ## Brent-Kung, fixed
 #
@@ -354,8 +356,8 @@ scan.plot_steps_vs_work(a, b, work)
 # GPU Gems 3 (ch. 39, Harris, Sengupta and Owens, 2007) writes the work-efficient tree as an
 # **exclusive** scan: the same up-sweep, then the root is set to the identity, and each down-sweep
 # step hands a node's value to its left child and (value + left child's old value) to its right
-# child. After the last step every element holds the sum of everything before it. It takes as
-# one more step than Brent-Kung (the root's) and log2 N more additions. Our plan adds x on the device
+# child. After the last step every element holds the sum of everything before it. It takes one
+# more step than Brent-Kung (the root's) and log2 N more additions. Our plan adds x on the device
 # afterwards (`inclusive_from_exclusive`) to compare it with the others: a second launch.
 
 # %%
@@ -468,9 +470,8 @@ scan.bytes_moved(2**16)
 # In one pass, each tile needs the sum of every tile before it while those are still being
 # scanned by other blocks. A chained scan passes that sum from tile to tile: each block waits for
 # its predecessor's prefix, so the prefix crawls through the grid one tile (and one round trip to
-# memory) at a time. Merrill and Garland's
-# **decoupled look-back** (NVIDIA, 2016) breaks the chain. Each tile has a **status word** in
-# global memory, and as soon as the block has scanned its tile:
+# memory) at a time. Merrill and Garland's **decoupled look-back** (NVIDIA, 2016) breaks the chain.
+# Each tile has a **status word** in global memory, and as soon as the block has scanned its tile:
 #
 # - it publishes its tile's total, flagged **AGGREGATE** (A): "my tile alone";
 # - it **looks back** at its predecessors' words, from the nearest one down, adding their values,
@@ -639,10 +640,11 @@ scan.tuning_steps()
 
 # %% [markdown]
 # Read it as a story of latency. The tile's own work was never the problem: the same tiles scanned
-# without a look-back run at 97 % of the copy (last row). What costs is the wait: a block in its
-# look-back holds its 128 threads' registers (32 elements each) and issues no loads. Notebook 5's
-# Little's law says the DRAM stays busy only if each SM keeps enough bytes in flight; so the steps
-# are (1) cheaper waits (a warp-local exchange instead of block barriers, one atomic instead of a
+# without a look-back run at 97 % of the copy (last row). What costs is the wait. The DRAM stays
+# busy only if enough loads are on their way at every moment: by **Little's law**, bytes in flight
+# = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB on an H200, some 22 KB per SM. A block
+# loads its 16 KB tile at once, then scans it and looks back, and while it waits it holds its
+# registers and has nothing in flight. So the steps are (1) cheaper waits (a warp-local exchange instead of block barriers, one atomic instead of a
 # round trip and a fence), (2) more blocks per SM to fill in for a waiting one
 # (`__launch_bounds__` keeps the registers at 56 so that 9 blocks fit), (3) a pause before the
 # first look, so that the predecessors' prefixes are there when it looks (fewer windows walked),
