@@ -236,6 +236,13 @@ scan.step_table("kogge_stone", 256)
 source.show("scan.cu", "kogge_stone_scan_double_buffer")
 
 # %%
+x = (np.arange(200) % 7 - 3).astype(np.int32)
+print("matches NumPy:", np.array_equal(scan.run("kogge_stone_double_buffer", x, block=256), scan.reference(x)))
+
+# %% [markdown]
+# Counted from the traces of both, for N = 256:
+
+# %%
 scan.steps_vs_work((256,), ("kogge_stone", "kogge_stone_double_buffer"))
 
 # %% [markdown]
@@ -423,6 +430,14 @@ scan.draw_bank_steps(b, "blelloch_padded (a word after every 32)")
 source.show("scan.cu", "blelloch_scan_padded")
 
 # %% [markdown]
+# Both trees on 2000 elements in a block of 1024 threads (each with its conversion launch):
+
+# %%
+x = (np.arange(2000) % 7 - 3).astype(np.int32)
+print("blelloch       :", np.array_equal(scan.run("blelloch", x, block=1024), scan.reference(x)))
+print("blelloch_padded:", np.array_equal(scan.run("blelloch_padded", x, block=1024), scan.reference(x)))
+
+# %% [markdown]
 # ## Beyond one block: scan-then-propagate
 #
 # Every kernel so far scans what one block holds, at most 2048 elements. The article stops there.
@@ -448,6 +463,10 @@ source.show("scan.cu", "scan_tile", "scan_tiles", "add_tile_prefix")
 
 # %%
 scan.ENGINE.plan("scan_then_propagate", course.asarray(np.ones(70_000, np.float32)), block=128).launches
+
+# %%
+x = (np.arange(70_000) % 17 - 8).astype(np.float32)
+print("scan-then-propagate, 70000 floats, matches NumPy:", np.array_equal(scan.run("scan_then_propagate", x), scan.reference(x)))
 
 # %% [markdown]
 # It is right for any N, but it reads and writes y twice. What every launch of each version reads
@@ -507,7 +526,6 @@ source.show("scan.cu", "take_ticket", "lookback_scan")
 # of tiles + 1 words (word 0: the ticket counter and the epoch):
 
 # %%
-x = (np.arange(70_000) % 17 - 8).astype(np.float32)
 plan = scan.ENGINE.plan("lookback", course.asarray(x), block=128)
 print(plan.launches, "\none launch, matches NumPy:", np.array_equal(plan(), scan.reference(x)))
 
