@@ -13,7 +13,7 @@ import pytest
 
 import course
 from course import scan
-from course.scan import story, topic
+from course.scan import pictures, story, topic
 
 TILED = ("scan_then_propagate", "lookback")
 WRAPPING = np.iinfo(np.int32)
@@ -246,3 +246,184 @@ def test_panel_driven_by_its_widgets(emulator_backend):
     p.version.value = "kogge_stone"
     p.n.value = 1024  # more than block 128 covers: the panel says so instead of failing
     assert "InputError" in p.last["error"] and "take block 1024" in p.last["error"]
+
+
+# ---------------------------------------------------------------- notebook 04's helpers
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100, 1001])
+def test_exclusive_is_the_shift_of_the_inclusive(rng, n):
+    x = ints(rng, n)
+    want = np.r_[np.int32(0), np.cumsum(x, dtype=np.int32)[:-1]]
+    got = scan.exclusive(x)
+    assert got.dtype == np.int32 and got.shape == (n,)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_held_after_steps_doubles_the_reach(emulator_backend):
+    rows = scan.held_after_steps("kogge_stone", 16)
+    assert [r["after"] for r in rows] == ["load", *(f"step {k} (d={1 << (k - 1)})" for k in range(1, 6))]
+    for k, row in enumerate(rows):  # after step k, element i covers min(i + 1, 2^k) inputs
+        assert [row[str(i)] for i in range(16)] == [min(i + 1, 1 << k) for i in range(16)]
+    bk = scan.held_after_steps("brent_kung", 16)
+    assert [bk[-1][str(i)] for i in range(16)] == list(range(1, 17))  # the down-sweep fills in every prefix
+
+
+def test_conversion_table(backend):
+    x = np.array([3, 1, 7, 0, 4, 1, 6, 3, 5], np.int32)
+    rows = {r[""]: [int(r[str(i)]) for i in range(len(x))] for r in scan.conversion_table(x)}
+    assert rows["inclusive"] == np.cumsum(x).tolist()
+    assert rows["exclusive"] == rows["exclusive from inclusive"] == scan.exclusive(x).tolist()
+
+
+def test_adds_are_not_copies(emulator_backend):
+    """The double buffer copies unchanged elements and Blelloch copies to the left child: writes,
+    not adds. Blelloch adds 2N - 2 times, Kogge-Stone's double buffer as often as Kogge-Stone."""
+    rows = {(r["algorithm"], r["N"]): r for r in story.steps_vs_work((64, 512))}
+    for n in (64, 512):
+        assert rows["blelloch", n]["adds"] == 2 * n - 2
+        assert rows["kogge_stone_double_buffer", n]["adds"] == rows["kogge_stone", n]["adds"]
+
+
+def test_lookback_table_picks_tiles(emulator_backend):
+    rows = scan.lookback_table((1, 33))
+    assert [r["tile"] for r in rows] == [1, 33]
+    assert rows[0]["status loads (window 32)"] == 1 and rows[1]["status loads (window 32)"] == 2
+    assert rows[1]["words read (window 32)"] == 33  # a window reaching past tile 0 ends the walk
+
+
+def test_tuning_steps_are_the_recorded_ones():
+    rows = scan.tuning_steps()
+    pct = [float(r["% of copy"]) for r in rows]
+    assert pct[0] == 57.6 and pct[len(story.TUNING_STEPS) - 1] == 88.2 and pct == sorted(pct[:6]) + pct[6:]
+    assert all(len(str(r[k])) == len(str(rows[0][k])) for r in rows for k in r)  # text columns padded
+
+
+def test_typo_error_is_short():
+    text = scan.typo_error()
+    assert (
+        text.splitlines()[0].endswith('identifier "_shared__" is undefined') and len(text.splitlines()) == 4
+    )
+
+
+def test_timings_say_they_need_a_gpu(emulator_backend):
+    for table in (scan.one_block_table(), scan.speed_table(scan.speed_against_n())):
+        assert not table and repr(table) == story.NEEDS_A_GPU
+    with pytest.raises(RuntimeError, match="need a GPU"):
+        story.block_speeds()
+
+
+@pytest.mark.gpu
+def test_one_block_table_on_a_gpu(cupy_backend):
+    rows = scan.one_block_table(runs=10)
+    assert [r["version"] for r in rows] == ["device copy", "cupy.cumsum", *story.ONE_BLOCK]
+    assert all(0 < r["µs"] < 10_000 for r in rows)
+    assert {r["version"]: r["launches"] for r in rows}["blelloch"] == 2
+
+
+@pytest.mark.gpu
+def test_speed_against_n_on_a_gpu(cupy_backend):
+    records = scan.speed_against_n(sizes=(2**16, 2**20))
+    assert {r["kernel"] for r in records} == {"copy", "cupy.cumsum", "scan_then_propagate", "lookback"}
+    rows = scan.speed_table(records, sizes=(2**20,))
+    assert len(rows) == 4 and all(r["N"] == "2^20" and r["GB/s"] > 0 for r in rows)
+    speeds = story.block_speeds(n=2**20, runs=10)
+    assert set(speeds) == set(topic.TILE_BLOCKS) and all(v > 0 for v in speeds.values())
+
+
+# ---------------------------------------------------------------- notebook 04's pictures
+
+
+def test_bank_steps_from_the_trace(emulator_backend):
+    plain = pictures.bank_steps("blelloch (no padding)", 1024)
+    padded = pictures.bank_steps("blelloch_padded (a word after every 32)", 1024)
+    assert plain["hits"].shape == padded["hits"].shape == (22, 32)  # 11 up-sweep and 11 down-sweep steps
+    assert plain["labels"][0] == "up 1, offset 1" and plain["labels"][-1] == "down 11, offset 1"
+    assert plain["ways"][:6] == [2, 4, 8, 16, 32, 32] and max(padded["ways"]) == 2
+    assert padded["ways"][:5] == [1] * 5 and padded["hits"][0].tolist() == [1] * 32  # a row of ones
+
+
+def test_lookback_events(emulator_backend):
+    wide = pictures.lookback_events(pictures.lookback_trace(32, tiles=6))
+    assert sorted(wide["prefix"]) == list(range(6)) and sorted(wide["aggregate"]) == list(range(1, 6))
+    assert [(tile, words) for tile, _, words in wide["reads"]] == [(t, list(range(t))) for t in range(1, 6)]
+    narrow = pictures.lookback_events(pictures.lookback_trace(1, tiles=6))
+    assert len(narrow["reads"]) > 5 and all(len(words) == 1 for _, _, words in narrow["reads"])
+    for tile, step in narrow["prefix"].items():  # a prefix is published after the aggregate
+        assert tile == 0 or step > narrow["aggregate"][tile]
+
+
+def test_pictures_draw(emulator_backend):
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    axes = fig.subplots(1, 6)
+    scan.draw_naive_reads(axes[0], n=64, block=32)
+    scan.draw_bank_steps(axes[1], block=64)
+    scan.draw_lookback(axes[2], window=32, tiles=4)
+    scan.plot_steps_vs_work(axes[3], axes[4], story.steps_vs_work((64,), ("kogge_stone", "brent_kung")))
+    scan.draw_steps(axes[5], "blelloch", 64)
+    assert all(ax.get_title() for ax in axes)
+    assert "64" in axes[1].get_title() and "window 32" in axes[2].get_title()
+
+
+# ---------------------------------------------------------------- notebook 04's exercises
+
+
+def test_exercise_work(emulator_backend):
+    start = scan.exercise_work({"kogge_stone": (9, 4608), "brent_kung": (18, 1024)})
+    assert not start.ok and "hint" in str(start) and "N - d adds" in str(start)
+    bk = scan.exercise_work({"kogge_stone": (9, 4097), "brent_kung": (18, 1013)})
+    assert not bk.ok and "up-sweep" in str(bk)
+    assert not scan.exercise_work({"kogge_stone": (9, 4097)}).ok
+    assert scan.exercise_work({"kogge_stone": (9, 4097), "brent_kung": (17, 1013)}).ok
+    assert scan.work_counts(64) == {"kogge_stone": (6, 321), "brent_kung": (11, 120)}
+
+
+EXCLUSIVE_START = r"""
+extern "C" __global__ void kogge_stone_exclusive(const elem_t* X, elem_t* Y, int n) {
+    extern __shared__ elem_t XY[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    XY[threadIdx.x] = (i < n) ? X[i] : 0;
+    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
+        __syncthreads();
+        elem_t in1 = 0;
+        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
+        __syncthreads();
+        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
+    }
+    if (i < n) Y[i] = XY[threadIdx.x];
+}"""
+LOAD = "XY[threadIdx.x] = (i < n) ? X[i] : 0;"
+
+
+def test_exercise_exclusive(emulator_backend):
+    start = scan.exercise_exclusive(EXCLUSIVE_START)
+    assert not start.ok and "inclusive scan" in str(start) and "hint" in str(start)
+    stray = scan.exercise_exclusive(
+        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i < n) ? X[i - 1] : 0;")
+    )
+    assert not stray.ok and "OutOfBoundsError" in str(stray) and "index -1" in str(stray)
+    lost = scan.exercise_exclusive(
+        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i > 1 && i <= n) ? X[i - 1] : 0;")
+    )
+    assert not lost.ok and "N=2, block=32: Y[1]" in str(lost) and "hint" in str(lost)  # x[0] never loaded
+    right = scan.exercise_exclusive(
+        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i > 0 && i <= n) ? X[i - 1] : 0;")
+    )
+    assert right.ok, str(right)
+    assert not scan.exercise_exclusive("this is not CUDA").ok
+
+
+def test_exercise_block_on_the_emulator(emulator_backend):
+    small = scan.exercise_block(64)
+    assert not small.ok and "hint" in str(small) and "recorded" in str(small)
+    assert scan.exercise_block(128).ok
+    assert "takes a block of" in str(scan.exercise_block(100))
+    assert scan.tile_facts(256)["tiles at N"] == 2**26 // (256 * 32)
+
+
+@pytest.mark.gpu
+def test_exercise_block_on_a_gpu(cupy_backend):
+    verdict = scan.exercise_block(128, n=2**22)
+    assert "measured" in str(verdict)

@@ -601,8 +601,9 @@ __device__ __forceinline__ void prefetch_ahead(const elem_t* x, long long start,
 }
 
 template <int BLOCK, int ITEMS = 32>
-__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK)
-    lookback_scan(const elem_t* __restrict__ x, elem_t* __restrict__ y, unsigned long long* status, int n) {
+__global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) lookback_scan(const elem_t* __restrict__ x,
+                                                                     elem_t* __restrict__ y,
+                                                                     unsigned long long* status, int n) {
     __shared__ TileShared<BLOCK, ITEMS> s;
     __shared__ unsigned int s_tile;
     __shared__ elem_t s_prefix;

@@ -10,8 +10,9 @@ that go past one block, up to a single pass at the speed of a copy.
     scan.check("kogge_stone_article", x[:64], block=64)
     scan.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 04
-tells the story with. The kernels are in `kernels/scan.cu`.
+`topic.py` is the description the engine runs, `story.py` the numbers (and the timings on a GPU)
+notebook 04 tells the story with, `pictures.py` its pictures that `course.draw` does not draw,
+`exercises.py` its exercises. The kernels are in `kernels/scan.cu`.
 """
 
 from __future__ import annotations
@@ -19,17 +20,28 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from .exercises import exercise_block, exercise_exclusive, exercise_work, tile_facts, work_counts
+from .pictures import bank_steps, draw_bank_steps, draw_lookback, draw_naive_reads, plot_steps_vs_work
 from .story import (
     article_findings,
     bank_table,
     bytes_moved,
+    conversion_table,
     conversions,
     draw_banks,
     draw_steps,
+    exclusive,
+    held_after_steps,
     lookback_reads,
+    lookback_table,
     never_writes_y,
+    one_block_table,
+    plot_speed,
+    speed_against_n,
+    speed_table,
     step_table,
     steps_vs_work,
+    tuning_steps,
     typo_error,
     wrong_last_element,
 )  # fmt: skip
@@ -64,8 +76,11 @@ def reference_op(x: Any, *, op: str = "add") -> Any:
 
 
 __all__ = [
-    "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_table", "bytes_moved",
-    "check", "conversions", "draw_banks", "draw_steps", "kernel", "lookback_reads", "never_writes_y", "panel",
-    "reference", "reference_op", "run", "run_op", "step_table", "steps_vs_work", "trace", "typo_error",
-    "versions", "wrong_last_element",
+    "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_steps", "bank_table",
+    "bytes_moved", "check", "conversion_table", "conversions", "draw_bank_steps", "draw_banks", "draw_lookback",
+    "draw_naive_reads", "draw_steps", "exclusive", "exercise_block", "exercise_exclusive", "exercise_work",
+    "held_after_steps", "kernel", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
+    "plot_speed", "plot_steps_vs_work", "reference", "reference_op", "run", "run_op", "speed_against_n",
+    "speed_table", "step_table", "steps_vs_work", "tile_facts", "trace", "tuning_steps", "typo_error", "versions",
+    "work_counts", "wrong_last_element",
 ]  # fmt: skip

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, compiler, draw
+from .. import analysis, arrays, backend, bench, compiler, draw
 from ..checks import Findings
 from ..emulator import Trace
 from ..errors import CompileError
 from ..gpu import Module
-from .topic import ENGINE, ITEMS, ScanVersion, options
+from ..source import Table
+from .topic import ENGINE, ITEMS, TILE_BLOCKS, ScanVersion, options
 
 EXAMPLE_BLOCK = 64  # two warps: enough to show what happens at a warp boundary
 STEP_VERSIONS = ("kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch")
@@ -82,18 +83,61 @@ def conversions(x: Any, block: int = 256) -> dict[str, np.ndarray]:
     }
 
 
+def exclusive(x: Any) -> np.ndarray:
+    """NumPy's exclusive scan: the identity (0) in front, the inclusive scan without its last element."""
+    x = np.asarray(x)
+    return np.concatenate([np.zeros(1, x.dtype), np.cumsum(x, dtype=x.dtype)[:-1]])[: len(x)]
+
+
+def conversion_table(x: Any, block: int = 32) -> Table:
+    """`conversions` as a table: a row per array, a column per element."""
+    x = np.asarray(x)
+    rows = Table(columns=["", *map(str, range(len(x)))])
+    for name, values in conversions(x, block=block).items():
+        rows.append({"": name, **{str(i): _number(v) for i, v in enumerate(values)}})
+    return rows
+
+
+def _number(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
 # ---------------------------------------------------------------- steps, trees and work
 
 
-def draw_steps(ax: Any, name: str, n: int = 64, *, block: int | None = None) -> Any:
+def held_after_steps(name: str = "kogge_stone", n: int = 16, block: int = 32) -> Table:
+    """What the first n elements of the shared array hold after each step of a one-block version
+    run on ones: how many inputs each partial sum covers. Replayed from the trace's dataflow (each
+    write adds the elements its thread read), so it shows what the threads did, step by step."""
+    ones = np.ones(n, np.float32)
+    t = first_trace(name, ones, block=block, blocks=[0])
+    buffer = _buffer(t)
+    flow = analysis.dataflow(t, buffer)
+    counts = analysis.step_counts(t, buffer)
+    size = int(analysis.steps(t, buffer).index.max()) + 1
+    held = np.zeros(size)
+    held[:n] = 1  # past N, the kernels load the identity
+    rows = Table(columns=["after", *map(str, range(n))])
+    rows.append({"after": "load", **{str(i): int(held[i]) for i in range(n)}})
+    for k, stage in enumerate(counts.stage[counts.ops > 0].tolist()):
+        moves = flow[(flow.stage == stage) & (flow.src != flow.dst)]
+        after = held.copy()
+        np.add.at(after, moves.dst, held[moves.src])
+        held = after
+        offset = int(np.median(moves.dst - moves.src)) if len(moves) else 0
+        rows.append({"after": f"step {k + 1} (d={offset})", **{str(i): int(held[i]) for i in range(n)}})
+    return rows
+
+
+def draw_steps(ax: Any, name: str, n: int = 64, *, block: int | None = None) -> None:
     """The steps of a one-block version, read from its trace: Kogge-Stone's rows with offsets
     1, 2, 4, ...; Brent-Kung's and Blelloch's up-sweep and down-sweep trees. By default with two
     warps of threads (block 64), so that warp boundaries show."""
     t = first_trace(name, example(n), block=block, blocks=[0])
-    return draw.scan_steps(ax, t, _buffer(t))
+    draw.scan_steps(ax, t, _buffer(t))
 
 
-def step_table(name: str, n: int = 64, *, block: int | None = None) -> list[dict[str, Any]]:
+def step_table(name: str, n: int = 64, *, block: int | None = None) -> Table:
     """Block 0's steps: threads and warps that add, warps with idle lanes, adds, worst bank
     conflict. Read from the trace of version `name` (a step is a barrier interval that wrote)."""
     t = first_trace(name, example(n), block=block, blocks=[0])
@@ -101,7 +145,7 @@ def step_table(name: str, n: int = 64, *, block: int | None = None) -> list[dict
     counts = analysis.step_counts(t, buffer)
     shared = analysis.bank_conflicts(t)
     div = analysis.divergence(t.where(space="shared", op="st"))
-    rows = []
+    rows = Table()
     for k, c in enumerate(counts[counts.ops > 0]):
         inside = (shared.epoch >= c.first_epoch) & (shared.epoch <= c.last_epoch)
         writers = div[(div.epoch >= c.first_epoch) & (div.epoch <= c.last_epoch)]
@@ -115,12 +159,15 @@ def step_table(name: str, n: int = 64, *, block: int | None = None) -> list[dict
 
 def steps_vs_work(
     sizes: Sequence[int] = (64, 256, 1024), names: Sequence[str] = ("naive", *STEP_VERSIONS)
-) -> list[dict[str, Any]]:
+) -> Table:
     """For each algorithm and N (one block covering it): the steps of the longest chain, the
-    adds in all, and the barriers, counted from traces. The naive scan has no steps in shared
-    memory: its thread i adds i elements of x one after another (the last thread: N - 1 in a
-    row), and its adds are all the threads' together."""
-    rows = []
+    adds in all, and the barriers, counted from traces. An add is a thread's write in a step
+    computed from two elements or more (each thread of these kernels adds at most once a step;
+    the double buffer's copies of unchanged elements and Blelloch's copy to the left child are
+    writes, not adds). The naive scan has no steps in shared memory: its thread i adds i
+    elements of x one after another (the last thread: N - 1 in a row), and its adds are all the
+    threads' together."""
+    rows = Table()
     for name in names:
         for n in sizes:
             if name == "naive":
@@ -134,9 +181,20 @@ def steps_vs_work(
             else:
                 t = first_trace(name, example(n), block=-(-n // _version(name).covers))
                 work = analysis.work_summary(t, _buffer(t))
-                steps, adds, barriers = work["steps"], work["work"], work["barriers"]
+                steps, adds, barriers = work["steps"], adds_in(t), work["barriers"]
             rows.append({"algorithm": name, "N": n, "steps": steps, "adds": adds, "barriers": barriers})
     return rows
+
+
+def adds_in(t: Trace) -> int:
+    """The adds of a one-block scan's trace: per step, the threads that wrote an element computed
+    from two elements or more of the shared array (read in that step)."""
+    flow = analysis.dataflow(t, _buffer(t))
+    if not len(flow):
+        return 0
+    writes = np.unique(np.stack([flow.stage, flow.thread, flow.event, flow.src], axis=1), axis=0)
+    keys, sources = np.unique(writes[:, :3], axis=0, return_counts=True)
+    return len(np.unique(keys[sources >= 2][:, :2], axis=0))
 
 
 # ---------------------------------------------------------------- bank conflicts and padding
@@ -164,13 +222,13 @@ def bank_trace(variant: str, block: int = 1024) -> Trace:
     return module.get_function(name).trace((1,), (block,), (x, arrays.zeros(n, np.float32), np.int32(n)))
 
 
-def bank_table(block: int = 1024) -> list[dict[str, Any]]:
+def bank_table(block: int = 1024) -> Table:
     """Shared-memory requests, extra wavefronts (ways - 1 per request, summed) and the worst
     conflict of each padding, from traces. With 32 banks a word every 32 removes nearly all of
     them; GPU Gems 3's offset pads every 16 (it was written for 16 banks) and leaves some; its
     "zero bank conflicts" macro `n >> NUM_BANKS + n >> (2 * LOG_NUM_BANKS)` parses as
     `n >> (NUM_BANKS + n) >> ...`: always 0, so no padding at all."""
-    rows = []
+    rows = Table()
     for variant in BANK_VARIANTS:
         bc = analysis.bank_conflicts(bank_trace(variant, block))
         rows.append({
@@ -180,10 +238,10 @@ def bank_table(block: int = 1024) -> list[dict[str, Any]]:
     return rows
 
 
-def draw_banks(ax: Any, variant: str = "blelloch (no padding)", block: int = 256) -> Any:
+def draw_banks(ax: Any, variant: str = "blelloch (no padding)", block: int = 256) -> None:
     """The bank heat map of the tree's busiest line: a 16 in one bank without padding, a row of
     ones with it."""
-    return draw.bank_heatmap(ax, bank_trace(variant, block))
+    draw.bank_heatmap(ax, bank_trace(variant, block))
 
 
 # ---------------------------------------------------------------- the article's errors
@@ -213,7 +271,8 @@ def wrong_last_element(block: int = EXAMPLE_BLOCK) -> dict[str, Any]:
 
 
 def typo_error() -> str:
-    """NVRTC's message when the article's `_shared__` is put back into its Kogge-Stone."""
+    """NVRTC's first error when the article's `_shared__` is put back into its Kogge-Stone: the
+    message and the line it points at (the errors after it follow from the first)."""
     src = compiler.read_kernel("scan.cu")
     line = "\n  __shared__ elem_t XY[BLOCK_SIZE];\n"  # the article's kernel, as printed
     if src.count(line) != 1:
@@ -222,19 +281,21 @@ def typo_error() -> str:
         Module(code=src.replace(line, "\n  _shared__ elem_t XY[BLOCK_SIZE];\n"),
                name_expressions=("kogge_stone_scan_article<64>",))  # fmt: skip
     except CompileError as exc:
-        return str(exc)
+        lines = str(exc).splitlines()
+        first = next(i for i, ln in enumerate(lines) if "error:" in ln)
+        return "\n".join([*lines[first : first + 3], "(and more errors that follow from it)"])
     raise RuntimeError("the typo compiled: NVRTC accepted `_shared__`")
 
 
 # ---------------------------------------------------------------- past one block
 
 
-def bytes_moved(n: int = 1 << 14, block: int = 128) -> list[dict[str, Any]]:
+def bytes_moved(n: int = 1 << 14, block: int = 128) -> Table:
     """Global-memory elements each version reads and writes per element of x, from the trace of
     every launch: the single pass reads x and writes y (2N, as a copy); scan-then-propagate
     writes y, then reads and writes it again to add the tiles' prefixes (4N)."""
     x = example(n)
-    rows = []
+    rows = Table()
     for name in ("scan_then_propagate", "lookback"):
         t = ENGINE.trace(name, x, block=block, spaces={"global"})
         ld, st = t.where(op="ld"), t.where(op=["st", "atom"])
@@ -245,6 +306,13 @@ def bytes_moved(n: int = 1 << 14, block: int = 128) -> list[dict[str, Any]]:
             "elements written per element": round(written, 3), "in all": round(read + written, 3),
         })  # fmt: skip
     return rows
+
+
+def lookback_table(tiles: Sequence[int] = (1, 2, 3, 8, 16, 31, 32, 33, 39)) -> Table:
+    """`lookback_reads` for a few tiles: the status loads each look-back made and the status words
+    they read, with the warp-wide window of 32 and with one thread reading one word at a time."""
+    rows = lookback_reads()
+    return Table([rows[t] for t in tiles if t < len(rows)])
 
 
 def lookback_reads(n: int = 40 * ITEMS * EXAMPLE_BLOCK, block: int = EXAMPLE_BLOCK) -> list[dict[str, Any]]:
@@ -275,3 +343,125 @@ def lookback_reads(n: int = 40 * ITEMS * EXAMPLE_BLOCK, block: int = EXAMPLE_BLO
          "words read (window 32)": int(words[32][b]), "words read (window 1)": int(words[1][b])}
         for b in range(tiles)
     ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- what tuning did on an H200
+
+# docs/tuning/scan.md: lookback at N = 2^28 float32 on one H200, % of a device copy of the same
+# bytes and the ratio to cupy.cumsum, each step measured in its own run (recorded, not timed here)
+TUNING_STEPS = (
+    ("first: tiles 512 x 16, block-wide exchange, ticket = load+fence+atomicInc, acquire/release", 57.6, 2.23),
+    ("warp-local exchange (__syncwarp), one 64-bit atomic: ticket+epoch, relaxed words, 128 x 32", 65.0, 2.52),
+    ("__launch_bounds__(128, 8): 72 -> 56 registers a thread, 7 -> 9 blocks per SM", 70.5, 2.74),
+    ("pause 1 µs before the first look, 400 ns between polls", 75.8, 2.94),
+    ("pause 3 µs before the first look", 80.6, 3.12),
+    ("prefetch into L2 the tile 256 tiles ahead: the final kernel", 88.2, 3.41),
+)  # fmt: skip
+TUNING_OTHERS = (
+    ("(the final kernel without the prefetch)", 81.1, 3.14),
+    ("(scan_tiles alone: every tile scanned, no look-back, not a whole scan)", 97.4, 3.77),
+)  # fmt: skip
+
+
+def tuning_steps() -> Table:
+    """The steps that took lookback from 57.6 % to 88.2 % of a copy on an H200 (2^28 float32), as
+    measured and recorded in docs/tuning/scan.md, and two runs beside them that say where the time
+    goes. The same text on every machine: these are recorded numbers, not timed here."""
+    width = max(len(c) for c, _, _ in TUNING_STEPS + TUNING_OTHERS)
+    what = "change".ljust(width)  # text columns read left-aligned: pad them to the widest
+    rows = Table(columns=["% of copy", "× cupy.cumsum", what])
+    for change, pct, x in TUNING_STEPS + TUNING_OTHERS:
+        rows.append({"% of copy": f"{pct:.1f}", "× cupy.cumsum": f"{x:.2f}", what: change.ljust(width)})
+    return rows
+
+
+# ---------------------------------------------------------------- timings on a GPU
+
+NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
+SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
+TABLE_SIZES = (2**20, 2**24, 2**28)
+TILED = ("scan_then_propagate", "lookback")
+ONE_BLOCK = ("naive", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "blelloch_padded")
+
+
+def on_gpu() -> bool:
+    return backend.device().backend == "cupy"
+
+
+def _us(step: Any, runs: int) -> float:
+    return 1e3 * float(np.median(bench.time_runs([step], runs=runs)))
+
+
+def _whole(plan: Any) -> Any:
+    """One run of a plan (every launch, and conversions on the device), as one timed step."""
+    return lambda: [step() for step in plan.steps]
+
+
+def one_block_table(n: int = 1024, runs: int = 50) -> Table:
+    """The article's kind of kernel on its own scale: each one-block version scanning N = 1024
+    float32 in one launch (block 1024 for Kogge-Stone and the naive scan, 512 for the trees),
+    beside a device copy of the same bytes and cupy.cumsum. Median of `runs` CUDA-event timings.
+    On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    x = arrays.asarray(example(n))
+    rows = Table()
+    copy = 1e3 * float(np.median(bench.time_copy(2 * 4 * n, runs=runs)))
+    rows.append({"version": "device copy", "launches": 1, "block": "", "µs": copy})
+    import cupy
+
+    y = cupy.empty_like(x)
+    rows.append(
+        {
+            "version": "cupy.cumsum",
+            "launches": "",
+            "block": "",
+            "µs": _us(lambda: cupy.cumsum(x, out=y), runs),
+        }
+    )
+    for name in ONE_BLOCK:
+        block = n // max(_version(name).covers, 1)
+        plan = ENGINE.plan(name, x, block=block)
+        rows.append(
+            {"version": name, "launches": len(plan.launches), "block": block, "µs": _us(_whole(plan), runs)}
+        )
+    return rows
+
+
+def speed_against_n(
+    versions: Sequence[str] = TILED, sizes: Sequence[int] = SWEEP_SIZES
+) -> list[dict[str, Any]]:
+    """The two versions that scan any N (the whole scan on the GPU), float32, beside cupy.cumsum
+    and a device copy of the same 2N elements, from 2^16 to 2^28: course.bench records (none on
+    the emulator)."""
+    if not on_gpu():
+        return []
+    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+
+
+def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES) -> Table:
+    """`speed_against_n`'s records at a few sizes: µs, GB/s (2N elements moved), % of the copy and
+    × cupy.cumsum (an empty table that says why without GPU timings)."""
+    rows = Table(note=NEEDS_A_GPU)
+    for r in records:
+        if r["n"] in sizes:
+            rows.append({
+                "N": f"2^{int(np.log2(r['n']))}", "kernel": r["kernel"], "µs": 1e3 * r["ms"], "GB/s": r["gbps"],
+                "% of copy": r["pct_of_copy"], "× cupy.cumsum": r["x_cupy"],
+            })  # fmt: skip
+    return rows
+
+
+def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
+    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    bench.plot(list(records), ax, title="scan, float32: the whole scan on the GPU (2N elements moved)")
+
+
+def block_speeds(n: int = 2**26, runs: int = 20) -> dict[int, float]:
+    """GB/s of lookback at N for every tile block size (GPU only): the whole scan, 2N elements moved."""
+    if not on_gpu():
+        raise RuntimeError(NEEDS_A_GPU)
+    x = arrays.asarray(example(n))  # 256 MiB at 2^26: past the L2, no rotation needed
+    out = {b: 2 * 4 * n / _us(_whole(ENGINE.plan("lookback", x, block=b)), runs) / 1e3 for b in TILE_BLOCKS}
+    bench.free_gpu_memory()
+    return out
