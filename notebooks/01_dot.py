@@ -54,7 +54,7 @@ course.notebook()
 a, b = dot.article_inputs(1024)
 print("a[:5] =", a[:5], " b[:5] =", b[:5])
 print("exact (N-1) N (2N-1) / 3   =", dot.article_answer(1024))
-print("dot.reference(a, b)        =", dot.reference(a, b))
+print("dot.reference(a, b)        =", float(dot.reference(a, b)))  # float(): its exact value
 print("the article's check, float =", dot.article_check(1024), " (at N = 1000:", dot.article_check(1000),
       "but exact is", dot.article_answer(1000), ")")  # fmt: skip
 
