@@ -383,7 +383,7 @@ dot.article_timings()
 
 # %% [markdown]
 # On a GPU the kernels take microseconds (dot1_article the longest: thread 0 adds 1024 products one
-# after another) and the host's part tens of microseconds: the article's milliseconds were CUDA's
+# after another) and the host's part about a tenth of a millisecond: the article's milliseconds were CUDA's
 # start-up, and its comparison of 108 against 90 ms says nothing about the kernels. The timing
 # section below measures them at sizes where they matter.
 #
@@ -517,9 +517,10 @@ source.show("dot.cu", "dot_f64", "dot_compensated")
 dot.error_table()
 
 # %% [markdown]
-# In the H200 sweep (`docs/tuning/`), `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, the float32
-# grid-stride versions' 2 to 5·10⁻⁷ (so `dot_vec4` misses its goal of matching `cupy.dot`), dot_f64's
-# about 10⁻¹⁵ and dot_compensated's a few 10⁻¹⁴.
+# On the H200 (this run, and the sweep in `docs/tuning/`), `cupy.dot`'s median error at 2²⁴ is about
+# 1.5·10⁻⁷, the float32 versions' 2 to 6·10⁻⁷ (so `dot_vec4` misses its goal of matching `cupy.dot`:
+# its 1056 block sums meet in one float32 word, one atomic after another), dot_f64's about 10⁻¹⁵ and
+# dot_compensated's a few 10⁻¹⁴.
 #
 # ## Try it
 #
@@ -600,10 +601,11 @@ dot.plot_speed(ax, records)
 dot.speed_table(records, 2**28)
 
 # %% [markdown]
-# Below 2²⁰ every version is launch-bound (a few µs). At 2²⁸ on the H200 (`docs/benchmarks/`): dot1
-# about 47 % of the copy; dot2, dot3 and dot_shfl about 89 % (one float per lane and 8 bytes in
-# flight per thread leave the memory short of requests); the 16-byte versions about 108 %, faster
-# than the copy, at 3.2 to 3.25× `cupy.dot`, which reaches about a third of the copy. The accurate
+# Below 2²⁰ every version is launch-bound (a few µs). At 2²⁸ on the H200 (this run;
+# `docs/benchmarks/` agrees within 3 %): dot1 about 47 % of the copy; dot2, dot3 and dot_shfl
+# about 87 % (one float per lane and 8 bytes in flight per thread leave the memory short of
+# requests); the 16-byte versions about 106 %, faster than the copy, at about 3.2× `cupy.dot`,
+# which reaches about a third of the copy. The accurate
 # versions cost nothing: dot_f64 and dot_compensated read as fast as dot_vec4.
 #
 # ## Exercises

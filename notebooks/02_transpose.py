@@ -475,7 +475,7 @@ transpose.draw_tile_order(axes)
 # %% [markdown]
 # With the 2-D grid, blocks 0–7 write a tile column of `out`: 256 bytes into each of 512 rows.
 # With the 1-D grid they write a whole band of 64 rows, every byte of them. The tuning measured the
-# difference at 8192² on an H200: about 94–95 % of the copy in the 2-D order against 97–98 % down
+# difference at 8192² on an H200: about 94 % of the copy in the 2-D order against about 97 % down
 # whole tile columns.
 #
 # Every version side by side, in global memory (sectors per request, 256 × 256, two blocks each):
@@ -573,7 +573,7 @@ transpose.in_flight_speed()
 # The speed follows the bytes in flight per SM: on an H200, `transpose_rows` reaches about 43 % of
 # the copy with 8 KB in flight (32 × 32), about 71 % with 16 KB (32 × 16), about 86 % with 32 KB
 # (32 × 8) and about 92 % with 64 KB (64 × 8); `transpose_vec`'s 64 × 64 tile, with its loads
-# batched, about 95 %.
+# batched, about 94 %.
 #
 # **Every version against the copy and CuPy**, at its benchmark block, at the article's size and
 # two large ones:
@@ -585,7 +585,7 @@ transpose.speed_table()
 # %% [markdown]
 # At 8192² and 16384² on an H200 the story reads in order: `transpose_naive` about 11–13 % of the
 # copy, `transpose_naive_cols` about 40 %, the tiles at 32 × 8 about 46–50 %, `transpose_rows` about
-# 84–86 %, `transpose_vec` about 94–95 %, and `transpose_grouped` about 97–98 %: about 3.5× faster
+# 84–86 %, `transpose_vec` about 94 %, and `transpose_grouped` about 97 %: about 3.5× faster
 # than `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about 27–28 % of the copy. At
 # 1111 × 113 every row is 4–5.5 µs again.
 #
@@ -660,7 +660,7 @@ transpose.exercise_rows_block((32, 32))
 # - Then **bytes in flight**: several elements per thread (`transpose_rows`, 32 × 8), and a
 #   64 × 64 tile with its loads batched, keep enough loads waiting for the DRAM (Little's law);
 #   visiting the tiles down whole tile columns writes the output front to back. On an H200 that
-#   takes the transpose from about 24 % of a copy (the article's kernel at 8192²) to about 98 %,
+#   takes the transpose from about 24 % of a copy (the article's kernel at 8192²) to about 97 %,
 #   about 3.5× `cupy.ascontiguousarray(a.T)`.
 # - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the ~4 µs of a launch,
 #   and its one event-timed launch cannot tell them apart.

@@ -39,7 +39,10 @@ from .memory import (
 from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse, source_name
 from .trace import LANES, BufferInfo, Trace, TraceRecorder, id_ranges
 
-RUN, BAR, EXIT = 0, 1, 2
+# WAIT: a lane at a *_sync warp collective whose member mask names lanes still on their way there;
+# as on Volta and later, it waits for them (PTX: "until all non-exited threads in membermask have
+# executed" it), and the collective runs once they have all arrived
+RUN, BAR, EXIT, WAIT = 0, 1, 2, 3
 WAVE_THREADS = 1 << 17
 DEFAULT_BUDGET = 2_000_000  # scheduler steps; a step runs one instruction of every runnable warp
 MODULE_VARS_BASE = 0x6000_0000_0000
@@ -49,6 +52,10 @@ MAX_CALL_DEPTH = 32
 # thread-instructions a launch may run: about ten seconds of emulation, so a launch far too big
 # for the emulator (or a runaway grid-stride loop) stops with an error instead of hanging
 DEFAULT_WORK = 500_000_000
+
+
+class _Regroup(Exception):
+    """A warp collective parked or released waiting lanes: the scheduler regroups the lanes."""
 
 
 def set_budget(steps: int | None = None, *, work: int | None = None) -> None:
@@ -540,6 +547,8 @@ class Machine:
         keep = self.recorder is not None
         self.slot_keep = self._block_filter(blocks) if keep else None
         self.barrier_pending = False
+        self.waiting = 0  # lanes in WAIT
+        self.wait_mask = np.zeros(T, np.uint32)  # the member mask each of them waits with
 
     def _block_filter(self, blocks: np.ndarray) -> np.ndarray:
         want = self.recorder.block_filter if self.recorder else None
@@ -583,6 +592,8 @@ class Machine:
                 uniform = None
 
     def _schedule(self) -> list[tuple[int, Any]]:
+        if self.waiting:
+            self._check_waiting()
         running = self.state == RUN
         if not running.any():
             return []
@@ -626,7 +637,10 @@ class Machine:
         kind = op.kind
         if kind == "branch":
             return self._goto(idx, op.target)
-        op.run(self, idx)
+        try:
+            op.run(self, idx)
+        except _Regroup:  # a warp collective parked or released lanes before it had any effect
+            return None
         if kind == "normal":
             if idx is None:
                 self.pc += 1
@@ -671,7 +685,7 @@ class Machine:
         waiting = at_bar.any(axis=1)
         if not waiting.any():
             return
-        ready = waiting & ~(st == RUN).any(axis=1)
+        ready = waiting & ~((st == RUN) | (st == WAIT)).any(axis=1)
         if not ready.any():
             return
         bp = self.bar_pc.reshape(-1, self.tpb_pad)
@@ -724,25 +738,67 @@ class Machine:
         )
 
     def check_converged(self, instr: Instr, idx: Any, masks: Any) -> None:
-        """Lanes named in a *_sync mask that are alive elsewhere in the warp: a divergent collective."""
+        """Before a *_sync collective runs: the lanes its member mask names must all be here.
+
+        Lanes already waiting at this instruction count as here. If named lanes are still running
+        elsewhere, the lanes here wait for them (raises _Regroup: nothing has happened yet); once
+        the last arrives, the waiting lanes are released and all run the collective together on the
+        next step. A named lane waiting at a __syncthreads() can never come: an error."""
         t = self.all_threads if idx is None else idx
         lane = t & 31
         masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
         here = ops.warp_reduce(self, idx, np.left_shift(np.uint32(1), lane.astype(np.uint32)), "or")
-        warp_first = t - lane
-        alive = (self.state != EXIT).reshape(self.W, LANES)
-        alive_bits = (
-            (alive * (np.uint64(1) << np.arange(LANES, dtype=np.uint64))).sum(axis=1).astype(np.uint32)
+        warp = t >> 5
+        parked = self._lane_bits((self.state == WAIT) & (self.pc == self.cur_pc)) if self.waiting else None
+        if parked is not None:
+            here = here | parked[warp]
+        missing = masks & self._lane_bits(self.state != EXIT)[warp] & ~here
+        if not missing.any():
+            if parked is not None and parked[warp].any():  # the last lanes came: run it all together
+                back = (self.state == WAIT) & (self.pc == self.cur_pc)
+                back &= np.isin(np.arange(len(back)) >> 5, warp)
+                self.state[back] = RUN
+                self.waiting -= int(back.sum())
+                raise _Regroup
+            return
+        if (missing & self._lane_bits(self.state == BAR)[warp]).any():
+            self._collective_divergence(instr, t, masks, missing)
+        stay = np.isin(warp, warp[missing != 0])  # every lane here of a warp still missing lanes
+        self.state[t[stay]] = WAIT
+        self.wait_mask[t[stay]] = masks[stay]
+        self.waiting += int(stay.sum())
+        raise _Regroup
+
+    def _lane_bits(self, lanes: np.ndarray) -> np.ndarray:
+        """Per warp, the bit mask of its lanes where `lanes` is true."""
+        bits = np.uint64(1) << np.arange(LANES, dtype=np.uint64)
+        return (lanes.reshape(self.W, LANES) * bits).sum(axis=1).astype(np.uint32)
+
+    def _check_waiting(self) -> None:
+        """A warp whose lanes all wait (or have exited, or wait at a __syncthreads) never moves again."""
+        st = self.state.reshape(self.W, LANES)
+        stuck = (st == WAIT).any(axis=1) & ~(st == RUN).any(axis=1)
+        if not stuck.any():
+            return
+        w = int(np.flatnonzero(stuck)[0])
+        t = w * LANES + np.flatnonzero(st[w] == WAIT)
+        pc = int(self.pc[t[0]])
+        t = t[self.pc[t] == pc]
+        self.cur_pc = pc
+        here = self._lane_bits((self.state == WAIT) & (self.pc == pc))[w]
+        missing = self.wait_mask[t] & ~here
+        self._collective_divergence(self.k.code[pc].instr, t, self.wait_mask[t], missing)
+
+    def _collective_divergence(
+        self, instr: Instr, t: np.ndarray, masks: np.ndarray, missing: np.ndarray
+    ) -> None:
+        k = int(np.flatnonzero(missing)[0])
+        self.fault = Fault("collective", self.cur_pc, t, missing.astype(np.int64))
+        raise BarrierError(
+            f"{self.name}: {self.who(int(t[k]))} runs '{instr.opcode}' with member mask "
+            f"{int(masks[k]):#010x}, but lanes {int(missing[k]):#010x} of its warp are elsewhere "
+            f"(diverged) {self.program.where(instr)}"
         )
-        missing = masks & alive_bits[warp_first >> 5] & ~here
-        if missing.any():
-            k = int(np.flatnonzero(missing)[0])
-            self.fault = Fault("collective", self.cur_pc, t, missing.astype(np.int64))
-            raise BarrierError(
-                f"{self.name}: {self.who(int(t[k]))} runs '{instr.opcode}' with member mask "
-                f"{int(masks[k]):#010x}, but lanes {int(missing[k]):#010x} of its warp are elsewhere "
-                f"(diverged) {self.program.where(instr)}"
-            )
 
     def _out_of_work(self) -> None:
         raise InstructionBudgetExceeded(

@@ -191,6 +191,60 @@ def test_shuffle_mask_names_lanes_that_are_not_there() -> None:
     assert_names_line(str(info.value), PARTIAL_SHUFFLE, "SHFL")
 
 
+# Lanes 29-31 jump past a warp vote and come back to it: NVRTC lays code out so (the look-back
+# scan's `while (__any_sync(...))` under NVRTC 13.0). The lanes that got there first wait.
+LATE_LANES_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry late_lanes(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 31;
+    mov.u32 %r3, 0;
+    setp.ge.u32 %p1, %r2, 29;
+    @%p1 bra $L__late;
+$L__vote:
+    setp.ne.u32 %p2, %r3, 0;
+    vote.sync.ballot.b32 %r4, %p2, -1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r4;
+    ret;
+$L__late:
+    mov.u32 %r3, 1;
+    LATE
+}
+"""
+
+
+def _late_lanes(then: str) -> np.ndarray:
+    from course.emulator.machine import Program, run_kernel
+
+    out = np.zeros(64, np.uint32)
+    program = Program(LATE_LANES_PTX.replace("LATE", then), "")
+    run_kernel(program, "late_lanes", (1, 1, 1), (64, 1, 1), [("out", out)])
+    return out
+
+
+def test_lanes_wait_at_a_warp_vote_for_lanes_still_on_their_way() -> None:
+    # as on Volta and later: the vote runs once all 32 lanes are there, so every lane sees lanes 29-31
+    assert (_late_lanes("bra.uni $L__vote;") == 0xE0000000).all()
+
+
+@pytest.mark.parametrize("then", ["ret;", "bar.sync 0;\n    bra.uni $L__vote;"])
+def test_lanes_that_never_come_to_a_warp_vote_are_an_error(then: str) -> None:
+    with pytest.raises(
+        course.BarrierError, match=r"member mask 0xffffffff, but lanes 0xe0000000 .* \(diverged\)"
+    ):
+        _late_lanes(then)
+
+
 SPIN = cu("""
     extern "C" __global__ void wait_forever(volatile int* flag, int* out) {
         while (flag[0] == 0) {}  // @SPIN
