@@ -625,9 +625,9 @@ scan.one_block_table()
 # %% [markdown]
 # On an H200 the one-block trees and Kogge-Stone take a few microseconds, as the copy of 8 KB
 # does: at this size a launch costs more than its work, and the differences between the algorithms
-# hide under it. The naive scan should take longer: its last thread adds 1023 times in a row, each
-# addition waiting for a load. And one block uses one of the GPU's 132 SMs. That is why the
-# article's kernels are where a scan starts, not where it ends.
+# hide under it. The naive scan takes longer, about 18 µs: its last thread adds 1023 times in a
+# row, each addition waiting for a load. And one block uses one of the GPU's 132 SMs. That is why
+# the article's kernels are where a scan starts, not where it ends.
 #
 # **The whole scan, against N.** The two versions that scan any N, with `cupy.cumsum` and the copy,
 # float32 from 2^16 to 2^28:
@@ -647,7 +647,7 @@ scan.plot_speed(ax, records)
 # about 3.4 times `cupy.cumsum`; scan-then-propagate, which moves twice the bytes, stays between a
 # third and a half of the copy (about 1.6 times `cupy.cumsum` at 2^28), and `cupy.cumsum` at a
 # quarter to a third of it. Below 2^22 everything takes microseconds and the look-back's round
-# trips show: the single pass is at 60–70 % of a copy that is itself far from the memory's peak.
+# trips show: the single pass is at about 60 % of a copy that is itself far from the memory's peak.
 #
 # **How the single pass got there.** The look-back kernel started at 58 % of the copy. The steps
 # that took it to 88 %, each measured on an H200 at 2^28 float32 and recorded in

@@ -331,6 +331,16 @@ def test_speed_against_n_on_a_gpu(cupy_backend):
     assert set(speeds) == set(topic.TILE_BLOCKS) and all(v > 0 for v in speeds.values())
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", TILED)
+def test_right_at_2_to_the_28_on_a_gpu(cupy_backend, rng, name):
+    # the issue's "correct at every N up to 2^28": the largest N, and one past a tile boundary below it
+    n = 2**28
+    for x in (rng.standard_normal(n, dtype=np.float32), ints(rng, n - 2049)):
+        got = scan.run(name, x)
+        assert not topic.compare(got, scan.reference(x), (x,)), (name, x.dtype)
+
+
 # ---------------------------------------------------------------- notebook 04's pictures
 
 

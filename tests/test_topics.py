@@ -65,6 +65,34 @@ def test_every_version_matches_the_reference_on_a_gpu(
     _check(engine, name, block, size)
 
 
+def _goal_cases() -> Iterator[Any]:
+    """Every listed version that takes any N, on the largest inputs its topic's goals time (one
+    size per dtype and distribution)."""
+    for engine in TOPICS:
+        spec = engine.topic.bench
+        largest: dict[tuple[str, str | None], Any] = {}
+        for g in spec.goals if spec else ():
+            if np.prod(g.size) > np.prod(largest.get((g.dtype, g.dist), 0)):
+                largest[g.dtype, g.dist] = g.size
+        for (dtype, dist), size in largest.items():
+            for name in engine.versions():
+                if engine.version(name).max_n is None:
+                    yield pytest.param(
+                        engine, name, size, dtype, dist, id=f"{engine.name}-{name}-{dtype}-{dist}-n={size}"
+                    )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("engine", "name", "size", "dtype", "dist"), list(_goal_cases()))
+def test_every_version_is_right_on_the_inputs_its_goals_time_on_a_gpu(
+    cupy_backend: course.Device, engine, name, size, dtype, dist
+) -> None:
+    inputs = engine.topic.bench.generate(size, np.dtype(dtype), dist, np.random.default_rng(SEED))
+    got = engine.run(name, *inputs)
+    problem = engine.topic.compare(got, engine.reference(*inputs), inputs)
+    assert not problem, problem
+
+
 @pytest.mark.parametrize("engine", TOPICS, ids=_ids)
 def test_the_api(engine: Engine) -> None:
     module = __import__(f"course.{engine.name}", fromlist=["run"])
