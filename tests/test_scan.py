@@ -243,9 +243,13 @@ def test_panel_driven_by_its_widgets(emulator_backend):
     m = p.last["metrics"]
     assert p.last["ok"] and m["grid"] == "3 blocks of 128" and m["elements per thread (at most)"] == 27
     assert m["worst bank conflict"] == "1-way"  # the padded warp slices
-    p.version.value = "kogge_stone"
-    p.n.value = 1024  # more than block 128 covers: the panel says so instead of failing
-    assert "InputError" in p.last["error"] and "take block 1024" in p.last["error"]
+    p.version.value = "kogge_stone"  # one block of 128 covers 128: the slider stops there
+    assert p.last["ok"] and p.last["n"] == 128 and max(p.n.options) == p.n_typed.max == 128
+    p.block.value = 1024
+    p.n.value = 1024
+    assert p.last["ok"] and p.last["n"] == 1024
+    p.block.value = 256  # N follows the block down
+    assert p.last["ok"] and p.last["n"] == 256 and max(p.n.options) == 256
 
 
 # ---------------------------------------------------------------- notebook 04's helpers

@@ -68,8 +68,8 @@ class Panel:
             layout=w.Layout(width="460px"),
         )  # fmt: skip
         self.n_typed = w.BoundedIntText(value=1, min=1, max=GPU_MAX_N, layout=w.Layout(width="120px"))
-        self._set_sizes(first, spec.n if n is None else n)
         self._set_blocks(first, block)
+        self._set_sizes(first, spec.n if n is None else n)
         self.status = w.HTML()
         self.metrics = w.HTML()
         # the picture travels as PNG bytes in an Image widget: no display messages, so a panel
@@ -87,17 +87,22 @@ class Panel:
             control.observe(self._changed, names="value")
         self.update()
 
-    def sizes(self, version: str) -> list[int]:
-        """The N the slider offers `version`: up to what the backend answers quickly, the version's
-        own limit, and the topic's cap for versions whose work grows faster than N."""
-        return log_sizes(self.max_n(version))
+    def sizes(self, version: str, block: Any = None) -> list[int]:
+        """The N the slider offers `version` with `block`: up to what the backend answers quickly,
+        the version's own limit (at that block), and the topic's cap for versions whose work grows
+        faster than N."""
+        return log_sizes(self.max_n(version, block))
 
-    def max_n(self, version: str) -> int:
+    def max_n(self, version: str, block: Any = None) -> int:
         v = self.engine.version(version)
         on_gpu = backend.device().backend == "cupy"
         limits = [GPU_MAX_N if on_gpu else EMULATOR_MAX_N, v.max_n or GPU_MAX_N]
         if not on_gpu and version in self.spec.emulator_max_n:
             limits.append(self.spec.emulator_max_n[version])
+        if self.spec.block_max_n is not None:
+            at_block = self.spec.block_max_n(v, self.engine.block_for(v) if block is None else block)
+            if at_block is not None:
+                limits.append(at_block)
         return min(limits)
 
     @property
@@ -106,7 +111,7 @@ class Panel:
         return int(self.n_typed.value)
 
     def _set_sizes(self, version: str, prefer: int) -> None:
-        sizes = self.sizes(version)
+        sizes = self.sizes(version, self.block.value)
         wanted = max(1, min(int(prefer), sizes[-1]))
         self._updating = True  # changing the options must not launch a run of its own
         self.n.options = sizes
@@ -131,6 +136,8 @@ class Panel:
         if owner is self.version:
             self._set_blocks(change["new"], self.block.value)
             self._set_sizes(change["new"], self.n_value)
+        elif owner is self.block:  # a one-block version's largest N follows its block
+            self._set_sizes(self.version.value, self.n_value)
         elif owner is self.n:
             self._updating = True
             self.n_typed.value = int(change["new"])

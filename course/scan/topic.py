@@ -372,6 +372,7 @@ TOPIC = Topic(
         version="kogge_stone",
         n=64,
         emulator_max_n={"naive": 256},
+        block_max_n=lambda v, block: v.covers * int(block) if getattr(v, "covers", 0) else None,
     ),
     sample=sample,
     sample_sizes=sample_sizes,
