@@ -1,7 +1,12 @@
 # ---
 # jupyter:
+#   accelerator: GPU
+#   colab:
+#     gpuType: T4
+#     provenance: []
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: accelerator,colab
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -30,6 +35,20 @@
 # conflicts** (kernel 2), **instruction overhead** (kernels 4–6), **work per thread and latency
 # hiding** (kernel 7), and **bytes in flight** (beyond). Every cell runs without a GPU, on the
 # course's emulator; on a GPU the timing cells measure, on the emulator they say they cannot.
+
+# %%
+# On Google Colab: install the course, with CuPy for the GPU's driver (CUDA 12 or 13). Elsewhere: nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib, re, shutil, subprocess
+
+    smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
+    cuda = int(re.search(r"CUDA Version: (\d+)", smi)[1]) if "CUDA Version" in smi else 0  # 0: no GPU
+    spec = "gpu-patterns-course{} @ git+https://github.com/OWNER/gpu-patterns-course"
+    wanted = [spec.format("[gpu]")] if cuda >= 13 else [spec.format(""), *(["cupy-cuda12x"] if cuda else [])]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *wanted], check=True)
+    importlib.invalidate_caches()
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -1,6 +1,7 @@
 """Execute notebooks in place, the way they are committed (on a GPU if there is one).
 
-    python scripts/execute_notebooks.py notebooks/05_reduction.ipynb
+    python scripts/execute_notebooks.py                                 # every notebook, in order
+    python scripts/execute_notebooks.py notebooks/05_reduction.ipynb   # the ones named
 
 Cells marked `# NBVAL_RAISES_EXCEPTION` are expected to fail; any other error stops the run.
 The widgets' state is stored with the notebook, so a reader on GitHub sees the panel as it was
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def execute(path: Path) -> None:
@@ -30,6 +33,10 @@ def execute(path: Path) -> None:
     print(f"executed {path}")
 
 
+def main(args: list[str]) -> None:
+    for path in [Path(a) for a in args] or sorted(NOTEBOOKS.glob("*.ipynb")):
+        execute(path)
+
+
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        execute(Path(arg))
+    main(sys.argv[1:])

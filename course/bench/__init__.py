@@ -6,7 +6,7 @@
     bench.plot(records, ax)                       # GB/s against N, the copy drawn as the ceiling
 
 `timing` times (CUDA events, inputs rotated past L2), `measure` runs a topic's cases, `records`
-holds the rows and goals, `report` draws and writes them; `python -m course.bench` (`cli`) sweeps
+holds the rows and goals, `report` draws and writes them, `progress` is the bar a long sweep shows; `python -m course.bench` (`cli`) sweeps
 every topic. The harness names no topic: each brings its sizes, inputs, baselines and goals in
 its description (`course.engine.BenchSpec`). On the emulator nothing is timed: the harness shows
 counts read from an emulator trace instead. docs/benchmarks/README.md says how numbers are made.
@@ -25,6 +25,7 @@ from .measure import (
     sweep,
     topic_sizes,
 )
+from .progress import progress
 from .records import (
     EMULATOR_MESSAGE,
     MET,
@@ -95,6 +96,7 @@ __all__ = [
     "pct_of_copy",
     "plot",
     "plot_sweep",
+    "progress",
     "rotation_sets",
     "run",
     "sweep",

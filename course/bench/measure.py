@@ -17,6 +17,7 @@ import numpy as np
 from ..arrays import asarray
 from ..backend import device
 from ..errors import InputError
+from .progress import progress as progress_bar
 from .records import (
     Inputs,
     Record,
@@ -230,11 +231,8 @@ def _check_emulator_size(topic: Benchable, size: Size) -> None:
         )
 
 
-def _progress(stream: TextIO, done: int, total: int, label: str) -> None:
-    width = 30
-    filled = round(width * done / max(total, 1))
-    stream.write(f"[{'#' * filled}{'.' * (width - filled)}] {done:>3}/{total}  {label}\n")
-    stream.flush()
+def _case_label(case: tuple[Benchable, Size]) -> str:
+    return f"{case[0].name} {format_size(case[1])}"
 
 
 def sweep(
@@ -247,7 +245,8 @@ def sweep(
     progress: TextIO | None = None,
 ) -> list[Record]:
     """`run` over every size of every topic (mode "full", "quick" or "emulator"; `sizes`, by
-    topic name, overrides). On the emulator, mode is "emulator": nothing is timed there."""
+    topic name, overrides). On the emulator, mode is "emulator": nothing is timed there.
+    `progress` (a stream, e.g. sys.stderr) shows a tqdm bar there, one step per (topic, size)."""
     if environment()["backend"] != "cupy":
         mode = "emulator"
     plan = [
@@ -255,11 +254,8 @@ def sweep(
         for topic in topics
         for size in (sizes[topic.name] if sizes and topic.name in sizes else topic_sizes(topic, mode))
     ]
+    cases = plan if progress is None else progress_bar(plan, "sweep", file=progress, label=_case_label)
     records: list[Record] = []
-    for i, (topic, size) in enumerate(plan):
-        if progress:
-            _progress(progress, i, len(plan), f"{topic.name} {format_size(size)}")
+    for topic, size in cases:
         records += run(topic, size, runs=runs, warmup=warmup)
-    if progress:
-        _progress(progress, len(plan), len(plan), "done")
     return records

@@ -767,7 +767,11 @@ def speed_against_n(
     float32, from 2^16 to 2^28: course.bench records (none on the emulator)."""
     if not _on_gpu():
         return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+    return [
+        r
+        for n in bench.progress(sizes, "dot", label=bench.format_size)
+        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
+    ]
 
 
 def speed_table(records: Sequence[Mapping[str, Any]], n: int = 2**28) -> Table:

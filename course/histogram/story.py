@@ -673,7 +673,11 @@ def speed_against_n(
     emulator)."""
     if not on_gpu():
         return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))]
+    return [
+        r
+        for n in bench.progress(sizes, "histogram", label=bench.format_size)
+        for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))
+    ]
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:

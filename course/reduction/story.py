@@ -312,7 +312,11 @@ def speed_against_n(
     beside cupy.sum and a device copy, from 2^16 to 2^28: course.bench records (none on the emulator)."""
     if not on_gpu():
         return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+    return [
+        r
+        for n in bench.progress(sizes, "reduction", label=bench.format_size)
+        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
+    ]
 
 
 def gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[float, float]:

@@ -436,7 +436,11 @@ def speed_against_n(
     the emulator)."""
     if not on_gpu():
         return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+    return [
+        r
+        for n in bench.progress(sizes, "scan", label=bench.format_size)
+        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
+    ]
 
 
 def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES) -> Table:

@@ -504,7 +504,9 @@ def speed_against_n(
     if not on_gpu():
         return []
     return [
-        r for shape in shapes for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))
+        r
+        for shape in bench.progress(shapes, "transpose", label=bench.format_size)
+        for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))
     ]
 
 

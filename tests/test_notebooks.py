@@ -1,0 +1,194 @@
+"""The notebooks as files: each .ipynb has its py:percent source and says the same, and the first
+code cell of each installs the course on Google Colab and does nothing anywhere else."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import pytest
+
+import course
+
+jupytext = pytest.importorskip("jupytext")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def repository_url() -> str:
+    """The repository's GitHub address: pyproject.toml's [project.urls] Repository, the one place it is set."""
+    found = re.search(r'^Repository = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert found, "pyproject.toml has no [project.urls] Repository"
+    return found[1]
+
+
+def out_of_sync(ipynb: Path) -> list[str]:
+    """How the notebook and its .py pair differ, cell by cell (type, source, tags), as jupytext reads
+    them; empty when they say the same."""
+    py = ipynb.with_suffix(".py")
+    if not py.exists():
+        return [f"{ipynb.name} has no {py.name}"]
+
+    def cells(path: Path) -> list[tuple[str, str, list[str]]]:
+        return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in jupytext.read(path).cells]
+
+    a, b = cells(ipynb), cells(py)
+    diffs = [f"cell {i}: {_first_difference(x, y)}" for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(a) != len(b):
+        diffs.append(f"{len(a)} cells in {ipynb.name}, {len(b)} in {py.name}")
+    return diffs
+
+
+def _first_difference(x: tuple[str, str, list[str]], y: tuple[str, str, list[str]]) -> str:
+    if x[0] != y[0] or x[2] != y[2]:
+        return f"{x[0]} {x[2]} in the .ipynb, {y[0]} {y[2]} in the .py"
+    lines = zip(x[1].splitlines() + [""], y[1].splitlines() + [""])
+    a, b = next(((a, b) for a, b in lines if a != b), ("(the same lines)", "(other whitespace)"))
+    return f"{a!r} in the .ipynb, {b!r} in the .py"
+
+
+def test_there_are_five_notebooks_each_with_its_source() -> None:
+    assert [p.stem for p in NOTEBOOKS] == [
+        "01_dot",
+        "02_transpose",
+        "03_histogram",
+        "04_scan",
+        "05_reduction",
+    ]
+    assert sorted(p.stem for p in (ROOT / "notebooks").glob("*.py")) == [p.stem for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_and_source_say_the_same(ipynb: Path) -> None:
+    diffs = out_of_sync(ipynb)
+    assert not diffs, (
+        f"{ipynb.name} is out of date with its .py; regenerate it, keeping its outputs:\n"
+        f"  jupytext --to ipynb --update notebooks/{ipynb.stem}.py -o notebooks/{ipynb.name}\n"
+        + "\n".join(diffs)
+    )
+
+
+def test_the_check_catches_a_source_changed_without_regenerating(tmp_path: Path) -> None:
+    ipynb = NOTEBOOKS[0]
+    for p in (ipynb, ipynb.with_suffix(".py")):
+        shutil.copy(p, tmp_path / p.name)
+    copy = tmp_path / ipynb.name
+    assert out_of_sync(copy) == []
+    py = copy.with_suffix(".py")
+    py.write_text(py.read_text().replace("import numpy as np\n", "import numpy as np  # edited\n", 1))
+    diffs = out_of_sync(copy)
+    assert len(diffs) == 1 and "# edited" in diffs[0]
+    py.write_text(py.read_text() + "\n# %%\nprint('a cell added')\n")
+    assert any("cells in" in d for d in out_of_sync(copy))
+    py.unlink()
+    assert out_of_sync(copy) == [f"{copy.name} has no {py.name}"]
+
+
+# ---------------------------------------------------------------- the Colab cell
+
+
+def _colab_cell(ipynb: Path) -> Any:
+    return next(c for c in json.loads(ipynb.read_text())["cells"] if c["cell_type"] == "code")
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_opens_with_the_colab_cell(ipynb: Path) -> None:
+    nb = json.loads(ipynb.read_text())
+    cell = _colab_cell(ipynb)
+    assert "".join(cell["source"]) == "".join(_colab_cell(NOTEBOOKS[0])["source"])  # one cell, five copies
+    assert '"google.colab" in sys.modules' in "".join(cell["source"])
+    assert cell["outputs"] == []  # what nbval compares: nothing, on any machine but Colab
+    assert nb["metadata"]["accelerator"] == "GPU" and nb["metadata"]["colab"]["gpuType"] == "T4"
+    assert f"git+{repository_url()}" in "".join(cell["source"])
+
+
+def _run_cell(monkeypatch: pytest.MonkeyPatch, *, colab: bool, nvidia_smi: str | None) -> list[list[str]]:
+    """Run the cell's source; return the commands it ran (none really run)."""
+    calls: list[list[str]] = []
+
+    def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, stdout=nvidia_smi if cmd == ["nvidia-smi"] else "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(
+        shutil, "which", lambda name: "/usr/bin/nvidia-smi" if nvidia_smi is not None else None
+    )
+    if colab:
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    exec(compile("".join(_colab_cell(NOTEBOOKS[0])["source"]), "colab-cell", "exec"), {})
+    return calls
+
+
+def _smi(cuda: str) -> str:
+    return (
+        f"| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: {cuda}     |\n| Tesla T4 ...\n"
+    )
+
+
+def test_the_colab_cell_does_nothing_off_colab(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    assert _run_cell(monkeypatch, colab=False, nvidia_smi=_smi("13.0")) == []
+    assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("nvidia_smi", "wanted"),
+    [
+        pytest.param(None, ["gpu-patterns-course @ git+{url}"], id="cpu-runtime"),
+        pytest.param(_smi("12.4"), ["gpu-patterns-course @ git+{url}", "cupy-cuda12x"], id="cuda-12-driver"),
+        pytest.param(_smi("13.0"), ["gpu-patterns-course[gpu] @ git+{url}"], id="cuda-13-driver"),
+    ],
+)
+def test_the_colab_cell_installs_the_course_and_the_right_cupy(
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    nvidia_smi: str | None,
+    wanted: list[str],
+) -> None:
+    calls = _run_cell(monkeypatch, colab=True, nvidia_smi=nvidia_smi)
+    pip = [sys.executable, "-m", "pip", "install", "-q", *(w.format(url=repository_url()) for w in wanted)]
+    assert calls == ([["nvidia-smi"]] if nvidia_smi is not None else []) + [pip]
+    assert capfd.readouterr() == ("", "")
+
+
+def test_without_a_gpu_the_device_note_is_one_line(
+    emulator_backend: course.Device, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with matplotlib.rc_context():  # course.notebook() sets the figure style; leave it as it was
+        course.notebook()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "emulator" in out
+
+
+# ---------------------------------------------------------------- re-executing them
+
+
+def test_execute_notebooks_runs_every_notebook_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("nbclient")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "execute_notebooks", ROOT / "scripts" / "execute_notebooks.py"
+    )
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    ran: list[Path] = []
+    monkeypatch.setattr(script, "execute", ran.append)
+    script.main([])
+    assert ran == NOTEBOOKS
+    ran.clear()
+    script.main(["notebooks/05_reduction.ipynb"])
+    assert ran == [Path("notebooks/05_reduction.ipynb")]
