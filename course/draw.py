@@ -104,7 +104,8 @@ def _cells(
     """One collection of w x h rectangles with lower-left corners (x, y), built from a vertex array
     (a PatchCollection of Rectangles takes ten times longer, and the panel redraws on every click)."""
     x0, y0 = np.asarray(x, float), np.asarray(y, float)
-    verts = np.stack([np.c_[x0, y0], np.c_[x0 + w, y0], np.c_[x0 + w, y0 + h], np.c_[x0, y0 + h]], axis=1)
+    corners = [np.c_[x0, y0], np.c_[x0 + w, y0], np.c_[x0 + w, y0 + h], np.c_[x0, y0 + h]]
+    verts: Any = np.stack(corners, axis=1)  # (n, 4, 2): PolyCollection's fast path takes the array
     if values is not None:
         pc = PolyCollection(verts, cmap=cmap, edgecolors=edge, linewidths=lw, zorder=zorder)
         pc.set_array(np.asarray(values, float))

@@ -349,6 +349,12 @@ def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarra
     return (x[: ITEMS * int(block)],)
 
 
+def block_max_n(v: Version, block: Any) -> int | None:
+    """The panel's largest N for a one-block version: what its block covers (None: any N)."""
+    covers = getattr(v, "covers", 0)
+    return covers * int(block) if covers else None
+
+
 TOPIC = Topic(
     name="scan",
     title="Scan: the article's one-block kernels, their bugs, and a single pass at copy speed",
@@ -372,7 +378,7 @@ TOPIC = Topic(
         version="kogge_stone",
         n=64,
         emulator_max_n={"naive": 256},
-        block_max_n=lambda v, block: v.covers * int(block) if getattr(v, "covers", 0) else None,
+        block_max_n=block_max_n,
     ),
     sample=sample,
     sample_sizes=sample_sizes,
