@@ -20,11 +20,22 @@ def _has_gpu() -> bool:
 HAS_GPU = _has_gpu()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--browser",
+        action="store_true",
+        help="also run the tests marked `browser`: JupyterLab driven in Chromium (the `browser` extra)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = pytest.mark.skip(reason="needs a GPU (CuPy found none)")
+    skip_browser = pytest.mark.skip(reason="drives JupyterLab in Chromium: run with --browser (.ci/run does)")
     for item in items:
         if "gpu" in item.keywords and not HAS_GPU:
             item.add_marker(skip)
+        if "browser" in item.keywords and not config.getoption("--browser"):
+            item.add_marker(skip_browser)
 
 
 @contextlib.contextmanager
