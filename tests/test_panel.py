@@ -35,6 +35,15 @@ def test_setting_n_block_and_version_runs_again(panel):
     assert len(figures) == 2  # a new figure each time
 
 
+def test_the_picture_says_which_n_was_run(panel):
+    # block 0 of reduce1 looks the same at N = 1000 and N = 2000: the caption tells them apart
+    before = panel.image.value
+    panel.n_typed.value = 2000
+    captions = [t.get_text() for t in panel.figure.texts]
+    assert captions == ["N = 2,000: 16 blocks of 128; drawn: block 0"]
+    assert panel.image.value != before
+
+
 def test_divergence_and_bank_conflicts_show_in_the_metrics(panel):
     panel.n.value = 256
     interleaved = panel.last["metrics"]

@@ -169,7 +169,7 @@ class Panel:
             )
             if backend.device().backend == "cupy":
                 result["ms"], result["launches"] = self._time_ms(version, inputs, block)
-            self._draw(first)
+            self._draw(first, f"N = {n:,}: {result['metrics']['grid']}; drawn: block 0")
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
         result["seconds"] = time.perf_counter() - started
@@ -194,12 +194,14 @@ class Panel:
         plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
         return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20))), len(plan.launches)
 
-    def _draw(self, trace: Trace) -> None:
+    def _draw(self, trace: Trace, caption: str) -> None:
         from matplotlib.figure import Figure
 
         # not pyplot (the inline backend must not show it too); drawn at the pixel size it is shown
         fig = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
         self.spec.draw(fig.add_subplot(), trace, self.engine.version(self.version.value))
+        # what was run and what is drawn: the picture changes with N even where block 0 does not
+        fig.text(0.995, 0.005, caption, ha="right", va="bottom", fontsize=8, color="0.35")
         png = io.BytesIO()
         fig.savefig(png, format="png", dpi=PICTURE_DPI)
         self.image.value = png.getvalue()

@@ -3,9 +3,8 @@
 For each notebook: open it in JupyterLab, Run All once, check that every code cell ran and that
 only the cells tagged `raises-exception` show an error; then move the widget panel's N, block and
 version controls the way a learner does (keyboard on the slider, the drop-downs, a typed N) and
-check that the result text changes after each move and the picture's bytes after each block and
-version move (the pictures show block 0, which a change of N mostly leaves as it was: recorded,
-not asserted). Screenshots of each panel, and the time from each move to the updated panel in
+check that the result text and the picture change after each move (the picture draws block 0 and
+says which N was run, so a change of N changes it too). Screenshots of each panel, and the time from each move to the updated panel in
 `timings.md` and `timings.json`, go to `artifacts/browser/` (git-ignored).
 
 It needs `jupyterlab`, `playwright` (the `browser` extra) and a Chromium (`/usr/bin/chromium`, or
@@ -412,7 +411,7 @@ def test_run_all_then_move_the_panel(page, lab, name):
 
 def _moves(page, panel, topic: str) -> list[tuple[str, str, Any, bool]]:
     """A learner's moves of the panel's controls: (what, a file name, the move, whether the picture
-    must change). The pictures show block 0, which a change of N leaves as it was once N fills it."""
+    must change: after every move, as the picture's caption names the N that was run)."""
 
     def dropdown(label: str):
         return panel.locator(".widget-dropdown", has=page.locator("label", has_text=label)).locator("select")
@@ -442,10 +441,10 @@ def _moves(page, panel, topic: str) -> list[tuple[str, str, Any, bool]]:
         typed.press("Enter")
 
     return [
-        ("N (slider, one step)", "n-slider", slide_one_step, False),
+        ("N (slider, one step)", "n-slider", slide_one_step, True),
         ("block (drop-down)", "block", next_block, True),
         (f"version (drop-down) -> {to_version}", "version", pick_version, True),
-        ("N (typed 65536)", "n-typed", type_n, False),
+        ("N (typed 65536)", "n-typed", type_n, True),
     ]
 
 
