@@ -60,7 +60,7 @@ class Panel:
         wide = {"description_width": "initial"}
         self.version = w.Dropdown(
             options=[(f"{v.name}: {v.title}", v.name) for v in engine.topic.versions],
-            value=first, description="version", style=wide, layout=w.Layout(width="620px"),
+            value=first, description="version", style=wide, layout=w.Layout(width="760px"),
         )  # fmt: skip
         self.block = w.Dropdown(description="block", style=wide, layout=w.Layout(width="150px"))
         self.n = w.SelectionSlider(
