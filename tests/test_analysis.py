@@ -283,6 +283,9 @@ def test_lane_sectors():
     ls = analysis.lane_sectors(one_warp(np.arange(LANES) * 2, space="global"), 0)
     assert ls.lane.tolist() == list(range(LANES))
     assert (ls.sector - ls.sector[0]).tolist() == [lane // 4 for lane in range(LANES)]
+    ls = analysis.lane_sectors(one_warp(np.arange(LANES), space="global"), 0)  # floats: 8 to a sector
+    assert ls.lane.tolist() == list(range(LANES))  # none straddles, not even the last of a sector
+    assert (ls.sector - ls.sector[0]).tolist() == [lane // 8 for lane in range(LANES)]
 
 
 def test_strided_index_reduction_ways_per_step():
@@ -475,8 +478,21 @@ def test_warp_synchronous_code_gets_a_stage_per_level():
         w.access("ld", "s", tid, line=9)
         w.access("ld", "s", tid + k, line=9)
         w.access("st", "s", tid, line=9)
-    sc = analysis.step_counts(w.build(), "s")
+    t = w.build()
+    sc = analysis.step_counts(t, "s")
     assert sc.stage.tolist() == list(range(6)) and (sc.first_epoch == 0).all()
+    st = analysis.steps(t, "s")  # a level's loads belong to the stage of the store they feed
+    level = np.searchsorted(np.unique(st.event), st.event) // 3
+    assert st.stage.tolist() == level.tolist()
+
+
+def test_a_rewrite_without_a_read_between_stays_in_its_stage():
+    w = Warps(32, [("s", "shared", 4, 32)])
+    w.access("st", "s", np.arange(32))
+    w.access("st", "s", np.arange(32))  # overwrites: nothing was read, so no new stage
+    w.access("ld", "s", np.arange(32))  # reads what was written: the next stage
+    st = analysis.steps(w.build(), "s")
+    assert st.stage.tolist() == [0] * 64 + [1] * 32
 
 
 def test_iterations_of_a_grid_stride_loop():
@@ -498,6 +514,16 @@ def test_iterations_of_a_grid_stride_loop():
     assert it.gthread[order].tolist() == list(np.repeat(np.arange(n) % stride, 2))
 
 
+def test_iterations_count_stores_and_atomics_apart():
+    w = Warps(32, [("y", "global", 4, 64)])
+    for rep in range(2):
+        w.access("st", "y", np.arange(32) + 32 * rep, line=3)  # y[i] = ...
+        w.access("atom", "y", np.arange(32) + 32 * rep, line=4)  # atomicAdd(&y[i], ...)
+    it = analysis.iterations(w.build(), "y")
+    for op in ("st", "atom"):
+        assert it.iteration[it.op == op].tolist() == [0] * 32 + [1] * 32, op
+
+
 def test_atomics_and_contention():
     w = Warps(32, [("x", "global", 4, 32), ("hist", "shared", 4, 8)])
     bins = np.arange(32) % 3  # 11 lanes on bin 0, 11 on 1, 10 on 2
@@ -511,6 +537,18 @@ def test_atomics_and_contention():
     assert analysis.totals(t)["atomics"] == 36
     assert analysis.step_counts(t, "hist").ops.tolist() == [36]  # every lane's update counts, even on one bin
     assert analysis.bank_conflicts(t).ways.tolist() == [1, 1]
+
+
+def test_untyped_shared_memory_counts_in_its_most_common_access_size():
+    w = Warps(32, [("raw", "shared", 4, 256), ("unused", "shared", 4, 16)])
+    for i in (0, 1):  # as `.b8` arrays (an extern __shared__ char[] cast to float*): no element type
+        w.buffers[i] = BufferInfo(w.buffers[i].name, "shared", 1, w.buffers[i].nbytes, "")
+    w.access("st", "raw", np.arange(32) * 4, size=4)  # byte offsets: float s[t] = ...
+    w.access("ld", "raw", np.arange(32) * 4, size=4)
+    w.access("ld", "raw", np.arange(16) * 8, size=8)  # one float2 load among them
+    t = w.build()
+    assert analysis.element_size(t, analysis.buffer_index(t, "raw")) == 4  # elements are floats
+    assert analysis.element_size(t, analysis.buffer_index(t, "unused")) == 1  # untouched: bytes
 
 
 def test_tables_are_record_arrays_and_empty_traces_work():

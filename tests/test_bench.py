@@ -152,8 +152,17 @@ def test_rotating_sets_against_l2(set_bytes: int, expected: int) -> None:
 
 def test_rotating_sets_fit_the_memory_budget() -> None:
     assert bench.rotation_sets(2**30, 2**40, budget=4 * 2**30) == 4
+    assert bench.rotation_sets(2**30, 2**40, budget=2**31 - 1) == 1  # room for one set only
+    assert bench.rotation_sets(2**30, 2**40, budget=2**29) == 1  # one set, whatever the budget
     with pytest.raises(ValueError):
         bench.rotation_sets(0, 50 * MiB)
+
+
+def test_the_default_budget_is_most_of_an_80_gb_gpu() -> None:
+    """Enough for 3 x an L2 far larger than today's (1 GiB), and never more than the GPU holds."""
+    assert bench.rotation_sets(MiB, 2**30) == 3 * 2**10  # 3 GiB of 1 MiB sets
+    huge = bench.rotation_sets(2**30, 2**40)  # an absurd L2: only the budget limits the sets
+    assert huge * 2**30 <= timing.MEMORY_BUDGET < 80 * 10**9 and huge > 3
 
 
 def test_quick_sizes_include_every_goal_size() -> None:
@@ -229,9 +238,8 @@ class _FakeEvent:
         pass
 
 
-@pytest.mark.parametrize(("sets", "warmup"), [(1, 3), (5, 3), (2, 7)])
-def test_time_runs_cycles_through_sets(monkeypatch: pytest.MonkeyPatch, sets: int, warmup: int) -> None:
-    log: list = []
+def _fake_cuda(monkeypatch: pytest.MonkeyPatch, log: list) -> None:
+    """CUDA events that log when they are recorded and time every run at 0.25 ms; _spin logs "spin"."""
     cuda = SimpleNamespace(
         Event=lambda: _FakeEvent(log),
         get_elapsed_time=lambda start, end: 0.25,
@@ -239,6 +247,12 @@ def test_time_runs_cycles_through_sets(monkeypatch: pytest.MonkeyPatch, sets: in
     )
     monkeypatch.setattr(timing, "_cupy", lambda: SimpleNamespace(cuda=cuda))
     monkeypatch.setattr(timing, "_spin", lambda ns: log.append("spin"))
+
+
+@pytest.mark.parametrize(("sets", "warmup"), [(1, 3), (5, 3), (2, 7)])
+def test_time_runs_cycles_through_sets(monkeypatch: pytest.MonkeyPatch, sets: int, warmup: int) -> None:
+    log: list = []
+    _fake_cuda(monkeypatch, log)
     launches = [lambda i=i: log.append(i) for i in range(sets)]
 
     times = bench.time_runs(launches, runs=20, warmup=warmup)
@@ -254,6 +268,35 @@ def test_time_runs_cycles_through_sets(monkeypatch: pytest.MonkeyPatch, sets: in
         assert set(history[pos - sets + 1 : pos]) == set(range(sets)) - {history[pos]}
     after_warmup = log[log.index("sync") + 1 :]
     assert after_warmup[:4] == ["spin", "event", timed[0], "event"]
+
+
+def test_one_timed_run_is_enough_and_none_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_cuda(monkeypatch, [])
+    assert bench.time_runs([lambda: None], runs=1) == [0.25]
+    with pytest.raises(ValueError, match="runs must be >= 1"):
+        bench.time_runs([lambda: None], runs=0)
+
+
+@pytest.mark.parametrize(("warmup", "host_s"), [(1, 1.0), (2, 2**-13), (5, 2**-13)])
+def test_the_spin_is_sized_from_the_warm_up_calls_after_the_first(
+    monkeypatch: pytest.MonkeyPatch, warmup: int, host_s: float
+) -> None:
+    """The first call may compile (1 s here), the others take 122 µs (2^-13 s) to queue: the
+    busy-wait is sized from those, unless the first call is all there is."""
+    clock = [0.0]
+    calls: list[int] = []
+
+    def launch() -> None:
+        clock[0] += 1.0 if not calls else 2**-13
+        calls.append(1)
+
+    spins: list[int] = []
+    _fake_cuda(monkeypatch, [])
+    monkeypatch.setattr(timing, "_spin", spins.append)
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    bench.time_runs([launch], runs=4, warmup=warmup)
+    assert len(calls) == warmup + 4
+    assert spins == [timing._spin_ns(host_s)] * 4
 
 
 def test_spin_outlasts_the_host_overhead() -> None:
@@ -281,6 +324,10 @@ def test_the_copy_moves_the_bytes_it_is_credited_with(monkeypatch: pytest.Monkey
     copied.clear()
     timing._time_copy(2**20, 50 * MiB, runs=20, warmup=3)
     assert set(copied) == {2**19} and len(copied) == bench.rotation_sets(2**20, 50 * MiB)
+    for nbytes in (2, 3):  # the smallest copies: one byte read, one written
+        copied.clear()
+        timing._time_copy(nbytes, 50 * MiB, runs=20, warmup=3)
+        assert set(copied) == {1}
 
 
 # ---------------------------------------------------------------- records, tables, plots
@@ -309,6 +356,13 @@ def test_record_median_of_runs() -> None:
     assert r["ms"] == 3.0 and r["ms_min"] == 1.0 and r["ms_max"] == 3.0 and r["runs"] == 21
 
 
+def test_a_record_says_how_many_rotating_sets_it_used() -> None:
+    args = ("dot", "dot2", "kernel", 2**20, "float32", None, [1.0])
+    kw = {"bytes_moved": 8 * 2**20, "copy_ms": 1.0, "cupy_ms": 1.0, "baseline": "cupy.dot", "env": ENV}
+    assert bench.make_record(*args, **kw)["rotating_sets"] == 1  # one set unless told otherwise
+    assert bench.make_record(*args, **kw, rotating_sets=6)["rotating_sets"] == 6
+
+
 def test_transpose_record_has_shape_and_n() -> None:
     r = rec("transpose", "transpose2", "kernel", (1111, 113), 0.1, copy_ms=0.1, cupy_ms=0.3)
     assert r["shape"] == [1111, 113] and r["n"] == 1111 * 113
@@ -317,6 +371,7 @@ def test_transpose_record_has_shape_and_n() -> None:
 def test_format_size() -> None:
     assert bench.format_size(2**20) == "2^20"
     assert bench.format_size(1000) == "1000"
+    assert [bench.format_size(n) for n in (0, 1, 2, 3)] == ["0", "2^0", "2^1", "3"]  # 0 is no power of 2
     assert bench.format_size((1111, 113)) == "1111×113"
     assert bench.format_size([8192, 8192]) == "8192×8192"
 
@@ -447,6 +502,32 @@ def test_a_kernel_goal_is_met_within_its_share() -> None:
     )  # 0.98 of reduce7
     assert bench.evaluate_goal(goal, records).status == bench.MET
     assert bench.evaluate_goal(goal, records[1:]).status == bench.NOT_MET  # nothing to compare with
+
+
+def test_a_goal_met_exactly_is_met() -> None:
+    goal = bench.Goal("scan", 2**20, "float32", min_x_cupy=2.0, min_pct_of_copy=50)
+    exact = rec("scan", "k", "kernel", 2**20, 1.0, copy_ms=0.5, cupy_ms=2.0)  # 2.0× CuPy, 50 % of copy
+    assert goal.ratios(exact) == [1.0, 1.0] and goal.met_by(exact)
+    assert bench.evaluate_goal(goal, [exact]).status == bench.MET
+
+
+def test_a_percentage_goal_without_a_copy_timing_is_not_met() -> None:
+    goal = bench.Goal("scan", 2**20, "float32", min_pct_of_copy=1)
+    no_copy = bench.make_record(
+        "scan", "k", "kernel", 2**20, "float32", None, [1.0], bytes_moved=8 * 2**20, copy_ms=None,
+        cupy_ms=2.0, baseline="cupy.cumsum", env=ENV,
+    )  # fmt: skip
+    assert no_copy["pct_of_copy"] is None and goal.ratios(no_copy) == [0.0]
+    assert bench.evaluate_goal(goal, [no_copy]).status == bench.NOT_MET
+
+
+def test_a_goal_with_two_terms_reports_both() -> None:
+    goal = bench.Goal("reduction", 2**28, "float32", min_x_cupy=1.0, min_x_kernel=("reduce7", 0.97))
+    mine = rec("reduction", "beyond", "kernel", 2**28, 1.0, copy_ms=0.9, cupy_ms=1.5)
+    theirs = rec("reduction", "reduce7", "kernel", 2**28, 1.0, copy_ms=0.9, cupy_ms=1.5)
+    achieved = goal.achieved(mine, [mine, theirs], baseline="cupy.sum")
+    assert achieved == "1.50× cupy.sum, 1.00× the speed of reduce7"  # no % of copy: the goal asks none
+    assert goal.describe("cupy.sum") == "≥ 1× cupy.sum and ≥ 0.97× the speed of reduce7"
 
 
 def test_goal_not_met_reports_the_closest_kernel() -> None:

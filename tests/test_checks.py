@@ -122,6 +122,7 @@ def test_barrier_in_if_names_who_arrives_and_who_left() -> None:
     (f,) = cc.checker_findings(cc.program("barrier_in_if"))
     assert f.count == 2 and f.blocks == ((0, 0, 0), (1, 0, 0))
     assert "threads 0-63 reach" in f.examples[0] and "threads 64-127 never do" in f.examples[0]
+    assert f.element_count == 0 and str(f).splitlines()[0].endswith(": 2 blocks")  # no elements involved
     (g,) = cc.checker_findings(cc.program("split_barrier"))  # the emulator's BarrierError, as a finding
     assert "threads 0-31 wait at line" in g.examples[0] and "threads 32-63 wait at line" in g.examples[0]
 
@@ -265,6 +266,140 @@ def test_a_fence_then_flag_protocol_orders_blocks_and_without_the_fence_it_races
         line_of(CHAIN, "carry = total[b - 1];"),
         line_of(CHAIN, "total[b] = carry + x[b];"),
     }
+
+
+EARLY_FLAG = r"""
+// block 1 reads the flag before block 0 sets it, so the flag orders nothing
+extern "C" __global__ void early_flag(const int* x, volatile int* flag, int* total) {
+    if (threadIdx.x != 0) return;
+    int acc = 0;
+    if (blockIdx.x == 0) {
+        total[0] = x[0];
+        for (int k = 0; k < 64; ++k) acc += x[k];  // block 1 reads the flag meanwhile
+        __threadfence();
+        flag[0] = 1 + (acc & 0);
+    } else {
+        int f = flag[0];
+        for (int k = 0; k < 32; ++k) acc += x[k];
+        total[1] = total[0] + f + acc;
+    }
+}
+"""
+
+
+def test_a_flag_read_before_it_is_set_orders_nothing() -> None:
+    args = (
+        course.asarray(np.arange(64, dtype=np.int32)),
+        course.zeros(1, np.int32),
+        course.zeros(2, np.int32),
+    )
+    (f,) = check(EARLY_FLAG, "early_flag", 2, 32, args)
+    assert (f.kind, f.buffer, f.scope, f.elements) == ("race", "total", "between blocks", (0,))
+    assert f.lines == (
+        line_of(EARLY_FLAG, "total[0] = x[0];"),
+        line_of(EARLY_FLAG, "total[1] = total[0] + f + acc;"),
+    )
+
+
+# ---------------------------------------------------------------- what a finding says
+
+DETAILS = r"""
+extern "C" __global__ void global_in_a_warp(float* y) {
+    y[threadIdx.x + 1] = y[threadIdx.x];
+}
+
+extern "C" __global__ void global_between_warps(float* y) {
+    if (threadIdx.x == 0) y[0] = 1.0f;
+    if (threadIdx.x == 32) y[1] = y[0];
+}
+
+extern "C" __global__ void wide_write_narrow_read(float* y) {
+    __shared__ float s[64];
+    if (threadIdx.x == 0) reinterpret_cast<float2*>(s)[0] = make_float2(1.0f, 2.0f);
+    if (threadIdx.x == 32) y[0] = s[1];
+}
+
+extern "C" __global__ void write_write_read(float* y) {
+    volatile __shared__ float s[32];
+    if (threadIdx.x == 0) s[0] = 1.0f;
+    if (threadIdx.x == 32) {
+        s[0] = 2.0f;
+        y[0] = s[0];
+    }
+}
+
+// warp 1 passes a __syncwarp(), warp 0 (whose lanes race) none
+extern "C" __global__ void other_warp_syncs(float* y) {
+    volatile __shared__ float s[32];
+    if (threadIdx.x == 0) s[0] = 42.0f;
+    if (threadIdx.x >= 32) __syncwarp();
+    else y[blockIdx.x * 32 + threadIdx.x] = s[0];
+}
+
+extern "C" __global__ void dynamic_shared(float* y) {
+    extern __shared__ float s[];
+    s[threadIdx.x] = 1.0f;
+    y[threadIdx.x] = s[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "block", "scope", "why"),
+    [("global_in_a_warp", 32, "within a warp", "lanes of one warp"),
+     ("global_between_warps", 64, "between warps", "threads of one block")],
+)  # fmt: skip
+def test_global_races_inside_one_block_say_so(name: str, block: int, scope: str, why: str) -> None:
+    (f,) = check(DETAILS, name, 1, block, (course.zeros(128, np.float32),))
+    assert (f.kind, f.space, f.buffer, f.scope) == ("race", "global", "y", scope)
+    assert f.explanation.startswith(why) and "between blocks" not in f.explanation
+    head = str(f).splitlines()[0]
+    assert head.startswith(f"[race] in global memory `y` ({scope}), line")
+    assert ", ".join(map(str, f.lines)) in head  # the lines, by number
+
+
+def test_a_wide_write_races_with_a_narrow_read_of_its_second_half() -> None:
+    found = check(DETAILS, "wide_write_narrow_read", 1, 64, (course.zeros(64, np.float32),))
+    (f,) = found.of("race")
+    assert (f.space, f.buffer, f.scope) == ("shared", "s", "between warps")
+    assert f.elements == (1,) and "s[1]" in f.examples[0]  # the float2 at s[0] covers s[0] and s[1]
+    assert f.lines == (
+        line_of(DETAILS, "if (threadIdx.x == 0) reinterpret_cast<float2*>(s)[0] = make_float2(1.0f, 2.0f);"),
+        line_of(DETAILS, "if (threadIdx.x == 32) y[0] = s[1];"),
+    )
+
+
+def test_a_read_races_with_another_warps_write_behind_its_own() -> None:
+    """Warp 1 writes s[0] after warp 0 did, then reads it: both its write and its read race with
+    warp 0's write, though the access just before the read is warp 1's own."""
+    (f,) = check(DETAILS, "write_write_read", 1, 64, (course.zeros(64, np.float32),))
+    assert (f.kind, f.scope, f.count) == ("race", "between warps", 2)
+    assert f.lines == tuple(
+        line_of(DETAILS, t) for t in ("if (threadIdx.x == 0) s[0] = 1.0f;", "s[0] = 2.0f;", "y[0] = s[0];")
+    )
+    assert len(f.examples) == 2
+
+
+def test_a_syncwarp_orders_only_its_own_warp() -> None:
+    (f,) = check(DETAILS, "other_warp_syncs", 2, 64, (course.zeros(64, np.float32),))
+    assert (f.kind, f.scope) == ("race", "within a warp")
+    assert f.blocks == ((0, 0, 0), (1, 0, 0))  # warp 0 of each block, whatever the other warps did
+    assert f.count == 2 * 31  # lanes 1-31 of warp 0 read what lane 0 wrote, in each block
+
+
+def test_an_extern_shared_array_without_dynamic_shared_memory() -> None:
+    y = course.zeros(32, np.float32)
+    (f,) = check(DETAILS, "dynamic_shared", 1, 32, (y,))
+    assert (f.kind, f.space, f.buffer) == ("out-of-bounds", "shared", "s")
+    assert "no memory at all" in f.explanation and "shared_mem=" in f.explanation
+    assert check(DETAILS, "dynamic_shared", 1, 32, (y,), shared_mem=32 * 4) == []
+
+
+def test_a_finding_spells_out_a_few_examples_however_many_line_pairs_race() -> None:
+    (f,) = cc.checker_findings(cc.program("volatile_warp"))
+    assert len(f.lines) - 1 > checks.EXAMPLES + 1  # more racing line pairs than examples shown
+    assert len(f.examples) == checks.EXAMPLES + 1  # one for each of the first line pairs, no more
+    assert len(set(f.examples)) == len(f.examples)
 
 
 # ---------------------------------------------------------------- uninitialised global memory

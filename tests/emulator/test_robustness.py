@@ -339,3 +339,104 @@ def test_bfi_field_as_wide_as_the_word(emulator_backend: course.Device) -> None:
     ln = np.array([32, 255, 32, 4], np.uint32)
     *_, y = launch(src, 1, len(a), a, b, pos, ln, np.zeros(len(a), np.uint32))
     np.testing.assert_array_equal(y, np.array([0xDEADBEEF, 0x12345679, 0xFFFFFF00, 0xF0F0F0F0], np.uint32))
+
+
+@pytest.mark.parametrize("cmp", ["num", "nan"])
+def test_setp_num_and_nan_with_one_nan_operand(cmp: str, emulator_backend: course.Device) -> None:
+    """setp.num: both operands are numbers; setp.nan: at least one is NaN (mutation survivor)."""
+    src = f"""extern "C" __global__ void k(const float* a, const float* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{{ .reg .pred p; setp.{cmp}.f32 p, %1, %2; selp.u32 %0, 1, 0, p; }}" : "=r"(v) : "f"(a[i]), "f"(b[i]));
+    y[i] = v;
+}}"""
+    a = np.array([1.0, np.nan, 2.0, np.nan, -np.inf], np.float32)
+    b = np.array([3.0, 4.0, np.nan, np.nan, np.inf], np.float32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    either = np.isnan(a) | np.isnan(b)
+    np.testing.assert_array_equal(y, (either if cmp == "nan" else ~either).astype(np.uint32))
+
+
+@pytest.mark.parametrize("ftz", [True, False])
+def test_f16_ftz_flushes_a_subnormal_result_to_a_signed_zero(
+    ftz: bool, emulator_backend: course.Device
+) -> None:
+    """mul.ftz.f16: a product below the smallest normal half (2^-14) becomes ±0; without .ftz
+    it is kept as a subnormal (mutation survivor)."""
+    op = "mul.ftz.f16" if ftz else "mul.f16"
+    src = f"""extern "C" __global__ void k(const unsigned short* a, const unsigned short* b, unsigned short* y) {{
+    int i = threadIdx.x; unsigned short v;
+    asm("{op} %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
+    y[i] = v;
+}}"""
+    a = np.array([2.0**-10, -(2.0**-10), 2.0**-7, 3.0, 0.5], np.float16)
+    b = np.array([2.0**-10, 2.0**-8, 2.0**-7, 2.0**-20, -(2.0**-14)], np.float16)  # 2^-7 * 2^-7: normal
+    *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
+    want = (a.astype(np.float64) * b).astype(np.float16)  # exact products, rounded once
+    assert (np.abs(want) < 2.0**-14).sum() == 4 and (want < 0).sum() == 2  # four subnormal, two negative
+    if ftz:
+        want = np.where(np.abs(want) < 2.0**-14, np.copysign(np.float16(0), want), want)
+    np.testing.assert_array_equal(y, want.view(np.uint16))
+
+
+@pytest.mark.parametrize("boolop", ["and", "or", "xor"])
+def test_setp_combines_with_a_predicate_operand(boolop: str, emulator_backend: course.Device) -> None:
+    """setp.lt.{and,or,xor}.s32 p, a, b, c: p = (a < b) BOOLOP c (mutation survivor)."""
+    src = f"""extern "C" __global__ void k(const int* a, const int* b, const int* c, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{{ .reg .pred q, p; setp.ne.s32 q, %3, 0; setp.lt.{boolop}.s32 p, %1, %2, q; selp.u32 %0, 1, 0, p; }}"
+        : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}}"""
+    a = np.array([1, 1, 5, 5, -3], np.int32)
+    b = np.array([2, 2, 2, 2, -4], np.int32)
+    c = np.array([0, 1, 0, 1, 1], np.int32)
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32))
+    want = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop](a < b, c != 0)
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("nan", [True, False])
+def test_float_min_max_with_and_without_nan_propagation(
+    op: str, nan: bool, emulator_backend: course.Device
+) -> None:
+    """{min,max}{.NaN}.f32: .NaN returns NaN when either operand is NaN; without it, the other
+    operand (mutation survivor)."""
+    opcode = f"{op}{'.NaN' if nan else ''}.f32"
+    src = f"""extern "C" __global__ void k(const float* a, const float* b, float* y) {{
+    int i = threadIdx.x; float v;
+    asm("{opcode} %0, %1, %2;" : "=f"(v) : "f"(a[i]), "f"(b[i]));
+    y[i] = v;
+}}"""
+    a = np.array([1.0, np.nan, 3.0, np.nan, -2.0], np.float32)
+    b = np.array([2.0, 4.0, np.nan, np.nan, -5.0], np.float32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.float32))
+    pick = np.minimum(a, b) if op == "min" else np.maximum(a, b)  # NaN wherever either is NaN
+    if not nan:
+        pick = np.where(np.isnan(a), b, np.where(np.isnan(b), a, pick))
+    np.testing.assert_array_equal(y, pick)
+
+
+@pytest.mark.parametrize("mode", ["f4e", "b4e"])
+def test_prmt_forward_and_backward_4_extract(mode: str, emulator_backend: course.Device) -> None:
+    """prmt.b32.f4e / .b4e: four bytes of the 8-byte {b, a} taken forward (or backward) from the
+    byte that c's two low bits name (mutation survivor)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, const unsigned* c, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("prmt.b32.{mode} %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}}"""
+    a = np.full(8, 0x33221100, np.uint32)
+    b = np.full(8, 0x77665544, np.uint32)
+    c = np.array([0, 1, 2, 3, 4, 5, 0xFFFFFFFE, 0xFFFFFFFF], np.uint32)  # only bits 1:0 count
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32))
+    both = (b.astype(np.uint64) << np.uint64(32)) | a  # byte j of {b, a} is 0x11 * j here
+    s = (c & 3).astype(np.uint64)
+    if mode == "f4e":  # bytes s, s+1, s+2, s+3 (low to high)
+        want = (both >> (np.uint64(8) * s)) & np.uint64(0xFFFFFFFF)
+    else:  # bytes s, s-1, s-2, s-3 (mod 8), low to high: 0 -> {5 6 7 0} as the PTX ISA lists them
+        picks = [(s - np.uint64(k)) % np.uint64(8) for k in range(4)]
+        want = sum(
+            ((both >> (np.uint64(8) * p)) & np.uint64(0xFF)) << np.uint64(8 * k) for k, p in enumerate(picks)
+        )
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
