@@ -121,17 +121,6 @@ def time_runs(launches: Sequence[Step], *, runs: int = MIN_RUNS, warmup: int = W
     return times
 
 
-def _chain(steps: Sequence[Step]) -> Step:
-    if len(steps) == 1:
-        return steps[0]
-
-    def run_all() -> None:
-        for step in steps:
-            step()
-
-    return run_all
-
-
 def _copy_step(src: Any, dst: Any) -> Step:
     def copy() -> None:
         dst.data.copy_from_device_async(src.data, src.nbytes)  # cudaMemcpyAsync, device to device
