@@ -1,0 +1,71 @@
+"""How long a panel update takes on the emulator, and where the time goes (issue #16 asks 0.5 s).
+
+    python scripts/panel_speed.py > docs/panel-speed.md
+
+For every listed version of every topic, the panel is moved to the largest N it offers (at most
+2^16, minus one so that the move is a change) and one update is timed in CPU seconds (other work
+on the machine does not count), split into the emulator's run at N, the checker's and tracer's
+run on the picture's input, and the drawing (matplotlib and the PNG).
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import time
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import course
+from course.engine import panel as panels
+from course.topics import TOPICS
+
+PARTS = ("run", "inspect", "draw")
+
+
+def _timed(obj: Any, name: str, part: str, spent: dict[str, float]) -> None:
+    f = getattr(obj, name)
+
+    @functools.wraps(f)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            spent[part] = spent.get(part, 0.0) + time.process_time() - started
+
+    setattr(obj, name, timed)
+
+
+def main() -> None:
+    course.set_backend("emulator")
+    spent: dict[str, float] = {}
+    for engine in TOPICS:
+        _timed(engine, "run", "run", spent)
+        _timed(engine, "inspect", "inspect", spent)
+    _timed(panels.Panel, "_draw", "draw", spent)
+    print("# Panel updates on the emulator: CPU seconds\n")
+    print(f"`python scripts/panel_speed.py` on {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}. One update after moving N to the largest the panel "
+          "offers (at most 2^16); the parts: the emulator's run at N, the checker's and tracer's "
+          "run on the picture's input, the drawing (matplotlib and the PNG).\n")  # fmt: skip
+    print("| topic | version | N | total | run | inspect | draw |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for engine in TOPICS:
+        p = engine.panel()
+        for name in engine.versions():
+            p.version.value = name
+            top = min(2**16, p.n_typed.max)
+            spent.clear()
+            started = time.process_time()
+            p.n_typed.value = top - 1 if p.n_typed.value != top - 1 else top - 2
+            total = time.process_time() - started
+            parts = " | ".join(f"{spent.get(k, 0.0):.2f}" for k in PARTS)
+            print(f"| {engine.name} | {name} | {p.last['n']} | {total:.2f} | {parts} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
