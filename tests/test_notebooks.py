@@ -92,6 +92,14 @@ def test_the_check_catches_a_source_changed_without_regenerating(tmp_path: Path)
     assert out_of_sync(copy) == [f"{copy.name} has no {py.name}"]
 
 
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_is_committed_executed_in_order(ipynb: Path) -> None:
+    counts = [
+        c["execution_count"] for c in json.loads(ipynb.read_text())["cells"] if c["cell_type"] == "code"
+    ]
+    assert counts == list(range(1, len(counts) + 1)), f"{ipynb.name}: run it top to bottom before committing"
+
+
 # ---------------------------------------------------------------- the Colab cell
 
 
