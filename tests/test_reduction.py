@@ -214,3 +214,14 @@ def test_on_a_gpu_the_articles_bugs_are_caught_on_the_emulator_first(emulator_ba
     engine._vet(engine.version("reduce5_article"), (np.ones(1000, np.uint32),), 64)  # a race: runs
     with pytest.raises(course.InputError, match=f"up to {VET_MAX} elements"):
         engine._vet(v, (np.ones(VET_MAX + 1, np.uint32),), 128)
+
+
+@pytest.mark.gpu
+def test_article_table_on_a_gpu(cupy_backend):
+    rows = reduction.article_table(sizes=(2**20,), runs=10)
+    assert [r["kernel"] for r in rows] == ["device copy", *reduction.STORY]
+    k1 = rows[1]
+    assert k1["article grid"] == 2**20 // 128 and k1["article GB/s"] == pytest.approx(
+        4 * 2**20 / k1["article µs"] / 1e3
+    )
+    assert all(r["fixed µs"] > 0 for r in rows)

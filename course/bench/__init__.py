@@ -59,7 +59,16 @@ from .report import (
     table,
     write_results,
 )  # fmt: skip
-from .timing import MIN_RUNS, WARMUP, free_gpu_memory, rotation_sets, time_copy, time_runs
+from .timing import (
+    MIN_RUNS,
+    WARMUP,
+    free_gpu_memory,
+    launch_rule_rows,
+    median_us,
+    rotation_sets,
+    time_copy,
+    time_runs,
+)
 
 __all__ = [
     "EMULATOR_MESSAGE",
@@ -89,9 +98,11 @@ __all__ = [
     "goals_markdown",
     "host_inputs",
     "input_sets",
+    "launch_rule_rows",
     "load_records",
     "make_record",
     "markdown_report",
+    "median_us",
     "merge_records",
     "pct_of_copy",
     "plot",

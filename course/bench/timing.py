@@ -142,6 +142,37 @@ def _time_copy(nbytes: int, l2_bytes: int, runs: int, warmup: int) -> list[float
     return time_runs(launches, runs=runs, warmup=warmup)
 
 
+def median_us(launches: Sequence[Step], *, runs: int = MIN_RUNS) -> float:
+    """The median of `runs` CUDA-event timings of `launches` (one per rotated input set), in µs."""
+    return 1e3 * float(np.median(time_runs(launches, runs=runs)))
+
+
+def launch_rule_rows(
+    n: int,
+    nbytes: int,
+    names: Sequence[str],
+    launches: Callable[[str], tuple[Sequence[Any], Sequence[Any]]],
+    *,
+    runs: int = MIN_RUNS,
+) -> list[dict[str, Any]]:
+    """One size of a table that times kernels under two launch rules in the same run, beside a
+    device copy of the same `nbytes`: `launches(name)` gives a kernel's launches with the article's
+    grid and with its own rule (one per rotated input set; each has a `grid`)."""
+    copy = 1e3 * float(np.median(time_copy(nbytes, runs=runs)))
+    rows = [{"N": n, "kernel": "device copy", "article grid": "", "article µs": copy,
+             "article GB/s": nbytes / copy / 1e3, "fixed grid": "", "fixed µs": copy,
+             "fixed GB/s": nbytes / copy / 1e3}]  # fmt: skip
+    for name in names:
+        article, fixed = launches(name)
+        a, f = median_us(article, runs=runs), median_us(fixed, runs=runs)
+        rows.append({
+            "N": n, "kernel": name, "article grid": article[0].grid[0], "article µs": a,
+            "article GB/s": nbytes / a / 1e3, "fixed grid": fixed[0].grid[0], "fixed µs": f,
+            "fixed GB/s": nbytes / f / 1e3,
+        })  # fmt: skip
+    return rows
+
+
 def free_gpu_memory() -> None:
     """Give the blocks CuPy's memory pool holds back to the device."""
     _cupy().get_default_memory_pool().free_all_blocks()

@@ -700,10 +700,6 @@ def _vector_sets(n: int) -> list[tuple[Any, Any]]:
     return [(a, b)] + [(a.copy(), b.copy()) for _ in range(sets - 1)]
 
 
-def _us(launches: Sequence[Any], runs: int) -> float:
-    return 1e3 * float(np.median(bench.time_runs(launches, runs=runs)))
-
-
 def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: int = 20) -> Table:
     """dot1, dot2 and dot3 (the fixed kernels) each launched two ways in the same run, beside a
     device copy of the same 8·N bytes: with the article's N / 256 blocks, and by the version's own
@@ -715,21 +711,14 @@ def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: in
     rows = Table()
     for n in sizes:
         sets = _vector_sets(n)
-        copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
-        gbps = 8 * n / copy / 1e3
-        rows.append({"N": n, "kernel": "device copy", "article grid": "", "article µs": copy,
-                     "article GB/s": gbps, "fixed grid": "", "fixed µs": copy, "fixed GB/s": gbps})  # fmt: skip
-        for name in STORY:
+
+        def launches(name: str, sets: list = sets, n: int = n) -> tuple[list, list]:
             article = [
                 ENGINE.plan(name, a, b, block=block, grid=max(1, n // block)).launches[0] for a, b in sets
             ]
-            fixed = [ENGINE.plan(name, a, b, block=block).launches[0] for a, b in sets]
-            t_article, t_fixed = _us(article, runs), _us(fixed, runs)
-            rows.append({
-                "N": n, "kernel": name, "article grid": article[0].grid[0], "article µs": t_article,
-                "article GB/s": 8 * n / t_article / 1e3, "fixed grid": fixed[0].grid[0], "fixed µs": t_fixed,
-                "fixed GB/s": 8 * n / t_fixed / 1e3,
-            })  # fmt: skip
+            return article, [ENGINE.plan(name, a, b, block=block).launches[0] for a, b in sets]
+
+        rows.extend(bench.launch_rule_rows(n, 8 * n, STORY, launches, runs=runs))
         del sets
         bench.free_gpu_memory()
     return rows
@@ -751,7 +740,7 @@ def wave_table(n: int = 2**28, block: int = 256, runs: int = 20) -> Table:
         launches = [
             ENGINE.plan("dot_vec4", a, b, block=block, grid=sms * per_sm).launches[0] for a, b in sets
         ]
-        us = _us(launches, runs)
+        us = bench.median_us(launches, runs=runs)
         rows.append({"blocks": sms * per_sm, "blocks per SM": per_sm, "threads per SM": per_sm * block,
                      "bytes in flight per SM": per_sm * block * LOADS * 2 * 16, "µs": us,
                      "GB/s": 8 * n / us / 1e3, "% of copy": 100 * copy / us})  # fmt: skip

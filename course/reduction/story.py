@@ -210,10 +210,6 @@ def _inputs(n: int) -> list[Any]:
     return [first] + [first.copy() for _ in range(sets - 1)]
 
 
-def _us(launches: Sequence[Any], runs: int) -> float:
-    return 1e3 * float(np.median(bench.time_runs(launches, runs=runs)))
-
-
 def article_table(
     sizes: Sequence[int] = ARTICLE_SIZES, block: int = 128, runs: int = 20
 ) -> list[dict[str, Any]]:
@@ -227,19 +223,12 @@ def article_table(
     rows = Table()
     for n in sizes:
         xs = _inputs(n)
-        copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
-        rows.append({"N": n, "kernel": "device copy", "article grid": "", "article µs": copy,
-                     "article GB/s": 4 * n / copy / 1e3, "fixed grid": "", "fixed µs": copy,
-                     "fixed GB/s": 4 * n / copy / 1e3})  # fmt: skip
-        for name in STORY:
+
+        def launches(name: str, xs: list = xs, n: int = n) -> tuple[list, list]:
             article = [ENGINE.plan(name, x, block=block, grid=-(-n // block)).launches[0] for x in xs]
-            fixed = [ENGINE.plan(name, x, block=block).launches[0] for x in xs]
-            a, f = _us(article, runs), _us(fixed, runs)
-            rows.append({
-                "N": n, "kernel": name, "article grid": article[0].grid[0], "article µs": a,
-                "article GB/s": 4 * n / a / 1e3, "fixed grid": fixed[0].grid[0], "fixed µs": f,
-                "fixed GB/s": 4 * n / f / 1e3,
-            })  # fmt: skip
+            return article, [ENGINE.plan(name, x, block=block).launches[0] for x in xs]
+
+        rows.extend(bench.launch_rule_rows(n, 4 * n, STORY, launches, runs=runs))
         del xs
         bench.free_gpu_memory()
     return rows
@@ -285,7 +274,7 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     rows = Table()
     for per_sm in (1, 2, 4, 8, 16):
         launches = [ENGINE.plan("reduce7", x, block=block, grid=sms * per_sm).launches[0] for x in xs]
-        us = _us(launches, runs)
+        us = bench.median_us(launches, runs=runs)
         rows.append(
             {
                 **in_flight(block, sms * per_sm),
@@ -326,7 +315,9 @@ def gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[flo
     wave = in_flight(block, 10**9)["blocks per SM"] * backend.device().sm_count
     speeds = []
     for grid in (blocks, wave):
-        us = _us([ENGINE.plan("reduce7", x, block=block, grid=grid).launches[0] for x in xs], runs)
+        us = bench.median_us(
+            [ENGINE.plan("reduce7", x, block=block, grid=grid).launches[0] for x in xs], runs=runs
+        )
         speeds.append(4 * n / us / 1e3)
     del xs
     bench.free_gpu_memory()
