@@ -35,6 +35,16 @@ class Verdict:
         return f"<div style='color:{colour}'><b>{'✓ correct' if self.ok else '✗ not yet'}</b><br>{body}</div>"
 
 
+def unanswered(predicted: Any, keys: Iterable[Any], what: str) -> Verdict | None:
+    """The verdict of a predict-then-check exercise whose `predicted` leaves some of `keys` out
+    (None when every one is there): which are missing, and what the keys are."""
+    keys = list(keys)
+    missing = [k for k in keys if k not in predicted]
+    if not missing:
+        return None
+    return Verdict(False, [f"predict every {what}: {missing} missing (the {what}s are {keys})"])
+
+
 @dataclass
 class Case:
     """One launch of the learner's kernel and how to judge it."""

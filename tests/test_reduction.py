@@ -225,3 +225,8 @@ def test_article_table_on_a_gpu(cupy_backend):
         4 * 2**20 / k1["article µs"] / 1e3
     )
     assert all(r["fixed µs"] > 0 for r in rows)
+
+
+def test_exercise_ways_names_the_strides_left_out(emulator_backend):
+    verdict = reduction.exercise_ways({1: 2, 2: 4}, block=64)
+    assert not verdict.ok and "predict every stride: [4, 8, 16, 32] missing" in str(verdict)

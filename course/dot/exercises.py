@@ -44,11 +44,8 @@ def exercise_atomics(predicted: dict[str, tuple[int, int, int]]) -> exercises.Ve
     """Exercise 1: for N = 10 000 and blocks of 256, predict (atomics in all, atomics on the busiest
     word, the most elements of a one thread loads) for each of three launches."""
     truth = atomic_truth()
-    missing = [k for k in truth if k not in predicted]
-    if missing:
-        return exercises.Verdict(
-            False, [f"predict every launch: {missing} missing (the keys are {list(truth)})"]
-        )
+    if verdict := exercises.unanswered(predicted, truth, "launch"):
+        return verdict
     hints = {
         0: "every thread makes exactly one atomicAdd after its loop (dot2), or one per block (dot_shfl): "
         "count the threads or the blocks, not the elements",

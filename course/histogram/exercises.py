@@ -45,11 +45,8 @@ def pattern_counts(pattern: str) -> tuple[int, int]:
 def exercise_patterns(predicted: Mapping[str, tuple[int, int]]) -> exercises.Verdict:
     """Exercise 1: for each pattern of bytes in a warp, (lanes on the busiest bin, bank ways) of
     hist2's shared atomic. Checked against a trace of one warp."""
-    missing = [p for p in PATTERNS if p not in predicted]
-    if missing:
-        return exercises.Verdict(
-            False, [f"predict every pattern: {missing} missing (patterns: {list(PATTERNS)})"]
-        )
+    if verdict := exercises.unanswered(predicted, PATTERNS, "pattern"):
+        return verdict
     for pattern in PATTERNS:
         truth = pattern_counts(pattern)
         guess = tuple(predicted[pattern])

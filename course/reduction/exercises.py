@@ -87,11 +87,8 @@ def exercise_ways(predicted: dict[int, int], block: int = 1024) -> exercises.Ver
     """Exercise 1: kernel 2's worst bank conflict at each stride s, for a block of `block` floats.
     `predicted` maps s (1, 2, 4, ...) to the number of ways you expect."""
     truth = conflict_ways(block)
-    missing = sorted(set(truth) - set(predicted))
-    if missing:
-        return exercises.Verdict(
-            False, [f"predict every stride: {missing} are missing (strides are {sorted(truth)})"]
-        )
+    if verdict := exercises.unanswered(predicted, sorted(truth), "stride"):
+        return verdict
     for s, ways in sorted(truth.items()):
         if predicted[s] != ways:
             active = min(32, max(1, block // (2 * s)))

@@ -42,9 +42,8 @@ def exercise_work(predicted: Mapping[str, Any], n: int = 512) -> exercises.Verdi
     Kogge-Stone and Brent-Kung scanning N elements in one block. `predicted` maps each name to
     (steps, adds); the check counts them from traces."""
     truth = work_counts(n)
-    missing = [name for name in WORK_VERSIONS if name not in predicted]
-    if missing:
-        return exercises.Verdict(False, [f"predict (steps, adds) for {', '.join(missing)} too"])
+    if verdict := exercises.unanswered(predicted, WORK_VERSIONS, "version"):
+        return verdict
     for name in WORK_VERSIONS:
         guess = predicted[name]
         if not (isinstance(guess, (tuple, list)) and len(guess) == 2):

@@ -42,11 +42,8 @@ def naive_sectors(block: tuple[int, int], shape: tuple[int, int] = (256, 256)) -
 def exercise_sectors(predicted: Mapping[tuple[int, int], tuple[float, float]]) -> exercises.Verdict:
     """Exercise 1: for each block shape of SECTOR_BLOCKS, predict the sectors per request of the
     naive kernel's reads and of its writes, as (reads, writes). Checked against the trace."""
-    missing = [b for b in SECTOR_BLOCKS if b not in predicted]
-    if missing:
-        return exercises.Verdict(
-            False, [f"predict every block: {missing} are missing (blocks: {list(SECTOR_BLOCKS)})"]
-        )
+    if verdict := exercises.unanswered(predicted, SECTOR_BLOCKS, "block"):
+        return verdict
     for block in SECTOR_BLOCKS:
         truth = naive_sectors(block)
         guess = tuple(predicted[block])
