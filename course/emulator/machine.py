@@ -9,7 +9,6 @@ block may wait on a flag set by an earlier block (chained scans) and still finis
 
 from __future__ import annotations
 
-import itertools
 import re
 import struct
 from dataclasses import dataclass, field
@@ -562,12 +561,15 @@ class Machine:
 
     def _run_wave(self) -> None:
         code = self.k.code
-        uniform: int | None = None  # every thread runs, all at this pc: skip the warp analysis
+        # When one group holds every running lane and it moves to one known pc, the next step runs
+        # the same lanes there: skip the warp analysis (most of a step in straight-line code).
+        same: tuple[int, Any, int] | None = None  # (pc, lanes or None for all, warps issued)
         while True:
             if self.steps >= self.budget:
                 self._out_of_budget()
-            if uniform is not None:
-                groups: list[tuple[int, Any]] = [(uniform, None)]
+            if same is not None:
+                groups: list[tuple[int, Any]] = [same[:2]]
+                warps = [same[2]]
             else:
                 groups = self._schedule()
                 if not groups:
@@ -575,45 +577,54 @@ class Machine:
                         self._release_barriers(force=True)
                         continue
                     return
-            uniform = None
-            for p, idx in groups:
+                warps = [
+                    self.W if idx is None else int(np.count_nonzero(np.diff(idx >> 5))) + 1
+                    for _, idx in groups
+                ]
+            whole = same is not None or self._whole
+            same = None
+            for (p, idx), w in zip(groups, warps):
                 self.work += self.T if idx is None else len(idx)
-                self.issued += self.W if idx is None else int(np.count_nonzero(np.diff(idx >> 5))) + 1
+                self.issued += w
                 nxt = self._execute(code[p], p, idx)
-                if idx is None and nxt is not None and len(groups) == 1:
-                    uniform = nxt
+                if nxt is not None and len(groups) == 1 and whole:
+                    same = (nxt, idx, w)
             self.steps += 1
             if self.work > DEFAULT_WORK:
                 self._out_of_work()
             if self.barrier_pending:
                 self._release_barriers()
-                uniform = None
-            if uniform is not None and not (0 <= uniform < len(code)):
-                uniform = None
+                same = None
+            if same is not None and not (0 <= same[0] < len(code)):
+                same = None
 
     def _schedule(self) -> list[tuple[int, Any]]:
+        """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc.
+        Called on every step of divergent code, so it keeps to a few whole-array operations."""
         if self.waiting:
             self._check_waiting()
-        running = self.state == RUN
-        if not running.any():
-            return []
         big = np.iinfo(np.int64).max
-        pcr = np.where(running, self.pc, big)
-        wmin = pcr.reshape(self.W, LANES).min(axis=1)
-        active = (pcr == np.repeat(wmin, LANES)) & running
-        act = np.flatnonzero(active)
-        pcs = self.pc[act]
-        lo, hi = pcs.min(), pcs.max()
+        pcr = np.where(self.state == RUN, self.pc, big).reshape(self.W, LANES)
+        wmin = pcr.min(axis=1)
+        live = wmin != big
+        mins = wmin[live]
+        if not len(mins):
+            return []
+        lo, hi = int(mins.min()), int(mins.max())
+        if not live.all():
+            wmin[~live] = -1  # a warp with no running lane has none to pick
+        act = np.flatnonzero(pcr == wmin[:, None])
         if lo == hi:
-            return [(int(lo), None if len(act) == self.T else act)]
-        order = np.argsort(pcs, kind="stable")
-        sp = pcs[order]
-        cuts = np.flatnonzero(sp[1:] != sp[:-1]) + 1
-        bounds = np.r_[0, cuts, len(sp)]
-        return [(int(sp[s]), act[np.sort(order[s:e])]) for s, e in itertools.pairwise(bounds)]
+            # no running lane left behind, and none waiting at a collective to be released
+            self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != big)
+            return [(lo, None if len(act) == self.T else act)]
+        self._whole = False
+        pcs = pcr.reshape(-1)[act]
+        return [(p, act[pcs == p]) for p in np.unique(mins).tolist()]
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
-        """Run op on idx; return the next pc if all of idx moved to one known place."""
+        """Run op on idx; return the next pc if all of idx moved to one known place (and no lane
+        changed state: barriers, exits, calls and returns answer None)."""
         self.cur_pc = p
         if op.guard is not None:
             g = self.R[op.guard[0]] if idx is None else self.R[op.guard[0]][idx]
@@ -644,9 +655,9 @@ class Machine:
         if kind == "normal":
             if idx is None:
                 self.pc += 1
-                return p + 1
-            self.pc[idx] += 1
-            return None
+            else:
+                self.pc[idx] += 1
+            return p + 1
         t = self.all_threads if idx is None else idx
         if kind == "exit":
             self.state[t] = EXIT
@@ -660,12 +671,12 @@ class Machine:
             self._return(t)
         return None
 
-    def _goto(self, idx: Any, target: int) -> int | None:
+    def _goto(self, idx: Any, target: int) -> int:
         if idx is None:
             self.pc[:] = target
-            return target
-        self.pc[idx] = target
-        return None
+        else:
+            self.pc[idx] = target
+        return target
 
     # -- barriers
 

@@ -360,26 +360,33 @@ def float_op(
     directed = exact is not None and (mode != "rn" or (instr.parts[0] in ("fma", "mad") and dt == np.float32))
 
     flush32 = ftz and dt == np.float32
+    # Where a float32 .ftz sum, difference or product could flush, float64 holds it exactly, so
+    # round-to-nearest needs no exact pair (the common add.ftz.f32 of fast-math code stays cheap).
+    # A sum of normal floats below 2**-126 is exact: for add and sub the rounded result decides
+    # (with .sat, which clamps first, the exact value's sign picks the zero, as before).
+    op = instr.parts[0]
+    exact_path = directed or (flush32 and exact is not None and op not in ("add", "sub", "mul"))
+    sum_only = op in ("add", "sub") and not sat
 
     def f(*xs: Any) -> Any:
         hi = None
         if ftz:
             xs = tuple(_ftz(x) for x in xs)
-        if directed or (flush32 and exact is not None):
+        if exact_path:
             assert exact is not None
             x64 = [_arr(x).astype(np.float64) for x in xs]
             hi, err = exact(*x64)
             r = _round_exact(hi, err, mode, dt)
-            r = _exact_where_risky(instr.parts[0], x64, hi, r, mode, dt)
+            r = _exact_where_risky(op, x64, hi, r, mode, dt)
         else:
             r = _arr(fn(*xs)).astype(dt, copy=False)
-            if flush32:
+            if flush32 and not sum_only:
                 hi = _arr(fn(*[_arr(x).astype(np.float64) for x in xs]))
         if sat:  # NaN -> 0, and -0 + 0 is +0 as on the GPU
             r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
         if flush32:
-            assert hi is not None
-            r = np.where(_flushes(hi), np.copysign(np.float32(0), hi), _ftz(r)).astype(dt)
+            r = _ftz(r) if hi is None else np.where(_flushes(hi), np.copysign(np.float32(0), hi), _ftz(r))
+            r = r.astype(dt, copy=False)
         return r
 
     return simple(instr, ctx, f)
