@@ -111,6 +111,13 @@ def steps(trace: Trace, buffer: str) -> np.recarray:
     read-only intervals fold into the write that follows them), and also without a barrier
     when a load reads an element written earlier in the same stage (warp-synchronous code).
     """
+    table = _accesses(trace, buffer)
+    table.stage = _stages(table)
+    return table
+
+
+def _accesses(trace: Trace, buffer: str) -> np.recarray:
+    """`steps` without its stage column (all zero): the stages cost a loop over warp instructions."""
     bid = buffer_index(trace, buffer)
     unit = element_size(trace, bid)
     itemsize = trace.buffers[bid].itemsize
@@ -121,7 +128,7 @@ def steps(trace: Trace, buffer: str) -> np.recarray:
     offset = np.arange(len(rep)) - np.repeat(np.cumsum(per) - per, per)
     ev, lane = ev[rep], lane[rep]
     index = trace.index[ev, lane] * itemsize // unit + offset
-    table = _table(
+    return _table(
         block=trace.columns["block"][ev],
         epoch=trace.epoch[ev],
         stage=np.zeros(len(ev), np.int32),
@@ -133,8 +140,6 @@ def steps(trace: Trace, buffer: str) -> np.recarray:
         line=trace.line[ev],
         event=ev.astype(np.int64),
     )
-    table.stage = _stages(table)
-    return table
 
 
 def _stages(acc: np.recarray) -> np.ndarray:
@@ -552,7 +557,7 @@ def atomics(trace: Trace, buffer: str) -> np.recarray:
     One row per (event, element): event, block, warp, line, index (the bin), lanes (how
     many lanes of that warp instruction updated it: they are serialised).
     """
-    acc = steps(trace, buffer)
+    acc = _accesses(trace, buffer)
     acc = subset(acc, np.isin(acc.op, ("atom", "red")))
     if not len(acc):
         keys = np.empty((0, 2), np.int64)
@@ -576,7 +581,8 @@ def contention(trace: Trace, buffer: str) -> np.recarray:
     t = atomics(trace, buffer)
     ev, first, bins = np.unique(t.event, return_index=True, return_counts=True)
     _, lanes = _group_sum(t.event, t.lanes)
-    max_lanes = np.array([t.lanes[t.event == e].max() for e in ev], np.int32)
+    # rows come sorted by event (atomics groups them with np.unique): one maximum per run
+    max_lanes = np.maximum.reduceat(t.lanes, first).astype(np.int32) if len(t) else np.empty(0, np.int32)
     return _table(
         event=ev,
         block=t.block[first],
