@@ -18,9 +18,9 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.collections import Collection, PatchCollection, PolyCollection
+from matplotlib.collections import Collection, LineCollection, PatchCollection, PolyCollection
 from matplotlib.patches import Rectangle
-from matplotlib.text import Annotation, Text
+from matplotlib.text import Text
 
 from . import analysis
 from .emulator.trace import LANES, Trace
@@ -30,6 +30,7 @@ FONT = 8  # points: the smallest text a picture has (readable at a notebook's wi
 MAX_ROWS = 24  # stage rows drawn before a picture is capped
 CELL = 0.9  # cell side; the pitch is 1, so the gap shows the borders
 ROW_PITCH = 2.4  # distance between stage rows: the arrows live in the gap
+ROW_INCHES = 0.36  # the least height of a stage row, for its two lines of 8-point labels
 STRIP = 0.3  # height of the thread strip under a stage row
 NOTE_SPACE = 1.0  # room at the bottom for the "what was drawn" message
 MAX_STACK = 16  # words drawn in one bank's stack by warp_access
@@ -68,18 +69,30 @@ def group_color(group: int | np.integer) -> tuple[float, float, float, float]:
     return GROUP_COLORS[int(group) % len(GROUP_COLORS)]
 
 
+@dataclass(frozen=True)
+class Arrow:
+    """One arrow of a picture, in data coordinates; `row` is the stage row it points into."""
+
+    start: tuple[float, float]
+    end: tuple[float, float]
+    color: Any
+    row: int = 0
+    dashed: bool = False  # its source lies outside the drawn columns
+
+
 @dataclass
 class Drawing:
-    """The artists one drawing function added to its axes."""
+    """The artists one drawing function added to its axes, and the arrows it drew."""
 
     cells: list[Collection] = field(default_factory=list)
-    arrows: list[Annotation] = field(default_factory=list)
-    arrow_rows: list[int] = field(default_factory=list)  # for each arrow, the row it belongs to
+    arrows: list[Arrow] = field(default_factory=list)
+    arrow_artists: list[Collection] = field(default_factory=list)  # all arrows in two or three collections
     texts: list[Text] = field(default_factory=list)
     note: str = ""  # what was left out of the picture ("" when everything is drawn)
+    min_height: float = 0.0  # inches the picture needs to be readable (rows of labels); 0: any
 
-    def arrows_in_row(self, row: int) -> list[Annotation]:
-        return [a for a, r in zip(self.arrows, self.arrow_rows) if r == row]
+    def arrows_in_row(self, row: int) -> list[Arrow]:
+        return [a for a in self.arrows if a.row == row]
 
 
 # ---------------------------------------------------------------- building blocks
@@ -112,32 +125,51 @@ def _cells(
         pc.set_clim(0, max(vmax, 1))
     else:
         pc = PolyCollection(verts, facecolors=colors, edgecolors=edge, linewidths=lw, zorder=zorder)
-    ax.add_collection(pc)
+    ax.add_collection(pc, autolim=False)  # the limits are set at the end (_finish)
     d.cells.append(pc)
     return pc
 
 
 def _arrow(
-    ax: Axes,
-    d: Drawing,
-    row: int,
-    start: tuple[float, float],
-    end: tuple[float, float],
-    color,
-    *,
-    dashed: bool = False,
+    d: Drawing, row: int, start: tuple[float, float], end: tuple[float, float], color, *, dashed: bool = False
 ) -> None:
-    props = dict(
-        arrowstyle="-|>",
-        color=color,
-        lw=0.9,
-        shrinkA=0,
-        shrinkB=0,
-        mutation_scale=7,
-        linestyle="--" if dashed else "-",
-    )
-    d.arrows.append(ax.annotate("", xy=end, xytext=start, arrowprops=props, zorder=3))
-    d.arrow_rows.append(row)
+    """Record an arrow; `_draw_arrows` draws all of a picture's arrows at once."""
+    d.arrows.append(Arrow(start, end, color, row, dashed))
+
+
+ARROW_WIDTH = 0.9 / 72  # inches: a 0.9-point shaft
+HEAD = 3.2  # head length and width, in shaft widths
+DASHED_HEAD = 0.2  # the solid part at the end of a dashed arrow, as a fraction of its length
+
+
+def _draw_arrows(ax: Axes, d: Drawing) -> None:
+    """Every arrow of the picture as one quiver (polygons computed in display space, so heads
+    keep their shape at any aspect) and the shafts of dashed ones as one line collection: a
+    few hundred annotations took most of a panel update."""
+    if not d.arrows:
+        return
+    start = np.array([a.start for a in d.arrows], float)
+    end = np.array([a.end for a in d.arrows], float)
+    dashed = np.array([a.dashed for a in d.arrows])
+    colors = [a.color for a in d.arrows]
+    if dashed.any():
+        shafts = LineCollection(
+            list(np.stack([start[dashed], end[dashed]], axis=1)),
+            colors=[c for c, x in zip(colors, dashed) if x],
+            linewidths=0.9,
+            linestyles="--",
+            zorder=3,
+        )
+        ax.add_collection(shafts, autolim=False)
+        d.arrow_artists.append(shafts)
+        start[dashed] = end[dashed] - DASHED_HEAD * (end[dashed] - start[dashed])
+    delta = end - start
+    quiver = ax.quiver(
+        start[:, 0], start[:, 1], delta[:, 0], delta[:, 1],
+        color=colors, angles="xy", scale_units="xy", scale=1, units="inches", width=ARROW_WIDTH,
+        headwidth=HEAD, headlength=HEAD, headaxislength=HEAD, zorder=3,
+    )  # fmt: skip
+    d.arrow_artists.append(quiver)
 
 
 def _text(ax: Axes, d: Drawing, x: float, y: float, s: str, **kw) -> Text:
@@ -289,7 +321,7 @@ def _stage_rows(
     if n_elem > ncols:
         threads = data.trace.threads_per_block
         capped.append(f"elements 0-{ncols - 1} of {n_elem}, threads 0-{min(ncols, threads) - 1} of {threads}")
-    labels = _stage_labels(data, stages, sweeps)
+    labels, sweep = _stage_labels(data, stages, sweeps)
     sums = _partial_sums(data, stages, values, n_elem) if values is not None else {}
     _column_numbers(ax, d, ncols, CELL + 0.35, "element")
     for r, stage in enumerate(rows):
@@ -299,9 +331,13 @@ def _stage_rows(
             _text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
             continue
         _stage_row(ax, d, data, stage, y0, ncols, sums.get(stage))
-        _text(ax, d, -0.4, y0 + CELL / 2, labels[stages.index(stage)], ha="right")
+        k = stages.index(stage)
+        _text(ax, d, -0.4, y0 + CELL / 2, labels[k], ha="right")
+        if sweep[k]:  # in the gap above the row, left of the arrows
+            _text(ax, d, -0.4, y0 + CELL + 0.55, sweep[k], ha="right", style="italic", color="0.3")
         if r > 0:
             _stage_arrows(ax, d, data, stage, y0 + CELL, y0 + ROW_PITCH - STRIP - 0.15, ncols)
+    _draw_arrows(ax, d)
     if np.any(data.moves.src >= ncols) and n_elem > ncols:
         capped.append("dashed arrows come from elements further right")
     _note(ax, d, capped)
@@ -313,11 +349,13 @@ def _stage_rows(
         f"arrows: elements read → element written; colour = warp" + (f"; {cells}" if cells else "")
     )
     _finish(ax, (-max(2.5, 0.13 * span), ncols + max(6.0, 0.33 * span)), (bottom, CELL + 0.8), title)
+    d.min_height = ROW_INCHES * len(rows) + 1.5  # two lines of labels a row, the title and notes
     return d
 
 
-def _stage_labels(data: _Stages, stages: list[int], sweeps: bool) -> list[str]:
-    """'step k' (with its offset) for stages that computed, 'store' for plain stores."""
+def _stage_labels(data: _Stages, stages: list[int], sweeps: bool) -> tuple[list[str], list[str]]:
+    """'step k' (with its offset) for stages that computed, 'store' for plain stores; and the
+    'up-sweep' / 'down-sweep' marks, drawn above the row where a sweep begins."""
     offsets = [data.offset(s) for s in stages]
     sweep = _sweep_labels(offsets) if sweeps else [""] * len(stages)
     labels, step_no = [], 0
@@ -326,8 +364,8 @@ def _stage_labels(data: _Stages, stages: list[int], sweeps: bool) -> list[str]:
         label = f"step {step_no}" if ops else "store"
         if ops and offsets[k]:
             label += f"\n{'d' if sweeps else 's'} = {offsets[k]}"
-        labels.append(f"{sweep[k]}\n{label}" if sweep[k] else label)
-    return labels
+        labels.append(label)
+    return labels, sweep
 
 
 def _partial_sums(data: _Stages, stages: list[int], values: np.ndarray, n: int) -> dict[int, np.ndarray]:
@@ -371,9 +409,12 @@ def _stage_row(
     _thread_strip(ax, d, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
     counts = data.counts[data.counts.stage == stage][0]
     worst = max((data.ways.get(e, 0) for e in np.unique(acc.event[acc.stage == stage]).tolist()), default=0)
-    info = f"{_plural(counts.threads, 'thread')}, {_plural(counts.warps, 'warp')}\n{len(divergent)} divergent"
-    if data.shared:
-        info += f" · {worst}-way" if worst > 1 else " · no conflicts"
+    # the second line names what is wrong (divergent warps, bank conflicts) or that nothing is
+    flags = [f"{len(divergent)} divergent"] if len(divergent) else []
+    if data.shared and worst > 1:
+        flags.append(f"{worst}-way")
+    ok = "no conflicts" if data.shared else "no divergence"
+    info = f"{_plural(counts.threads, 'thread')}, {_plural(counts.warps, 'warp')}\n{' · '.join(flags) or ok}"
     color = ALERT if len(divergent) or worst > 1 else "0.1"
     _text(ax, d, ncols + 0.6, y0 + CELL / 2 - STRIP / 2, info, ha="left", color=color)
 
@@ -388,7 +429,7 @@ def _stage_arrows(
             continue
         outside = src >= ncols  # the source is beyond the drawn columns: enter from the right
         start = (ncols + 0.2, below) if outside else (src + CELL / 2, below)
-        _arrow(ax, d, stage, start, (dst + CELL / 2, top), group_color(t // LANES), dashed=outside)
+        _arrow(d, stage, start, (dst + CELL / 2, top), group_color(t // LANES), dashed=outside)
 
 
 def _column_numbers(ax: Axes, d: Drawing, ncols: int, y: float, name: str) -> None:
@@ -409,8 +450,11 @@ def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], div
     tids = np.arange(n)
     colors = [group_color(t // LANES) if t in active else IDLE for t in tids]
     _cells(ax, d, tids, np.full(n, y), colors, h=STRIP, lw=0.2)
-    for w in range(1, -(-n // LANES)):
-        ax.plot([w * LANES - 0.05] * 2, [y - 0.12, y + STRIP + 0.12], color="0.15", lw=1.6, zorder=2)
+    bounds = [
+        [(w * LANES - 0.05, y - 0.12), (w * LANES - 0.05, y + STRIP + 0.12)] for w in range(1, -(-n // LANES))
+    ]
+    if bounds:
+        ax.add_collection(LineCollection(bounds, colors="0.15", linewidths=1.6, zorder=2), autolim=False)
     frames = [w for w in divergent if w * LANES < n]
     if frames:
         rects = [
@@ -418,7 +462,7 @@ def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], div
             for w in frames
         ]
         pc = PatchCollection(rects, facecolors="none", edgecolors=ALERT, linewidths=1.2, zorder=2)
-        ax.add_collection(pc)
+        ax.add_collection(pc, autolim=False)
         d.cells.append(pc)
 
 
@@ -712,7 +756,7 @@ def histogram_contention(
         lw=0.3,
     )
     fs = _label_size(ncols)
-    for r, c in zip(*np.nonzero(grid)):
+    for r, c in zip(*np.nonzero(grid > 1)):  # numbers where lanes meet: one lane is the pale colour
         _text(
             ax,
             d,
@@ -737,7 +781,7 @@ def histogram_contention(
     _note(ax, d, capped)
     title = (
         f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin"
-        f"\n(lanes on one bin are serialised: worst {int(ct.max_lanes.max())})"
+        f"\n(numbered where more than one: lanes on one bin are serialised; worst {int(ct.max_lanes.max())})"
     )
     _finish(
         ax,
@@ -781,7 +825,8 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
         row = analysis.sectors(one)[0]
         summary = f"{row.sectors} sectors of 32 B for {row.bytes} B (ideal {row.ideal})"
     for ln, (tx, ty) in targets:
-        _arrow(ax, d, 0, (ln + CELL / 2, lane_y), (tx, ty), group_color(phase[ln]))
+        _arrow(d, 0, (ln + CELL / 2, lane_y), (tx, ty), group_color(phase[ln]))
+    _draw_arrows(ax, d)
     line = int(c["line"][event])
     src = _source_line(trace, line)
     title = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import platform
+import statistics
 import time
 from typing import Any
 
@@ -20,10 +21,12 @@ import matplotlib
 matplotlib.use("Agg")
 
 import course
+from course.draw import use_notebook_style
 from course.engine import panel as panels
 from course.topics import TOPICS
 
 PARTS = ("run", "inspect", "draw")
+REPEATS = 3  # moves per version; the table gives the median of each part
 
 
 def _timed(obj: Any, name: str, part: str, spent: dict[str, float]) -> None:
@@ -42,15 +45,16 @@ def _timed(obj: Any, name: str, part: str, spent: dict[str, float]) -> None:
 
 def main() -> None:
     course.set_backend("emulator")
+    use_notebook_style()  # as every notebook's first cell does
     spent: dict[str, float] = {}
     for engine in TOPICS:
         _timed(engine, "run", "run", spent)
         _timed(engine, "inspect", "inspect", spent)
     _timed(panels.Panel, "_draw", "draw", spent)
     print("# Panel updates on the emulator: CPU seconds\n")
-    print(f"`python scripts/panel_speed.py` on {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}. One update after moving N to the largest the panel "
-          "offers (at most 2^16); the parts: the emulator's run at N, the checker's and tracer's "
+    print(f"`python scripts/panel_speed.py` on {platform.processor() or platform.machine()}, matplotlib {matplotlib.__version__}, "
+          f"Python {platform.python_version()}. The median of three updates, each moving N to just "
+          "below the largest the panel offers (at most 2^16); the parts: the emulator's run at N, the checker's and tracer's "
           "run on the picture's input, the drawing (matplotlib and the PNG).\n")  # fmt: skip
     print("| topic | version | N | total | run | inspect | draw |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -59,12 +63,15 @@ def main() -> None:
         for name in engine.versions():
             p.version.value = name
             top = min(2**16, p.n_typed.max)
-            spent.clear()
-            started = time.process_time()
-            p.n_typed.value = top - 1 if p.n_typed.value != top - 1 else top - 2
-            total = time.process_time() - started
-            parts = " | ".join(f"{spent.get(k, 0.0):.2f}" for k in PARTS)
-            print(f"| {engine.name} | {name} | {p.last['n']} | {total:.2f} | {parts} |", flush=True)
+            moves = []
+            for k in range(1, REPEATS + 1):  # N just below the top: each move is a change
+                spent.clear()
+                started = time.process_time()
+                p.n_typed.value = top - k if p.n_typed.value != top - k else top - k - REPEATS
+                moves.append({"total": time.process_time() - started, **spent})
+            median = {part: statistics.median(m.get(part, 0.0) for m in moves) for part in ("total", *PARTS)}
+            parts = " | ".join(f"{median[k]:.2f}" for k in ("total", *PARTS))
+            print(f"| {engine.name} | {name} | {p.last['n']} | {parts} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def test_first_run_checks_and_draws(panel):
 
 
 def test_setting_n_block_and_version_runs_again(panel):
-    figures = {id(panel.figure)}
+    pictures = [panel.image.value]
     panel.n.value = 257
     assert panel.runs == 2 and panel.last["n"] == 257 and panel.last["ok"]
     panel.block.value = 64
@@ -33,8 +33,18 @@ def test_setting_n_block_and_version_runs_again(panel):
     assert panel.last["metrics"]["barrier steps"] == 6
     panel.version.value = "reduce3"
     assert panel.runs == 4 and panel.last["version"] == "reduce3"
-    figures.update({id(panel.figure)})
-    assert len(figures) == 2  # a new figure each time
+    pictures.append(panel.image.value)
+    assert pictures[0] != pictures[1]
+    # one figure, redrawn: a single axes, titled for the version now chosen
+    assert len(panel.figure.axes) == 1 and panel.figure.axes[0].get_title().startswith("reduce3")
+
+
+def test_a_tree_with_many_steps_gets_a_taller_picture(panel):
+    short = panel.figure.get_size_inches()[1]
+    panel.block.value = 1024  # ten halvings and the store: more rows than 4.5 inches hold readably
+    assert panel.figure.get_size_inches()[1] > short
+    panel.block.value = 32
+    assert panel.figure.get_size_inches()[1] == short
 
 
 def test_the_picture_says_which_n_was_run(panel):

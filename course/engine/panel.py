@@ -195,20 +195,36 @@ class Panel:
         return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20))), len(plan.launches)
 
     def _draw(self, trace: Trace, caption: str) -> None:
-        from matplotlib.figure import Figure
+        if self.figure is None:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
 
-        # not pyplot (the inline backend must not show it too); drawn at the pixel size it is shown
-        fig = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
-        self.spec.draw(fig.add_subplot(), trace, self.engine.version(self.version.value))
+            # Not pyplot (the inline backend must not show it too), drawn at the pixel size it is
+            # shown, no layout engine (the drawings set their own limits), and one figure and canvas
+            # for every update: their renderer keeps text sizes measured, and labels repeat.
+            self.figure = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
+            self.figure.set_layout_engine("none")  # not the notebook style's constrained layout
+            FigureCanvasAgg(self.figure)
+        fig = self.figure
+        fig.clear()
+        ax = fig.add_subplot()
+        drawing = self.spec.draw(ax, trace, self.engine.version(self.version.value))
+        width, height = self.spec.figsize  # taller where the drawing has more rows than fit
+        height = max(height, getattr(drawing, "min_height", 0.0))
+        fig.set_size_inches(width, height)
+        # margins in inches: a two-line title above, the caption below (and axis labels, if any)
+        axes = ax.axison
+        fig.subplots_adjust(
+            left=0.08 if axes else 0.01, right=0.98 if axes else 0.99,
+            bottom=(0.6 if axes else 0.28) / height, top=1 - 0.55 / height,
+        )  # fmt: skip
         # what was run and what is drawn: the picture changes with N even where block 0 does not
         fig.text(0.995, 0.005, caption, ha="right", va="bottom", fontsize=8, color="0.35")
         png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=PICTURE_DPI)
+        fig.canvas.print_png(png)
         self.image.value = png.getvalue()
-        width = int(self.spec.figsize[0] * PICTURE_DPI)
-        self.image.layout.width = f"{width}px"
+        self.image.layout.width = f"{int(width * PICTURE_DPI)}px"
         self.image.layout.max_width = "100%"
-        self.figure = fig
 
     def _show(self, r: Mapping[str, Any]) -> None:
         if r["error"]:
