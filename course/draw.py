@@ -130,6 +130,34 @@ def _cells(
     return pc
 
 
+@dataclass
+class _Batch:
+    """Cells, lines and frames of many rows, drawn as one collection of each kind (a picture of
+    seventeen stage rows made seventy collections)."""
+
+    cells: dict[tuple[float, float], list[tuple[np.ndarray, np.ndarray, list]]] = field(default_factory=dict)
+    lines: list[list[tuple[float, float]]] = field(default_factory=list)
+    frames: list[Rectangle] = field(default_factory=list)
+
+    def add_cells(
+        self, x: np.ndarray, y: np.ndarray, colors: list, *, h: float = CELL, lw: float = 0.5
+    ) -> None:
+        self.cells.setdefault((h, lw), []).append((np.asarray(x, float), np.asarray(y, float), list(colors)))
+
+    def draw(self, ax: Axes, d: Drawing) -> None:
+        for (h, lw), parts in self.cells.items():
+            x, y = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+            _cells(ax, d, x, y, [c for p in parts for c in p[2]], h=h, lw=lw)
+        if self.lines:
+            ax.add_collection(
+                LineCollection(self.lines, colors="0.15", linewidths=1.6, zorder=2), autolim=False
+            )
+        if self.frames:
+            pc = PatchCollection(self.frames, facecolors="none", edgecolors=ALERT, linewidths=1.2, zorder=2)
+            ax.add_collection(pc, autolim=False)
+            d.cells.append(pc)
+
+
 def _arrow(
     d: Drawing, row: int, start: tuple[float, float], end: tuple[float, float], color, *, dashed: bool = False
 ) -> None:
@@ -324,19 +352,21 @@ def _stage_rows(
     labels, sweep = _stage_labels(data, stages, sweeps)
     sums = _partial_sums(data, stages, values, n_elem) if values is not None else {}
     _column_numbers(ax, d, ncols, CELL + 0.35, "element")
+    batch = _Batch()
     for r, stage in enumerate(rows):
         y0 = -r * ROW_PITCH
         if stage is None:
-            _cells(ax, d, np.arange(ncols), np.full(ncols, y0), ["white"] * ncols)
+            batch.add_cells(np.arange(ncols), np.full(ncols, y0), ["white"] * ncols)
             _text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
             continue
-        _stage_row(ax, d, data, stage, y0, ncols, sums.get(stage))
+        _stage_row(ax, d, batch, data, stage, y0, ncols, sums.get(stage))
         k = stages.index(stage)
         _text(ax, d, -0.4, y0 + CELL / 2, labels[k], ha="right")
         if sweep[k]:  # in the gap above the row, left of the arrows
             _text(ax, d, -0.4, y0 + CELL + 0.55, sweep[k], ha="right", style="italic", color="0.3")
         if r > 0:
             _stage_arrows(ax, d, data, stage, y0 + CELL, y0 + ROW_PITCH - STRIP - 0.15, ncols)
+    batch.draw(ax, d)
     _draw_arrows(ax, d)
     if np.any(data.moves.src >= ncols) and n_elem > ncols:
         capped.append("dashed arrows come from elements further right")
@@ -388,14 +418,15 @@ def _number(v: float) -> str:
 
 
 def _stage_row(
-    ax: Axes, d: Drawing, data: _Stages, stage: int, y0: float, ncols: int, sums: np.ndarray | None = None
-) -> None:
+    ax: Axes, d: Drawing, batch: _Batch, data: _Stages, stage: int, y0: float, ncols: int,
+    sums: np.ndarray | None = None,
+) -> None:  # fmt: skip
     """One stage: cells coloured by their writer's warp, the thread strip, and the counts at the right."""
     acc = data.acc
     here = analysis.subset(acc, (acc.stage == stage) & np.isin(acc.op, analysis.WRITE_OPS))
     writer = dict(zip(here.index.tolist(), here.thread.tolist()))
     colors = [group_color(writer[i] // LANES) if i in writer else IDLE for i in range(ncols)]
-    _cells(ax, d, np.arange(ncols), np.full(ncols, y0), colors)
+    batch.add_cells(np.arange(ncols), np.full(ncols, y0), colors)
     size = _label_size(ncols)
     labels = (
         {i: _number(float(sums[i])) for i in writer} if sums is not None else writer if ncols <= 32 else {}
@@ -406,7 +437,7 @@ def _stage_row(
                 _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(label), fontsize=size)
     n_threads = min(ncols, data.trace.threads_per_block)
     divergent = np.unique(here.warp[np.isin(here.event, data.partial)])
-    _thread_strip(ax, d, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
+    _thread_strip(batch, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
     counts = data.counts[data.counts.stage == stage][0]
     worst = max((data.ways.get(e, 0) for e in np.unique(acc.event[acc.stage == stage]).tolist()), default=0)
     # the second line names what is wrong (divergent warps, bank conflicts) or that nothing is
@@ -443,27 +474,22 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _thread_strip(ax: Axes, d: Drawing, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
+def _thread_strip(batch: _Batch, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
     """Threads 0..n-1 under a stage row, in warps: coloured if active, grey if idle, red frame
     round a divergent warp, a thick mark where one warp ends and the next begins."""
     y = y0 - STRIP - 0.08
     tids = np.arange(n)
-    colors = [group_color(t // LANES) if t in active else IDLE for t in tids]
-    _cells(ax, d, tids, np.full(n, y), colors, h=STRIP, lw=0.2)
-    bounds = [
+    batch.add_cells(
+        tids, np.full(n, y), [group_color(t // LANES) if t in active else IDLE for t in tids], h=STRIP, lw=0.2
+    )
+    batch.lines += [
         [(w * LANES - 0.05, y - 0.12), (w * LANES - 0.05, y + STRIP + 0.12)] for w in range(1, -(-n // LANES))
     ]
-    if bounds:
-        ax.add_collection(LineCollection(bounds, colors="0.15", linewidths=1.6, zorder=2), autolim=False)
-    frames = [w for w in divergent if w * LANES < n]
-    if frames:
-        rects = [
-            Rectangle((w * LANES - 0.1, y - 0.08), min(LANES, n - w * LANES) + 0.1, STRIP + 0.16)
-            for w in frames
-        ]
-        pc = PatchCollection(rects, facecolors="none", edgecolors=ALERT, linewidths=1.2, zorder=2)
-        ax.add_collection(pc, autolim=False)
-        d.cells.append(pc)
+    batch.frames += [
+        Rectangle((w * LANES - 0.1, y - 0.08), min(LANES, n - w * LANES) + 0.1, STRIP + 0.16)
+        for w in divergent
+        if w * LANES < n
+    ]
 
 
 def _sweep_labels(offsets: list[int]) -> list[str]:

@@ -43,6 +43,7 @@ from .trace import LANES, BufferInfo, Trace, TraceRecorder, id_ranges
 # executed" it), and the collective runs once they have all arrived
 RUN, BAR, EXIT, WAIT = 0, 1, 2, 3
 WAVE_THREADS = 1 << 17
+NO_PC = np.iinfo(np.int64).max  # where a lane that is not running is scheduled: never
 DEFAULT_BUDGET = 2_000_000  # scheduler steps; a step runs one instruction of every runnable warp
 MODULE_VARS_BASE = 0x6000_0000_0000
 MAX_CALL_DEPTH = 32
@@ -568,8 +569,7 @@ class Machine:
             if self.steps >= self.budget:
                 self._out_of_budget()
             if same is not None:
-                groups: list[tuple[int, Any]] = [same[:2]]
-                warps = [same[2]]
+                groups: list[tuple[int, Any, int]] = [same]
             else:
                 groups = self._schedule()
                 if not groups:
@@ -577,13 +577,9 @@ class Machine:
                         self._release_barriers(force=True)
                         continue
                     return
-                warps = [
-                    self.W if idx is None else int(np.count_nonzero(np.diff(idx >> 5))) + 1
-                    for _, idx in groups
-                ]
             whole = same is not None or self._whole
             same = None
-            for (p, idx), w in zip(groups, warps):
+            for p, idx, w in groups:
                 self.work += self.T if idx is None else len(idx)
                 self.issued += w
                 nxt = self._execute(code[p], p, idx)
@@ -598,15 +594,15 @@ class Machine:
             if same is not None and not (0 <= same[0] < len(code)):
                 same = None
 
-    def _schedule(self) -> list[tuple[int, Any]]:
+    def _schedule(self) -> list[tuple[int, Any, int]]:
         """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc.
-        Called on every step of divergent code, so it keeps to a few whole-array operations."""
+        Each group comes with its pc, its lanes (None: every thread of the wave) and how many warps
+        issue it. Called on every step of divergent code, so it keeps to a few whole-array steps."""
         if self.waiting:
             self._check_waiting()
-        big = np.iinfo(np.int64).max
-        pcr = np.where(self.state == RUN, self.pc, big).reshape(self.W, LANES)
+        pcr = np.where(self.state == RUN, self.pc, NO_PC).reshape(self.W, LANES)
         wmin = pcr.min(axis=1)
-        live = wmin != big
+        live = wmin != NO_PC
         mins = wmin[live]
         if not len(mins):
             return []
@@ -616,11 +612,12 @@ class Machine:
         act = np.flatnonzero(pcr == wmin[:, None])
         if lo == hi:
             # no running lane left behind, and none waiting at a collective to be released
-            self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != big)
-            return [(lo, None if len(act) == self.T else act)]
+            self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != NO_PC)
+            return [(lo, None if len(act) == self.T else act, len(mins))]
         self._whole = False
         pcs = pcr.reshape(-1)[act]
-        return [(p, act[pcs == p]) for p in np.unique(mins).tolist()]
+        at, warps = np.unique(mins, return_counts=True)
+        return [(p, act[pcs == p], w) for p, w in zip(at.tolist(), warps.tolist())]
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
         """Run op on idx; return the next pc if all of idx moved to one known place (and no lane
