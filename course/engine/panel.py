@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 EMULATOR_MAX_N = 1 << 16  # larger inputs would make the emulator slow to answer a click
 GPU_MAX_N = 1 << 26
 PICTURE_DPI = 100  # the picture's pixels are the pixels shown: no scaling, no blur
-PICTURE_STYLE = {
+PICTURE_STYLE: dict[str, Any] = {
     "text.hinting": "no_hinting",  # a third less time per label; at 8 points, a shade of grey
     "figure.constrained_layout.use": False,  # the drawings set their limits, the panel its margins
 }
@@ -201,7 +201,7 @@ class Panel:
     def _draw(self, trace: Trace, caption: str) -> None:
         import matplotlib as mpl
 
-        with mpl.rc_context(PICTURE_STYLE):
+        with mpl.rc_context(PICTURE_STYLE):  # type: ignore[arg-type]
             if self.figure is None:
                 from matplotlib.backends.backend_agg import FigureCanvasAgg
                 from matplotlib.figure import Figure
