@@ -54,6 +54,22 @@ MAX_CALL_DEPTH = 32
 DEFAULT_WORK = 500_000_000
 
 
+def _regroup(groups: list[tuple[int, Any, int]], moved: list[Any]) -> list[tuple[int, Any, int]]:
+    """The next step's groups when every group moved as one to a known pc: by pc, in pc order,
+    groups that meet at one pc merged (as the schedule would find them)."""
+    if len(groups) == 1:
+        return [(moved[0], groups[0][1], groups[0][2])]
+    at: dict[int, list[tuple[Any, int]]] = {}
+    for (_, idx, w), pc in zip(groups, moved):
+        at.setdefault(pc, []).append((idx, w))
+    out = []
+    for pc in sorted(at):
+        parts = at[pc]
+        idx = parts[0][0] if len(parts) == 1 else np.sort(np.concatenate([i for i, _ in parts]))
+        out.append((pc, idx, sum(w for _, w in parts)))
+    return out
+
+
 class _Regroup(Exception):
     """A warp collective parked or released waiting lanes: the scheduler regroups the lanes."""
 
@@ -562,14 +578,14 @@ class Machine:
 
     def _run_wave(self) -> None:
         code = self.k.code
-        # When one group holds every running lane and it moves to one known pc, the next step runs
-        # the same lanes there: skip the warp analysis (most of a step in straight-line code).
-        same: tuple[int, Any, int] | None = None  # (pc, lanes or None for all, warps issued)
+        # When the groups hold every running lane and each moves to one known pc, the next step
+        # runs the same lanes at those pcs: skip the warp analysis (most of a step otherwise).
+        same: list[tuple[int, Any, int]] | None = None  # (pc, lanes or None for all, warps issued)
         while True:
             if self.steps >= self.budget:
                 self._out_of_budget()
             if same is not None:
-                groups: list[tuple[int, Any, int]] = [same]
+                groups = same
             else:
                 groups = self._schedule()
                 if not groups:
@@ -578,21 +594,19 @@ class Machine:
                         continue
                     return
             whole = same is not None or self._whole
-            same = None
+            moved = []
             for p, idx, w in groups:
                 self.work += self.T if idx is None else len(idx)
                 self.issued += w
-                nxt = self._execute(code[p], p, idx)
-                if nxt is not None and len(groups) == 1 and whole:
-                    same = (nxt, idx, w)
+                moved.append(self._execute(code[p], p, idx))
             self.steps += 1
             if self.work > DEFAULT_WORK:
                 self._out_of_work()
+            same = None
             if self.barrier_pending:
                 self._release_barriers()
-                same = None
-            if same is not None and not (0 <= same[0] < len(code)):
-                same = None
+            elif whole and all(m is not None and 0 <= m < len(code) for m in moved):
+                same = _regroup(groups, moved)
 
     def _schedule(self) -> list[tuple[int, Any, int]]:
         """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc.
@@ -610,11 +624,10 @@ class Machine:
         if not live.all():
             wmin[~live] = -1  # a warp with no running lane has none to pick
         act = np.flatnonzero(pcr == wmin[:, None])
+        # no running lane left behind in a warp, and none waiting at a collective to be released
+        self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != NO_PC)
         if lo == hi:
-            # no running lane left behind, and none waiting at a collective to be released
-            self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != NO_PC)
             return [(lo, None if len(act) == self.T else act, len(mins))]
-        self._whole = False
         pcs = pcr.reshape(-1)[act]
         at, warps = np.unique(mins, return_counts=True)
         return [(p, act[pcs == p], w) for p, w in zip(at.tolist(), warps.tolist())]
