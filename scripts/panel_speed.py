@@ -2,10 +2,10 @@
 
     python scripts/panel_speed.py > docs/panel-speed.md
 
-For every listed version of every topic, the panel is moved to the largest N it offers (at most
-2^16, minus one so that the move is a change) and one update is timed in CPU seconds (other work
-on the machine does not count), split into the emulator's run at N, the checker's and tracer's
-run on the picture's input, and the drawing (matplotlib and the PNG).
+For every listed version of every topic, in the notebooks' style, the panel is moved three times
+to N just below the largest it offers (at most 2^16) and each update is timed in CPU seconds (other
+work on the machine does not count), split into the emulator's run at N, the checker's and tracer's
+run on the picture's input, and the drawing (matplotlib and the PNG); the table gives the medians.
 """
 
 from __future__ import annotations
