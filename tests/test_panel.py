@@ -133,3 +133,20 @@ def test_the_sizes_offered_follow_the_version_and_the_backend(panel):
     assert max(p.n.options) == 1 << 16 and p.n.value == 4097
     p.version.value = "reduce2"
     assert max(p.n.options) == 512 and p.n.value == 512 and p.last["n"] == 512 and p.last["ok"]
+
+
+def test_a_capped_version_says_why_n_stops_where_it_does(emulator_backend):
+    from course import scan
+
+    p = scan.panel(version="naive", n=64)
+    assert p.n_typed.max == 256 and "N stops at 256 for naive on the emulator" in p.limit.value
+    assert "N²/2" in p.limit.value
+    p.version.value = "kogge_stone"  # one block: its block size sets the largest N
+    top = p.n_typed.max
+    assert f"N stops at {top:,} for kogge_stone: it scans in one block" in p.limit.value
+    p.version.value = "lookback"  # any N up to the emulator's general limit: nothing to explain
+    assert p.limit.value == ""
+
+
+def test_an_uncapped_panel_shows_no_limit_note(panel):
+    assert panel.limit.value == "" and panel.limit in panel.widget.children

@@ -72,6 +72,7 @@ class Panel:
             layout=w.Layout(width="460px"),
         )  # fmt: skip
         self.n_typed = w.BoundedIntText(value=1, min=1, max=GPU_MAX_N, layout=w.Layout(width="120px"))
+        self.limit = w.HTML()  # why N stops where it does, when a version caps it
         self._set_blocks(first, block)
         self._set_sizes(first, spec.n if n is None else n)
         self.status = w.HTML()
@@ -82,6 +83,7 @@ class Panel:
         self.widget = w.VBox([
             w.HBox([self.version, self.block]),
             w.HBox([self.n, self.n_typed, w.HTML("<span style='color:gray'>slide or type N</span>")]),
+            self.limit,
             self.status, self.metrics, self.image,
         ])  # fmt: skip
         self.runs = 0
@@ -109,6 +111,23 @@ class Panel:
                 limits.append(at_block)
         return min(limits)
 
+    def limit_note(self, version: str, block: Any = None) -> str:
+        """Why the slider stops where it does for `version`, when the version itself caps N ("" when
+        only the backend's general limit does)."""
+        top = self.max_n(version, block)
+        v = self.engine.version(version)
+        if backend.device().backend != "cupy" and self.spec.emulator_max_n.get(version) == top:
+            why = self.spec.limit_notes.get(version, "its work grows faster than N")
+            return f"N stops at {top:,} for {version} on the emulator: {why}; a GPU takes more."
+        block = self.engine.block_for(v) if block is None else block
+        at_block = self.spec.block_max_n(v, block) if self.spec.block_max_n is not None else None
+        if at_block == top:
+            return (
+                f"N stops at {top:,} for {version}: it scans in one block, which covers {top:,} "
+                "elements at this block size (a bigger block takes a bigger N)."
+            )
+        return ""
+
     @property
     def n_value(self) -> int:
         """The N the panel runs: the typed one, which the slider sets when it moves."""
@@ -116,6 +135,10 @@ class Panel:
 
     def _set_sizes(self, version: str, prefer: int) -> None:
         sizes = self.sizes(version, self.block.value)
+        note = self.limit_note(version, self.block.value)
+        self.limit.value = (
+            f"<span style='color:gray;font-size:90%'>{html.escape(note)}</span>" if note else ""
+        )
         wanted = max(1, min(int(prefer), sizes[-1]))
         self._updating = True  # changing the options must not launch a run of its own
         self.n.options = sizes

@@ -188,6 +188,8 @@ class PanelSpec:
     # the largest N the panel offers a version on the emulator, where its work grows faster than N
     # (a naive O(N^2) scan): a click must answer in well under a second
     emulator_max_n: Mapping[str, int] = field(default_factory=dict)
+    # why, for each capped version: the panel says it under the N slider
+    limit_notes: Mapping[str, str] = field(default_factory=dict)
     # the largest N a version takes with a block, where that depends on the block (a one-block
     # scan covers 1 or 2 x block elements); None: the version's own max_n alone
     block_max_n: Callable[[Version, Block], int | None] | None = None

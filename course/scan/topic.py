@@ -378,6 +378,7 @@ TOPIC = Topic(
         version="kogge_stone",
         n=64,
         emulator_max_n={"naive": 256},
+        limit_notes={"naive": "thread i reads i + 1 elements, so the reads grow as N²/2"},
         block_max_n=block_max_n,
     ),
     sample=sample,
