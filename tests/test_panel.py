@@ -150,3 +150,35 @@ def test_a_capped_version_says_why_n_stops_where_it_does(emulator_backend):
 
 def test_an_uncapped_panel_shows_no_limit_note(panel):
     assert panel.limit.value == "" and panel.limit in panel.widget.children
+
+
+def test_the_panel_names_its_text_widgets_for_a_page_that_reads_them(panel):
+    named = {c: w for w in (panel.status, panel.metrics, panel.limit) for c in w._dom_classes}
+    assert named == {"course-panel-status": panel.status, "course-panel-metrics": panel.metrics,
+                     "course-panel-limit": panel.limit}  # fmt: skip
+
+
+def test_moving_n_over_one_picture_input_traces_it_once(emulator_backend, monkeypatch):
+    from course import scan
+
+    p = scan.panel(version="lookback", n=20_000)
+    calls = []
+    inspect = p.engine.inspect
+    monkeypatch.setattr(p.engine, "inspect", lambda *a, **k: calls.append(a[0]) or inspect(*a, **k))
+    p.n_typed.value = 30_000  # the picture traces block 0's tile: the same first elements
+    p.n_typed.value = 20_000
+    assert calls == [] and p.last["ok"] and p.runs == 3
+    p.block.value = 256  # another block: another tile, traced
+    assert calls == ["lookback"] and p.last["ok"]
+    p.version.value = "scan_then_propagate"
+    assert calls == ["lookback", "scan_then_propagate"]
+
+
+def test_every_n_draws_its_input_from_one_stream(emulator_backend):
+    from course import dot, scan
+
+    for topic in (scan, dot):
+        spec = topic.TOPIC.panel
+        small = spec.make_input(1000, np.random.default_rng(panels.PANEL_SEED))
+        large = spec.make_input(5000, np.random.default_rng(panels.PANEL_SEED))
+        assert all(np.array_equal(a, b[: a.size]) for a, b in zip(small, large))

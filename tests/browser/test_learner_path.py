@@ -245,8 +245,10 @@ def _run_all(page) -> float:
 # --- the panel --------------------------------------------------------------------------------
 
 PANEL_STATE_JS = """async (panel) => {
-    const children = [...panel.children];
-    const html = children.filter(c => c.classList.contains('widget-html'));
+    const text = (name) => {  // the panel's text widgets, by the class course.engine.panel gives them
+        const el = panel.querySelector('.course-panel-' + name);
+        return el ? el.innerText.trim() : '';
+    };
     const img = panel.querySelector('img');
     let digest = null;
     if (img && img.src) {
@@ -263,8 +265,8 @@ PANEL_STATE_JS = """async (panel) => {
         // the picture within the notebook's width (no sideways scrolling), the panel within its height
         picture_inside: !!(box && box.left >= view.left - 0.5 && box.right <= view.right + 0.5),
         panel_fits: whole.height <= view.height,
-        status: html[0] ? html[0].innerText.trim() : '',
-        metrics: html[1] ? html[1].innerText.trim() : '',
+        status: text('status'),
+        metrics: text('metrics'),
         src: img ? img.src : null,
         digest: digest,
         shown: !!(img && img.offsetParent !== null && img.naturalWidth > 0),
@@ -285,8 +287,8 @@ START_CLOCK_JS = """(panel) => {
 # before it, and the browser has decoded it (a picture with the same bytes is not sent again).
 # Answers the seconds since the move began (-1: no move seen), checked at every frame.
 UPDATED_JS = """([panel, status]) => {
-    const html = [...panel.children].filter(c => c.classList.contains('widget-html'));
-    const text = html[0] ? html[0].innerText.trim() : '';
+    const el = panel.querySelector('.course-panel-status');
+    const text = el ? el.innerText.trim() : '';
     const img = panel.querySelector('img');
     if (!(text !== status && !text.startsWith('running') && img && img.complete)) return false;
     return panel.__moved === null ? -1 : Math.max(performance.now() - panel.__moved, 1) / 1000;
@@ -300,9 +302,9 @@ def _panel(page, source_index: int):
     panel.wait_for(timeout=60_000)
     page.wait_for_function(
         """(panel) => { const img = panel.querySelector('img');
-            const html = [...panel.children].filter(c => c.classList.contains('widget-html'));
-            return img && img.complete && img.naturalWidth > 0 && html[0]
-                && !html[0].innerText.trim().startsWith('running'); }""",
+            const status = panel.querySelector('.course-panel-status');
+            return img && img.complete && img.naturalWidth > 0 && status
+                && !status.innerText.trim().startsWith('running'); }""",
         arg=panel.element_handle(),
     )
     return panel
