@@ -217,7 +217,7 @@ class Panel:
         inputs: a move of N that leaves the picture's input as it was traces nothing again."""
         v = self.engine.version(version)
         digests = tuple(
-            (a.dtype.str, a.shape, hashlib.blake2b(np.ascontiguousarray(a)).digest()) for a in shown
+            (a.dtype.str, a.shape, hashlib.blake2b(np.ascontiguousarray(a).tobytes()).digest()) for a in shown
         )
         key = (version, _block_label(block), grid, digests)
         hit = self._inspected.pop(key, None)
