@@ -81,5 +81,6 @@ def main() -> None:
             move = statistics.median(m["total"] for m in remembered)
             print(f"| {engine.name} | {name} | {p.last['n']} | {parts} | {move:.2f} |", flush=True)
 
+
 if __name__ == "__main__":
     main()
