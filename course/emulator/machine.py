@@ -564,6 +564,7 @@ class Machine:
         self.slot_keep = self._block_filter(blocks) if keep else None
         self.barrier_pending = False
         self.waiting = 0  # lanes in WAIT
+        self._whole = False  # the last schedule's groups hold every running lane (see _schedule)
         self.wait_mask = np.zeros(T, np.uint32)  # the member mask each of them waits with
 
     def _block_filter(self, blocks: np.ndarray) -> np.ndarray:

@@ -106,29 +106,32 @@ class Panel:
         faster than N."""
         return log_sizes(self.max_n(version, block))
 
-    def max_n(self, version: str, block: Any = None) -> int:
+    def _limits(self, version: str, block: Any) -> dict[str, int]:
+        """Every cap on N for `version` with `block`, by what sets it: the backend (what it answers
+        quickly), the version's own limit, the topic's emulator cap, what one block covers."""
         v = self.engine.version(version)
         on_gpu = backend.device().backend == "cupy"
-        limits = [GPU_MAX_N if on_gpu else EMULATOR_MAX_N, v.max_n or GPU_MAX_N]
+        limits = {"backend": GPU_MAX_N if on_gpu else EMULATOR_MAX_N, "version": v.max_n or GPU_MAX_N}
         if not on_gpu and version in self.spec.emulator_max_n:
-            limits.append(self.spec.emulator_max_n[version])
+            limits["emulator"] = self.spec.emulator_max_n[version]
         if self.spec.block_max_n is not None:
             at_block = self.spec.block_max_n(v, self.engine.block_for(v) if block is None else block)
             if at_block is not None:
-                limits.append(at_block)
-        return min(limits)
+                limits["block"] = at_block
+        return limits
+
+    def max_n(self, version: str, block: Any = None) -> int:
+        return min(self._limits(version, block).values())
 
     def limit_note(self, version: str, block: Any = None) -> str:
         """Why the slider stops where it does for `version`, when the version itself caps N ("" when
         only the backend's general limit does)."""
-        top = self.max_n(version, block)
-        v = self.engine.version(version)
-        if backend.device().backend != "cupy" and self.spec.emulator_max_n.get(version) == top:
+        limits = self._limits(version, block)
+        top = min(limits.values())
+        if limits.get("emulator") == top:
             why = self.spec.limit_notes.get(version, "its work grows faster than N")
             return f"N stops at {top:,} for {version} on the emulator: {why}; a GPU takes more."
-        block = self.engine.block_for(v) if block is None else block
-        at_block = self.spec.block_max_n(v, block) if self.spec.block_max_n is not None else None
-        if at_block == top:
+        if limits.get("block") == top:
             return (
                 f"N stops at {top:,} for {version}: it scans in one block, which covers {top:,} "
                 "elements at this block size (a bigger block takes a bigger N)."
