@@ -49,24 +49,31 @@ MODULE_VARS_BASE = 0x6000_0000_0000
 MAX_CALL_DEPTH = 32
 
 
+# A group of lanes the scheduler runs as one: its pc, its lanes (None: every thread of the wave),
+# how many warps issue it, and its ceiling: the lowest pc of a running lane of its warps left out of
+# it (NO_PC if none; -1 while lanes wait at a collective). While the group moves as one to a pc
+# below its ceiling, it stays its warps' lowest-pc lanes: the next step needs no schedule.
+Group = tuple[int, Any, int, int]
+
 # thread-instructions a launch may run: about ten seconds of emulation, so a launch far too big
 # for the emulator (or a runaway grid-stride loop) stops with an error instead of hanging
 DEFAULT_WORK = 500_000_000
 
 
-def _regroup(groups: list[tuple[int, Any, int]], moved: list[Any]) -> list[tuple[int, Any, int]]:
-    """The next step's groups when every group moved as one to a known pc: by pc, in pc order,
-    groups that meet at one pc merged (as the schedule would find them)."""
+def _regroup(groups: list[Group], moved: list[Any]) -> list[Group]:
+    """The next step's groups when every group moved as one to a known pc below its ceiling: by pc,
+    in pc order, groups that meet at one pc merged (as the schedule would find them)."""
     if len(groups) == 1:
-        return [(moved[0], groups[0][1], groups[0][2])]
-    at: dict[int, list[tuple[Any, int]]] = {}
-    for (_, idx, w), pc in zip(groups, moved):
-        at.setdefault(pc, []).append((idx, w))
+        _, idx, w, ceiling = groups[0]
+        return [(moved[0], idx, w, ceiling)]
+    at: dict[int, list[Group]] = {}
+    for g, pc in zip(groups, moved):
+        at.setdefault(pc, []).append(g)
     out = []
     for pc in sorted(at):
         parts = at[pc]
-        idx = parts[0][0] if len(parts) == 1 else np.sort(np.concatenate([i for i, _ in parts]))
-        out.append((pc, idx, sum(w for _, w in parts)))
+        idx = parts[0][1] if len(parts) == 1 else np.sort(np.concatenate([g[1] for g in parts]))
+        out.append((pc, idx, sum(g[2] for g in parts), min(g[3] for g in parts)))
     return out
 
 
@@ -564,7 +571,6 @@ class Machine:
         self.slot_keep = self._block_filter(blocks) if keep else None
         self.barrier_pending = False
         self.waiting = 0  # lanes in WAIT
-        self._whole = False  # the last schedule's groups hold every running lane (see _schedule)
         self.wait_mask = np.zeros(T, np.uint32)  # the member mask each of them waits with
 
     def _block_filter(self, blocks: np.ndarray) -> np.ndarray:
@@ -579,9 +585,7 @@ class Machine:
 
     def _run_wave(self) -> None:
         code = self.k.code
-        # When the groups hold every running lane and each moves to one known pc, the next step
-        # runs the same lanes at those pcs: skip the warp analysis (most of a step otherwise).
-        same: list[tuple[int, Any, int]] | None = None  # (pc, lanes or None for all, warps issued)
+        same: list[Group] | None = None  # the next step's groups when known without a schedule
         while True:
             if self.steps >= self.budget:
                 self._out_of_budget()
@@ -594,9 +598,8 @@ class Machine:
                         self._release_barriers(force=True)
                         continue
                     return
-            whole = same is not None or self._whole
             moved = []
-            for p, idx, w in groups:
+            for p, idx, w, _ in groups:
                 self.work += self.T if idx is None else len(idx)
                 self.issued += w
                 moved.append(self._execute(code[p], p, idx))
@@ -606,13 +609,12 @@ class Machine:
             same = None
             if self.barrier_pending:
                 self._release_barriers()
-            elif whole and all(m is not None and 0 <= m < len(code) for m in moved):
+            elif all(m is not None and 0 <= m < g[3] and m < len(code) for m, g in zip(moved, groups)):
                 same = _regroup(groups, moved)
 
-    def _schedule(self) -> list[tuple[int, Any, int]]:
-        """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc.
-        Each group comes with its pc, its lanes (None: every thread of the wave) and how many warps
-        issue it. Called on every step of divergent code, so it keeps to a few whole-array steps."""
+    def _schedule(self) -> list[Group]:
+        """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc
+        (see Group). Called on every step of divergent code, so it keeps to a few whole-array steps."""
         if self.waiting:
             self._check_waiting()
         pcr = np.where(self.state == RUN, self.pc, NO_PC).reshape(self.W, LANES)
@@ -624,14 +626,27 @@ class Machine:
         lo, hi = int(mins.min()), int(mins.max())
         if not live.all():
             wmin[~live] = -1  # a warp with no running lane has none to pick
-        act = np.flatnonzero(pcr == wmin[:, None])
-        # no running lane left behind in a warp, and none waiting at a collective to be released
-        self._whole = not self.waiting and len(act) == np.count_nonzero(pcr != NO_PC)
+        picked = pcr == wmin[:, None]
+        act = np.flatnonzero(picked)
+        if self.waiting:  # lanes parked at a collective may be released by any step: schedule each
+            behind, ceiling = None, -1
+        elif len(act) == np.count_nonzero(pcr != NO_PC):
+            behind = None if lo == hi else np.full(len(mins), NO_PC)
+            ceiling = NO_PC
+        else:  # per warp, the lowest pc of its running lanes not picked
+            behind = np.where(picked, NO_PC, pcr).min(axis=1)[live]
+            ceiling = int(behind.min())
         if lo == hi:
-            return [(lo, None if len(act) == self.T else act, len(mins))]
+            return [(lo, None if len(act) == self.T else act, len(mins), ceiling)]
         pcs = pcr.reshape(-1)[act]
-        at, warps = np.unique(mins, return_counts=True)
-        return [(p, act[pcs == p], w) for p, w in zip(at.tolist(), warps.tolist())]
+        order = np.argsort(mins, kind="stable")
+        by_pc = mins[order]
+        starts = np.flatnonzero(np.r_[True, by_pc[1:] != by_pc[:-1]])
+        warps = np.diff(np.r_[starts, len(by_pc)])
+        ceilings = (
+            np.minimum.reduceat(behind[order], starts).tolist() if behind is not None else [-1] * len(starts)
+        )
+        return [(p, act[pcs == p], w, c) for p, w, c in zip(by_pc[starts].tolist(), warps.tolist(), ceilings)]
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
         """Run op on idx; return the next pc if all of idx moved to one known place (and no lane

@@ -279,7 +279,7 @@ class Panel:
         # what was run and what is drawn: the picture changes with N even where block 0 does not
         fig.text(0.995, 0.005, caption, ha="right", va="bottom", fontsize=8, color="0.35")
         png = io.BytesIO()
-        fig.canvas.print_png(png)
+        fig.canvas.print_png(png, pil_kwargs={"compress_level": 1})
         self.image.value = png.getvalue()
         self.image.layout.width = f"{int(width * PICTURE_DPI)}px"
         self.image.layout.max_width = "100%"

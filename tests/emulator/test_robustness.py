@@ -8,6 +8,7 @@ feeds the emulator malformed and unusual PTX: whatever it raises must be a cours
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -159,6 +160,83 @@ extern "C" __global__ void k(int* out, int spin) {
 }"""
     (out, _) = launch(src, 1, block, np.zeros(block, np.int32), np.int32(200), shared_mem=4 * block)
     np.testing.assert_array_equal(out, np.arange(block)[::-1])
+
+
+# ---------------------------------------------------------------- lanes left behind in a warp
+
+
+def count_schedules(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from course.emulator.machine import Machine
+
+    calls = [0]
+    schedule = Machine._schedule
+
+    def counted(self: Machine) -> Any:
+        calls[0] += 1
+        return schedule(self)
+
+    monkeypatch.setattr(Machine, "_schedule", counted)
+    return calls
+
+
+@pytest.mark.parametrize("block", [33, 256, 1024])
+def test_one_lane_loops_while_its_warp_waits(
+    block: int, emulator_backend: course.Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thread 0 adds the block's values one by one (dot1's shape) while lanes 1..31 of its warp
+    wait to reconverge: right sums, and the loop runs without a schedule per instruction."""
+    src = r"""
+extern "C" __global__ void k(const int* x, int* out) {
+    extern __shared__ int s[];
+    s[threadIdx.x] = x[threadIdx.x + blockIdx.x * blockDim.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int sum = 0;
+        for (unsigned int k = 0; k < blockDim.x; ++k) sum += s[k] * (int)(k % 7 + 1);
+        out[blockIdx.x] = sum;
+    }
+}"""
+    x = np.random.default_rng(block).integers(-1000, 1000, 3 * block).astype(np.int32)
+    calls = count_schedules(monkeypatch)
+    (_, out) = launch(src, 3, block, x, np.zeros(3, np.int32), shared_mem=4 * block)
+    weights = np.arange(block) % 7 + 1
+    np.testing.assert_array_equal(out, (x.reshape(3, block) * weights).sum(axis=1))
+    assert calls[0] < 60, f"{calls[0]} schedules for a loop of {block} trips"
+
+
+@pytest.mark.parametrize("block", [32, 45, 128])
+def test_lanes_that_loop_different_trips_reconverge(block: int, emulator_backend: course.Device) -> None:
+    """Lanes leave a loop one by one and wait inside an outer loop, at pcs between the looping
+    lanes' own: the lanes left behind must rejoin at the right instruction, every round."""
+    src = r"""
+extern "C" __global__ void k(const int* x, int* out, int n) {
+    int t = threadIdx.x, acc = 0;
+    for (int r = 0; r < 3; ++r) {
+        if (t % 3 != 0) {
+            for (int k = 0; k < (t % 37) + r; ++k) acc += x[(k * 5 + t) % n];
+            acc ^= r;
+        } else {
+            acc += r * t;
+        }
+        acc *= 3;
+    }
+    out[t] = acc;
+}"""
+    n = 101
+    x = np.random.default_rng(block).integers(-50, 50, n).astype(np.int32)
+    (_, out, _) = launch(src, 1, block, x, np.zeros(block, np.int32), np.int32(n))
+    want = []
+    for t in range(block):
+        acc = 0
+        for r in range(3):
+            if t % 3:
+                acc += sum(int(x[(k * 5 + t) % n]) for k in range(t % 37 + r))
+                acc ^= r
+            else:
+                acc += r * t
+            acc *= 3
+        want.append(acc)
+    np.testing.assert_array_equal(out, np.array(want, np.int64).astype(np.int32))
 
 
 # ---------------------------------------------------------------- malformed and unusual PTX
