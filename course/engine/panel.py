@@ -252,14 +252,15 @@ class Panel:
 
         with mpl.rc_context(PICTURE_STYLE):  # type: ignore[arg-type]
             if self.figure is None:
-                from matplotlib.backends.backend_agg import FigureCanvasAgg
                 from matplotlib.figure import Figure
 
+                from .canvas import LabelCanvas
+
                 # Not pyplot (the inline backend must not show it too), drawn at the pixel size it
-                # is shown, and one figure and canvas for every update: their renderer keeps text
-                # sizes measured, and labels repeat.
+                # is shown, and one figure and canvas for every update: labels repeat, and the
+                # canvas draws each distinct one once.
                 self.figure = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
-                FigureCanvasAgg(self.figure)
+                LabelCanvas(self.figure)
             self._render(trace, caption)
 
     def _render(self, trace: Trace, caption: str) -> None:
