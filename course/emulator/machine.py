@@ -60,6 +60,19 @@ Group = tuple[int, Any, int, int]
 DEFAULT_WORK = 500_000_000
 
 
+def _run_of(idx: np.ndarray) -> Any:
+    """Sorted lanes as a slice where they are one run of threads: a slice reads registers as views
+    and writes them without an index array (divergent blocks are such runs), else the array."""
+    n = len(idx)
+    if n and int(idx[-1]) - int(idx[0]) + 1 == n:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _array_of(idx: Any) -> np.ndarray:
+    return np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
+
+
 def _regroup(groups: list[Group], moved: list[Any]) -> list[Group]:
     """The next step's groups when every group moved as one to a known pc below its ceiling: by pc,
     in pc order, groups that meet at one pc merged (as the schedule would find them)."""
@@ -72,7 +85,11 @@ def _regroup(groups: list[Group], moved: list[Any]) -> list[Group]:
     out = []
     for pc in sorted(at):
         parts = at[pc]
-        idx = parts[0][1] if len(parts) == 1 else np.sort(np.concatenate([g[1] for g in parts]))
+        idx = (
+            parts[0][1]
+            if len(parts) == 1
+            else _run_of(np.sort(np.concatenate([_array_of(g[1]) for g in parts])))
+        )
         out.append((pc, idx, sum(g[2] for g in parts), min(g[3] for g in parts)))
     return out
 
@@ -402,7 +419,7 @@ def _build_call(ctx: _Builder, instr: Instr) -> ops.Op:
         if site in m.k.frames:
             m.save_frame(site, idx)
         for src, dst in pairs:
-            m._copy_param(src, dst, m.all_threads if idx is None else idx)
+            m._copy_param(src, dst, m.threads(idx))
         m.push_call(idx, site)
 
     return ops.Op(instr, call, "call", ctx.starts[callee])
@@ -600,7 +617,7 @@ class Machine:
                     return
             moved = []
             for p, idx, w, _ in groups:
-                self.work += self.T if idx is None else len(idx)
+                self.work += self.count(idx)
                 self.issued += w
                 moved.append(self._execute(code[p], p, idx))
             self.steps += 1
@@ -637,7 +654,7 @@ class Machine:
             behind = np.where(picked, NO_PC, pcr).min(axis=1)[live]
             ceiling = int(behind.min())
         if lo == hi:
-            return [(lo, None if len(act) == self.T else act, len(mins), ceiling)]
+            return [(lo, None if len(act) == self.T else _run_of(act), len(mins), ceiling)]
         pcs = pcr.reshape(-1)[act]
         order = np.argsort(mins, kind="stable")
         by_pc = mins[order]
@@ -661,16 +678,16 @@ class Machine:
                     return self._goto(idx, op.target)
                 if not g.any():
                     return self._goto(idx, p + 1)
-                t = self.all_threads if idx is None else idx
+                t = self.threads(idx)
                 self.pc[t[g]] = op.target
                 self.pc[t[~g]] = p + 1
                 return None
             if not g.all():
-                t = self.all_threads if idx is None else idx
+                t = self.threads(idx)
                 self.pc[t[~g]] = p + 1
                 if not g.any():
                     return None
-                idx = t[g]
+                idx = _run_of(t[g])
         kind = op.kind
         if kind == "branch":
             return self._goto(idx, op.target)
@@ -684,7 +701,7 @@ class Machine:
             else:
                 self.pc[idx] += 1
             return p + 1
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         if kind == "exit":
             self.state[t] = EXIT
             self.barrier_pending = True
@@ -707,7 +724,7 @@ class Machine:
     # -- barriers
 
     def arrive(self, instr: Instr, idx: Any, red: Any) -> None:
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         self.state[t] = BAR
         self.bar_pc[t] = self.pc[t]
         if red is not None:
@@ -781,7 +798,7 @@ class Machine:
         elsewhere, the lanes here wait for them (raises _Regroup: nothing has happened yet); once
         the last arrives, the waiting lanes are released and all run the collective together on the
         next step. A named lane waiting at a __syncthreads() can never come: an error."""
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         lane = t & 31
         masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
         here = ops.warp_reduce(self, idx, np.left_shift(np.uint32(1), lane.astype(np.uint32)), "or")
@@ -860,7 +877,7 @@ class Machine:
     # -- calls
 
     def push_call(self, idx: Any, site: int) -> None:
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         if self.stack is None or (self.depth[t] >= MAX_CALL_DEPTH).any():
             raise KernelFault(f"{self.name}: device function calls nested deeper than {MAX_CALL_DEPTH}")
         self.stack[t, self.depth[t]] = site
@@ -885,7 +902,7 @@ class Machine:
 
     def save_frame(self, site: int, idx: Any) -> None:
         """Before a recursive call: keep the callee's registers and local bytes of this depth."""
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         regs, (lo, hi) = self.k.frames[site]
         d = self.depth[t]
         for r in regs:
@@ -908,7 +925,7 @@ class Machine:
 
     def external_call(self, name: str, keys: list[str], idx: Any, instr: Instr) -> None:
         """The two functions CUDA C calls into the runtime: printf and assert."""
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         ptrs = [self.P[k][t, :8].copy().view(np.uint64)[:, 0] for k in keys]
         if name == "__assertfail":
             msg = self.read_cstring(int(t[0]), int(ptrs[0][0]))
@@ -965,7 +982,15 @@ class Machine:
     # -- memory
 
     def count(self, idx: Any) -> int:
-        return self.T if idx is None else len(idx)
+        if idx is None:
+            return self.T
+        return idx.stop - idx.start if isinstance(idx, slice) else len(idx)
+
+    def threads(self, idx: Any) -> np.ndarray:
+        """The thread numbers (in the wave) of a group's lanes: idx is None (all), a slice or an array."""
+        if idx is None:
+            return self.all_threads
+        return self.all_threads[idx] if isinstance(idx, slice) else idx
 
     def load(self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int) -> np.ndarray:
         cnt = self.count(idx)
@@ -1017,7 +1042,7 @@ class Machine:
         self, instr: Instr, space: str, addr: np.ndarray, idx: Any, dt: np.dtype, n: int, op: str
     ) -> list[tuple[Any, np.ndarray, np.ndarray]]:
         """Split an access by memory space and buffer; check bounds and alignment; record it."""
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         if space == "generic":
             sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
             lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
@@ -1170,14 +1195,14 @@ class Machine:
     ) -> None:
         if self.recorder is None:
             return
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         none = np.full(len(t), -1)
         self.record(instr, space, op, t, np.asarray(values, np.int64), size, none, none)
 
     def record_sync(self, instr: Instr, idx: Any, op: str) -> None:
         if self.recorder is None or not self.recorder.wants_space("sync"):
             return
-        t = self.all_threads if idx is None else idx
+        t = self.threads(idx)
         none = np.full(len(t), -1)
         self.record(instr, "sync", op, t, none, 0, none, none)
 
@@ -1235,7 +1260,7 @@ class Machine:
         return f"block {self._block_coords(t // self.tpb_pad)} thread {tid}"
 
     def who_first(self, idx: Any) -> str:
-        return f"{self.name}: {self.who(int((self.all_threads if idx is None else idx)[0]))}"
+        return f"{self.name}: {self.who(int((self.threads(idx))[0]))}"
 
     def where(self, instr: Instr) -> str:
         return self.program.where(instr)

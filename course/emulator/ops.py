@@ -1,9 +1,9 @@
 """What each PTX instruction does, as closures over NumPy arrays of threads.
 
 `build(instr, ctx)` turns one parsed instruction into `run(m, idx)`, which applies it
-to the threads `idx` (an index array, or None for every thread of the wave) of the
-machine `m`. Control flow, barriers and warp collectives set `kind` so the scheduler
-knows how to move the program counter.
+to the threads `idx` (an index array, a slice of one run of threads, or None for every
+thread of the wave) of the machine `m`. Control flow, barriers and warp collectives set `kind`
+so the scheduler knows how to move the program counter.
 """
 
 from __future__ import annotations
@@ -1403,7 +1403,7 @@ def _bar(instr: Instr, ctx: Any) -> Op:
 
 
 def _lanes(m: Any, idx: Any) -> tuple[np.ndarray, np.ndarray]:
-    t = m.all_threads if idx is None else idx
+    t = m.threads(idx)
     return t, t & 31
 
 

@@ -204,6 +204,41 @@ extern "C" __global__ void k(const int* x, int* out) {
     assert calls[0] < 60, f"{calls[0]} schedules for a loop of {block} trips"
 
 
+@pytest.mark.parametrize("block", [32, 64, 96])
+def test_blocks_out_of_step_run_every_kind_of_instruction(
+    block: int, emulator_backend: course.Device
+) -> None:
+    """Block 0 takes a detour, so the other blocks (one run of threads) run ahead of it through
+    shared memory, a barrier, shuffles, votes and atomics: what each block computes is right."""
+    src = r"""
+extern "C" __global__ void k(const int* x, int* out, unsigned int* total, int detour) {
+    extern __shared__ int s[];
+    int t = threadIdx.x, g = blockIdx.x * blockDim.x + t, v = x[g];
+    if (blockIdx.x == 0) for (int k = 0; k < detour; ++k) v += (k * t) % 3;
+    s[t] = v;
+    __syncthreads();
+    v += s[blockDim.x - 1 - t];
+    int sum = v;
+    for (int d = 16; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
+    unsigned int odd = __ballot_sync(0xffffffffu, v & 1);
+    out[g] = sum + (int)__popc(odd);
+    atomicAdd(total, (unsigned int)(v & 0xff));
+}"""
+    grid, detour = 5, 40
+    x = np.random.default_rng(block).integers(-1000, 1000, grid * block).astype(np.int32)
+    (_, out, total, _) = launch(src, grid, block, x, np.zeros(grid * block, np.int32), np.zeros(1, np.uint32),
+                                np.int32(detour), shared_mem=4 * block)  # fmt: skip
+    t = np.arange(block)
+    v = x.reshape(grid, block).astype(np.int64)
+    v[0] += sum((k * t) % 3 for k in range(detour))
+    v = v + v[:, ::-1]
+    warps = v.reshape(grid, block // 32, 32)
+    sums = np.repeat(warps.sum(axis=2), 32, axis=1)
+    odd = np.repeat((warps & 1).sum(axis=2), 32, axis=1)
+    np.testing.assert_array_equal(out, (sums + odd).reshape(-1).astype(np.int32))
+    assert int(total[0]) == int((v & 0xFF).sum()) % 2**32
+
+
 @pytest.mark.parametrize("block", [32, 45, 128])
 def test_lanes_that_loop_different_trips_reconverge(block: int, emulator_backend: course.Device) -> None:
     """Lanes leave a loop one by one and wait inside an outer loop, at pcs between the looping
