@@ -11,8 +11,10 @@ trace passed in, so `trace.select(...)`/`trace.where(...)` results stay comparab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +31,26 @@ _CHUNK = 1 << 15  # events per vectorised pass: bounds the (events, 32, k) tempo
 
 
 # ---------------------------------------------------------------- helpers
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _kept_on_the_trace(f: F) -> F:
+    """Keep f's table on the trace it read: a panel's picture and metrics ask for the same
+    analyses of one trace (its steps, data flow, bank conflicts) several times. Kept tables are
+    read-only, so no reader can change what the next one gets."""
+
+    @functools.wraps(f)
+    def kept(trace: Trace, *args: Any) -> Any:
+        memo = trace.__dict__.setdefault("_analyses", {})
+        key = (f.__name__, *args)
+        if key not in memo:
+            table = f(trace, *args)
+            table.flags.writeable = False
+            memo[key] = table
+        return memo[key]
+
+    return kept  # type: ignore[return-value]
 
 
 def _table(**columns: np.ndarray) -> np.recarray:
@@ -98,6 +120,7 @@ def element_size(trace: Trace, buffer: int) -> int:
 # ---------------------------------------------------------------- who touched what
 
 
+@_kept_on_the_trace
 def steps(trace: Trace, buffer: str) -> np.recarray:
     """Every element of `buffer` each thread read or wrote, per barrier interval.
 
@@ -147,30 +170,33 @@ def _stages(acc: np.recarray) -> np.ndarray:
     stage = np.zeros(len(acc), np.int32)
     if not len(acc):
         return stage
-    written = np.zeros(int(acc.index.max()) + 1, bool)  # elements written in the current stage
-    by_block = np.argsort(acc.block, kind="stable")
-    block_starts = np.flatnonzero(np.r_[True, np.diff(acc.block[by_block]) != 0])
+    # plain arrays: a record array's attribute access costs microseconds, and this loops
+    index, epochs, events = (np.asarray(acc[k]) for k in ("index", "epoch", "event"))
+    reads, writes = np.asarray(acc["op"]) == "ld", np.isin(acc["op"], WRITE_OPS)
+    written = np.zeros(int(index.max()) + 1, bool)  # elements written in the current stage
+    by_block = np.argsort(acc["block"], kind="stable")
+    block_starts = np.flatnonzero(np.r_[True, np.diff(acc["block"][by_block]) != 0])
     for rows in np.split(by_block, block_starts[1:]):
         written[:] = False
-        current, has_writes, epoch = 0, False, acc.epoch[rows[0]]
-        ev = acc.event[rows]
+        current, has_writes, epoch = 0, False, epochs[rows[0]]
+        ev = events[rows]
         starts = np.flatnonzero(np.r_[True, ev[1:] != ev[:-1]])
-        for a, b in zip(starts, np.r_[starts[1:], len(rows)]):
+        for a, b in zip(starts.tolist(), np.r_[starts[1:], len(rows)].tolist()):
             r = rows[a:b]  # the lanes (and elements) of one warp instruction
-            op = acc.op[r[0]]
-            new_epoch = acc.epoch[r[0]] != epoch
-            raw = op == "ld" and written[acc.index[r]].any()
-            if (new_epoch and has_writes) or raw:
+            first = r[0]
+            raw = reads[first] and written[index[r]].any()
+            if (epochs[first] != epoch and has_writes) or raw:
                 current, has_writes = current + 1, False
                 written[:] = False
-            epoch = acc.epoch[r[0]]
+            epoch = epochs[first]
             stage[r] = current
-            if op in WRITE_OPS:
+            if writes[first]:
                 has_writes = True
-                written[acc.index[r]] = True
+                written[index[r]] = True
     return stage
 
 
+@_kept_on_the_trace
 def dataflow(trace: Trace, buffer: str) -> np.recarray:
     """Which elements each write of `buffer` was computed from: one row per (write, source).
 
@@ -197,35 +223,65 @@ _FLOW_COLUMNS = dict(
 
 
 def _dataflow(acc: np.recarray) -> np.recarray:
-    out: dict[str, list[int]] = {k: [] for k in _FLOW_COLUMNS}
-    pending: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads since its last write
-    in_stage: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads in the stage
-    current: dict[int, int] = {}  # block -> its stage
-    cols = [acc[k].tolist() for k in ("block", "stage", "epoch", "thread", "op", "index", "line", "event")]
-    for block, stage, epoch, thread, op, index, line, event in zip(*cols):
-        if current.get(block) != stage:
-            current[block] = stage
-            pending[block], in_stage[block] = {}, {}
-        if op in READ_OPS:
-            pending[block].setdefault(thread, []).append(index)
-            in_stage[block].setdefault(thread, []).append(index)
-        if op in WRITE_OPS:
-            sources = pending[block].get(thread) or in_stage[block].get(thread, [])
-            for src in dict.fromkeys(sources):  # distinct, in reading order
-                for k, v in zip(out, (block, stage, epoch, thread, src, index, line, event)):
-                    out[k].append(v)
-            pending[block][thread] = []
-    return _table(**{k: np.asarray(v, _FLOW_COLUMNS[k]) for k, v in out.items()})
+    """`dataflow` of a `steps` table, as one pass of sorts and searches (no loop over rows).
+
+    Within a (block, stage, thread), reads are numbered by the writes before them (a segment);
+    a write's sources are the reads of its segment, else all the reads before it."""
+    if not np.isin(acc.op, WRITE_OPS).any():
+        return _table(**{k: np.zeros(0, t) for k, t in _FLOW_COLUMNS.items()})
+    order = np.lexsort((acc.thread, acc.stage, acc.block))  # stable: execution order within
+    block, stage, thread = acc.block[order], acc.stage[order], acc.thread[order]
+    new_group = np.r_[
+        True, (block[1:] != block[:-1]) | (stage[1:] != stage[:-1]) | (thread[1:] != thread[:-1])
+    ]
+    group = np.cumsum(new_group) - 1
+    is_r, is_w = np.isin(acc.op[order], READ_OPS), np.isin(acc.op[order], WRITE_OPS)
+    writes_so_far = np.cumsum(is_w)
+    first_of_group = np.flatnonzero(new_group)
+    before = (
+        writes_so_far - is_w - (writes_so_far - is_w)[first_of_group][group]
+    )  # writes earlier in the group
+    width = int(before.max()) + 2
+    key = group * width + before  # reads sorted by key: by group, then segment, in reading order
+    reads, writes = np.flatnonzero(is_r), np.flatnonzero(is_w)
+    rkey, wkey = key[reads], key[writes]
+    lo, hi = np.searchsorted(rkey, wkey, "left"), np.searchsorted(rkey, wkey, "right")
+    empty = lo == hi  # no reads since the last write: all the reads of the stage before it
+    lo = np.where(empty, np.searchsorted(rkey, group[writes] * width, "left"), lo)
+    counts = hi - lo  # a write with no reads before it in its stage is a plain store: no rows
+    w = np.repeat(np.arange(len(writes)), counts)
+    r = reads[np.repeat(lo, counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)]
+    src = acc.index[order][r]
+    # distinct sources per write, in reading order; rows by write in execution order
+    pairs = np.lexsort((r, src, w))
+    first = np.ones(len(pairs), bool)
+    first[1:] = (w[pairs][1:] != w[pairs][:-1]) | (src[pairs][1:] != src[pairs][:-1])
+    keep = pairs[first]
+    at = order[writes[w[keep]]]  # the write's row in `acc`
+    keep = keep[np.lexsort((r[keep], at))]
+    row = order[writes[w[keep]]]
+    return _table(
+        block=acc.block[row].astype(np.int32), stage=acc.stage[row].astype(np.int32),
+        epoch=acc.epoch[row].astype(np.int32), thread=acc.thread[row].astype(np.int32),
+        src=src[keep].astype(np.int64), dst=acc.index[row].astype(np.int64),
+        line=acc.line[row].astype(np.int32), event=acc.event[row].astype(np.int64),
+    )  # fmt: skip
 
 
 def _count_distinct(groups: np.ndarray, *values: np.ndarray, n: int) -> np.ndarray:
     """For each group 0..n-1, how many distinct tuples of `values` it has."""
     if not len(groups):
         return np.zeros(n, np.int64)
-    uniq = np.unique(np.stack([groups, *values], axis=1), axis=0)
-    return np.bincount(uniq[:, 0], minlength=n)
+    cols = [np.asarray(groups, np.int64)] + [np.asarray(v, np.int64) - np.min(v) for v in values]
+    dims = [int(c.max()) + 1 for c in cols]
+    if math.prod(dims) < 2**62:  # one integer per tuple: sorting integers is fast
+        uniq = np.unique(np.ravel_multi_index(cols, dims))
+        return np.bincount(uniq // math.prod(dims[1:]), minlength=n)
+    rows = np.unique(np.stack(cols, axis=1), axis=0)
+    return np.bincount(rows[:, 0], minlength=n)
 
 
+@_kept_on_the_trace
 def step_counts(trace: Trace, buffer: str) -> np.recarray:
     """Per block and stage (a barrier step, see `steps`): how much work was done on `buffer`.
 
@@ -237,7 +293,7 @@ def step_counts(trace: Trace, buffer: str) -> np.recarray:
     a step). The number of barrier steps of a block is its number of rows with ops > 0.
     """
     acc = steps(trace, buffer)
-    flow = _dataflow(acc)
+    flow = dataflow(trace, buffer)
     writes = np.isin(acc.op, WRITE_OPS)
     stages, group = np.unique(_stage_key(acc.block, acc.stage), return_inverse=True)
     n = len(stages)
@@ -370,6 +426,7 @@ def _event_columns(trace: Trace, ev: np.ndarray) -> dict[str, np.ndarray]:
     )
 
 
+@_kept_on_the_trace
 def bank_conflicts(trace: Trace) -> np.recarray:
     """One row per shared-memory warp instruction (ld, st, atom, red): how many wavefronts it took.
 
@@ -478,6 +535,7 @@ def _sector_counts(trace: Trace, events: np.ndarray) -> np.ndarray:
     return out
 
 
+@_kept_on_the_trace
 def sectors(trace: Trace) -> np.recarray:
     """One row per global-memory warp instruction (ld, st, atom, red): what it cost in sectors.
 
@@ -514,6 +572,7 @@ def sectors_by_line(trace: Trace) -> np.recarray:
 # ---------------------------------------------------------------- divergence, atomics
 
 
+@_kept_on_the_trace
 def divergence(trace: Trace) -> np.recarray:
     """Active lanes of every recorded warp instruction except barriers.
 
@@ -551,6 +610,7 @@ def divergence_by_line(trace: Trace) -> np.recarray:
     )
 
 
+@_kept_on_the_trace
 def atomics(trace: Trace, buffer: str) -> np.recarray:
     """Lanes per element of every atomic warp instruction on `buffer`.
 
@@ -575,6 +635,7 @@ def atomics(trace: Trace, buffer: str) -> np.recarray:
     )
 
 
+@_kept_on_the_trace
 def contention(trace: Trace, buffer: str) -> np.recarray:
     """Per atomic warp instruction on `buffer`: event, block, warp, line, lanes, bins (distinct
     elements), max_lanes (the most lanes on one element: the serialisation depth)."""

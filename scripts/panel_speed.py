@@ -2,13 +2,13 @@
 
     python scripts/panel_speed.py > docs/panel-speed.md
 
-For every listed version of every topic, in the notebooks' style, the panel is moved six times to
-N just below the largest it offers (at most 2^16) and each update is timed in CPU seconds (other
-work on the machine does not count). The first three are whole updates (the panel forgets the
+For every listed version of every topic, in the notebooks' style, the panel is moved to N just
+below the largest it offers (at most 2^16) and each update is timed in CPU seconds (other work on
+the machine does not count): three whole updates at the default block (the panel forgets the
 picture's trace first, as after a change of version or block), split into the emulator's run at
 N, the checker's and tracer's run on the picture's input, and the drawing (matplotlib and the
-PNG); the last three are N moves as a learner makes them (the picture's input unchanged, its
-trace remembered). The table gives medians.
+PNG); three N moves as a learner makes them (the picture's input unchanged, its trace
+remembered); and three whole updates at every block the panel offers. The table gives medians.
 """
 
 from __future__ import annotations
@@ -46,6 +46,30 @@ def _timed(obj: Any, name: str, part: str, spent: dict[str, float]) -> None:
     setattr(obj, name, timed)
 
 
+def _whole_updates(p: Any, spent: dict[str, float]) -> list[dict[str, float]]:
+    """Three whole updates (the trace forgotten) at N just below the panel's top, each one a change."""
+    top = min(2**16, p.n_typed.max)
+    timed = []
+    for k in range(1, REPEATS + 1):
+        p._inspected.clear()
+        spent.clear()
+        started = time.process_time()
+        p.n_typed.value = top - k if p.n_typed.value != top - k else top - k - REPEATS
+        timed.append({"total": time.process_time() - started, **spent})
+    return timed
+
+
+def _remembered_moves(p: Any) -> list[float]:
+    """Three N moves that leave the picture's input as it was (its trace remembered)."""
+    top = min(2**16, p.n_typed.max)
+    timed = []
+    for k in range(REPEATS + 1, 2 * REPEATS + 1):
+        started = time.process_time()
+        p.n_typed.value = top - k
+        timed.append(time.process_time() - started)
+    return timed
+
+
 def main() -> None:
     course.set_backend("emulator")
     use_notebook_style()  # as every notebook's first cell does
@@ -56,30 +80,36 @@ def main() -> None:
     _timed(panels.Panel, "_draw", "draw", spent)
     print("# Panel updates on the emulator: CPU seconds\n")
     print(f"`python scripts/panel_speed.py` on {platform.processor() or platform.machine()}, matplotlib {matplotlib.__version__}, "
-          f"Python {platform.python_version()}. Medians of three whole updates at N just below "
-          "the largest the panel offers (at most 2^16), as after a change of version or block; the parts: the emulator's run "
-          "at N, the checker's and tracer's run on the picture's input, the drawing (matplotlib and the PNG); last, the "
-          "median of three N moves that leave the picture's input as it was (its trace remembered).\n")  # fmt: skip
-    print("| topic | version | N | total | run | inspect | draw | N move, trace remembered |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          f"Python {platform.python_version()}. For every version at its default block: the median of three whole "
+          "updates at N just below the largest the panel offers (at most 2^16), as after a change of version or block, "
+          "and its parts: the emulator's run at N, the checker's and tracer's run on the picture's input, the drawing "
+          "(matplotlib and the PNG); then the median of three N moves that leave the picture's input as it was (its "
+          "trace remembered); last, the same whole update at every block the panel offers for the version.\n")  # fmt: skip
+    print(
+        "| topic | version | N | total | run | inspect | draw | N move, trace remembered | every block: whole update |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for engine in TOPICS:
         p = engine.panel()
         for name in engine.versions():
             p.version.value = name
-            top = min(2**16, p.n_typed.max)
-            full, remembered = [], []
-            for k in range(1, 2 * REPEATS + 1):  # N just below the top: each move is a change
-                fresh = k <= REPEATS
-                if fresh:  # the whole update, as after a change of version or block
-                    p._inspected.clear()
-                spent.clear()
-                started = time.process_time()
-                p.n_typed.value = top - k if p.n_typed.value != top - k else top - k - 2 * REPEATS
-                (full if fresh else remembered).append({"total": time.process_time() - started, **spent})
+            default = p.block.value
+            full = _whole_updates(p, spent)
+            n = p.last["n"]
             median = {part: statistics.median(m.get(part, 0.0) for m in full) for part in ("total", *PARTS)}
             parts = " | ".join(f"{median[k]:.2f}" for k in ("total", *PARTS))
-            move = statistics.median(m["total"] for m in remembered)
-            print(f"| {engine.name} | {name} | {p.last['n']} | {parts} | {move:.2f} |", flush=True)
+            move = statistics.median(_remembered_moves(p))
+            blocks = []
+            for label, block in p.block.options:
+                p.block.value = block
+                seconds = statistics.median(m["total"] for m in _whole_updates(p, spent))
+                blocks.append(
+                    f"{label}: {'**' if seconds > 0.5 else ''}{seconds:.2f}{'**' if seconds > 0.5 else ''}"
+                )
+            p.block.value = default
+            print(
+                f"| {engine.name} | {name} | {n} | {parts} | {move:.2f} | {' · '.join(blocks)} |", flush=True
+            )
 
 
 if __name__ == "__main__":

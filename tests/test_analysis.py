@@ -803,3 +803,81 @@ def test_real_histogram_atomics(memory_module):
     ct = analysis.contention(t, "hist")
     assert ct.max_lanes.tolist() == [11, 11] and ct.bins.tolist() == [3, 3]
     assert analysis.totals(t)["atomics"] == 64
+
+
+def test_a_traces_tables_are_kept_on_it_and_read_only():
+    """The panel's picture and metrics ask for one trace's analyses several times: each is computed
+    once per trace (a `where` is another trace), and nobody can change it for the next reader."""
+    t = reduction_trace("sequential")
+    counts = analysis.step_counts(t, "s")
+    assert analysis.step_counts(t, "s") is counts
+    assert analysis.steps(t, "s") is analysis.steps(t, "s")
+    sub = t.where(warp=0)
+    assert analysis.step_counts(sub, "s") is not counts
+    assert len(analysis.steps(sub, "s")) < len(analysis.steps(t, "s"))
+    with pytest.raises(ValueError, match="read-only"):
+        counts.ops[0] = 99
+    with pytest.raises(ValueError, match="read-only"):
+        analysis.bank_conflicts(t).ways[:] = 0
+
+
+def _dataflow_by_rows(acc: np.recarray) -> dict[str, list[int]]:
+    """The data flow's definition, one access at a time (analysis._dataflow computes it in sorts)."""
+    out: dict[str, list[int]] = {
+        k: [] for k in ("block", "stage", "epoch", "thread", "src", "dst", "line", "event")
+    }
+    pending: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads since its last write
+    in_stage: dict[int, dict[int, list[int]]] = {}  # block -> thread -> reads in the stage so far
+    current: dict[int, int] = {}
+    cols = [acc[k].tolist() for k in ("block", "stage", "epoch", "thread", "op", "index", "line", "event")]
+    for block, stage, epoch, thread, op, index, line, event in zip(*cols):
+        if current.get(block) != stage:
+            current[block] = stage
+            pending[block], in_stage[block] = {}, {}
+        if op in analysis.READ_OPS:
+            pending[block].setdefault(thread, []).append(index)
+            in_stage[block].setdefault(thread, []).append(index)
+        if op in analysis.WRITE_OPS:
+            sources = pending[block].get(thread) or in_stage[block].get(thread, [])
+            for src in dict.fromkeys(sources):
+                for k, v in zip(out, (block, stage, epoch, thread, src, index, line, event)):
+                    out[k].append(v)
+            pending[block][thread] = []
+    return out
+
+
+def _random_accesses(rng: np.random.Generator, n: int) -> np.recarray:
+    """Accesses of a few blocks interleaved, stages rising in each block, every kind of op."""
+    block = rng.integers(0, 3, n)
+    stage = np.zeros(n, np.int32)
+    for b in range(3):
+        rows = np.flatnonzero(block == b)
+        stage[rows] = np.cumsum(rng.random(len(rows)) < 0.08)
+    return analysis._table(
+        block=block.astype(np.int32), epoch=stage * 2, stage=stage,
+        thread=rng.integers(0, 5, n).astype(np.int32), warp=np.zeros(n, np.int32),
+        lane=np.zeros(n, np.int8), op=rng.choice(np.array(["ld", "ld", "st", "atom", "red"]), n),
+        index=rng.integers(0, 9, n), line=rng.integers(1, 50, n).astype(np.int32), event=np.arange(n),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dataflow_is_its_definition_on_random_accesses(seed):
+    acc = _random_accesses(np.random.default_rng(seed), [1, 7, 40, 333, 1000, 2500][seed])
+    got, want = analysis._dataflow(acc), _dataflow_by_rows(acc)
+    assert len(got) == len(want["src"]) and (seed == 0 or len(got) > 0)
+    for k, v in want.items():
+        assert got[k].tolist() == v, k
+
+
+@pytest.mark.parametrize("variant", ["interleaved", "sequential"])
+def test_dataflow_is_its_definition_on_reductions_and_scans(variant):
+    stores = _random_accesses(np.random.default_rng(1), 50)
+    stores.op[:] = "st"  # plain stores only: no data flow
+    assert len(analysis._dataflow(stores)) == 0
+    for t, buffer in ((reduction_trace(variant, n=512, blocks=3), "s"), (blelloch_trace(64), "s"),
+                      (kogge_stone_trace(48), "s")):  # fmt: skip
+        acc = analysis.steps(t, buffer)
+        got, want = analysis._dataflow(acc), _dataflow_by_rows(acc)
+        for k, v in want.items():
+            assert got[k].tolist() == v, (buffer, k)

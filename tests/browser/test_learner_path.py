@@ -442,11 +442,21 @@ def _moves(page, panel, topic: str) -> list[tuple[str, str, Any, bool]]:
         typed.fill(str(1 << 16))  # the N: the panel clips it to what the version takes
         typed.press("Enter")
 
+    def largest_block() -> None:  # the most threads (else, already there, the fewest): "any block size"
+        threads = block.evaluate(
+            "s => [...s.options].map(o => o.textContent.split('×').reduce((a, b) => a * parseInt(b), 1))"
+        )
+        biggest = threads.index(max(threads))
+        at = block.evaluate("s => s.selectedIndex")
+        block.select_option(index=biggest if at != biggest else threads.index(min(threads)))
+
     return [
         ("N (slider, one step)", "n-slider", slide_one_step, True),
         ("block (drop-down)", "block", next_block, True),
         (f"version (drop-down) -> {to_version}", "version", pick_version, True),
         ("N (typed 65536)", "n-typed", type_n, True),
+        ("block (the largest)", "block-largest", largest_block, True),
+        ("N (slider, one step) at that block", "n-slider-largest", slide_one_step, True),
     ]
 
 
