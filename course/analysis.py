@@ -236,11 +236,8 @@ def _dataflow(acc: np.recarray) -> np.recarray:
     ]
     group = np.cumsum(new_group) - 1
     is_r, is_w = np.isin(acc.op[order], READ_OPS), np.isin(acc.op[order], WRITE_OPS)
-    writes_so_far = np.cumsum(is_w)
-    first_of_group = np.flatnonzero(new_group)
-    before = (
-        writes_so_far - is_w - (writes_so_far - is_w)[first_of_group][group]
-    )  # writes earlier in the group
+    earlier: np.ndarray = np.cumsum(is_w) - is_w  # writes before each row
+    before = earlier - earlier[np.flatnonzero(new_group)][group]  # ... in its group
     width = int(before.max()) + 2
     key = group * width + before  # reads sorted by key: by group, then segment, in reading order
     reads, writes = np.flatnonzero(is_r), np.flatnonzero(is_w)
