@@ -615,6 +615,9 @@ class Machine:
                         self._release_barriers(force=True)
                         continue
                     return
+            if len(groups) == 1:
+                same = self._run_group(*groups[0])
+                continue
             moved = []
             for p, idx, w, _ in groups:
                 self.work += self.count(idx)
@@ -628,6 +631,26 @@ class Machine:
                 self._release_barriers()
             elif all(m is not None and 0 <= m < g[3] and m < len(code) for m, g in zip(moved, groups)):
                 same = _regroup(groups, moved)
+
+    def _run_group(self, p: int, idx: Any, warps: int, ceiling: int) -> list[Group] | None:
+        """Run the wave's only group for as long as it moves as one below its ceiling (straight-line
+        code and uniform branches: most of a kernel's steps); return its next step if known."""
+        code, lanes, top = self.k.code, self.count(idx), min(ceiling, len(self.k.code))
+        while True:
+            self.work += lanes
+            self.issued += warps
+            moved = self._execute(code[p], p, idx)
+            self.steps += 1
+            if self.work > DEFAULT_WORK:
+                self._out_of_work()
+            if self.barrier_pending:
+                self._release_barriers()
+                return None
+            if moved is None or not 0 <= moved < top:
+                return None
+            if self.steps >= self.budget:
+                return [(moved, idx, warps, ceiling)]
+            p = moved
 
     def _schedule(self) -> list[Group]:
         """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc
