@@ -76,9 +76,9 @@ def _array_of(idx: Any) -> np.ndarray:
 def _regroup(groups: list[Group], moved: list[Any]) -> list[Group]:
     """The next step's groups when every group moved as one to a known pc below its ceiling: by pc,
     in pc order, groups that meet at one pc merged (as the schedule would find them)."""
-    if len(groups) == 1:
-        _, idx, w, ceiling = groups[0]
-        return [(moved[0], idx, w, ceiling)]
+    if len(set(moved)) == len(moved):  # no two meet: the same groups, in pc order
+        out = [(pc, g[1], g[2], g[3]) for pc, g in zip(moved, groups)]
+        return out if moved == sorted(moved) else sorted(out, key=lambda g: g[0])
     at: dict[int, list[Group]] = {}
     for g, pc in zip(groups, moved):
         at.setdefault(pc, []).append(g)
@@ -601,7 +601,6 @@ class Machine:
         return np.isin(blocks, np.fromiter(want, np.int64))
 
     def _run_wave(self) -> None:
-        code = self.k.code
         same: list[Group] | None = None  # the next step's groups when known without a schedule
         while True:
             if self.steps >= self.budget:
@@ -615,9 +614,13 @@ class Machine:
                         self._release_barriers(force=True)
                         continue
                     return
-            if len(groups) == 1:
-                same = self._run_group(*groups[0])
-                continue
+            same = self._run_group(*groups[0]) if len(groups) == 1 else self._run_groups(groups)
+
+    def _run_groups(self, groups: list[Group]) -> list[Group] | None:
+        """Run several groups a step at a time for as long as each moves as one below its ceiling;
+        return the next step's groups if known."""
+        code = self.k.code
+        while True:
             moved = []
             for p, idx, w, _ in groups:
                 self.work += self.count(idx)
@@ -626,11 +629,15 @@ class Machine:
             self.steps += 1
             if self.work > DEFAULT_WORK:
                 self._out_of_work()
-            same = None
             if self.barrier_pending:
                 self._release_barriers()
-            elif all(m is not None and 0 <= m < g[3] and m < len(code) for m, g in zip(moved, groups)):
-                same = _regroup(groups, moved)
+                return None
+            for m, g in zip(moved, groups):
+                if m is None or not 0 <= m < g[3] or m >= len(code):
+                    return None
+            groups = _regroup(groups, moved)
+            if self.steps >= self.budget:
+                return groups
 
     def _run_group(self, p: int, idx: Any, warps: int, ceiling: int) -> list[Group] | None:
         """Run the wave's only group for as long as it moves as one below its ceiling (straight-line
