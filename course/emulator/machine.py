@@ -1185,10 +1185,12 @@ class Machine:
     # -- the trace
 
     def _rows(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sorted threads by warp: each warp, where its lanes start in t, and each lane's row."""
         w = t >> 5
-        starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]]) if len(t) else np.empty(0, np.int64)
-        counts = np.diff(np.r_[starts, len(t)])
-        row = np.repeat(np.arange(len(starts)), counts)
+        if w[0] == w[-1]:  # one warp: most recorded instructions
+            return w[:1], np.zeros(1, np.int64), np.zeros(len(t), np.int64)
+        starts = np.concatenate(([0], np.flatnonzero(w[1:] != w[:-1]) + 1))
+        row = np.cumsum(np.concatenate(([0], (w[1:] != w[:-1]).astype(np.int64))))
         return w[starts], starts, row
 
     def record(
@@ -1247,17 +1249,15 @@ class Machine:
         size: int,
         per_lane: dict[str, np.ndarray],
     ) -> None:
-        nrow = len(starts)
         slot = wave_warp // self.warps_per_block
         bits = np.left_shift(np.uint64(1), lane.astype(np.uint64))
         mask = np.bitwise_or.reduceat(bits, starts).astype(np.uint32)
         assert self.recorder is not None
         self.recorder.add({
             "block": self.block_ids[slot], "warp": wave_warp % self.warps_per_block, "epoch": self.epoch[slot],
-            "step": np.full(nrow, self.steps), "pc": np.full(nrow, self.cur_pc),
-            "ptx_line": np.full(nrow, instr.ptx_line), "line": np.full(nrow, instr.line),
-            "space": np.full(nrow, space), "op": np.full(nrow, op), "opcode": np.full(nrow, instr.opcode),
-            "mask": mask, "size": np.full(nrow, size), **per_lane,
+            "mask": mask, **per_lane,  # and what every row of this instruction shares:
+            "step": self.steps, "pc": self.cur_pc, "ptx_line": instr.ptx_line, "line": instr.line,
+            "space": space, "op": op, "opcode": instr.opcode, "size": size,
         })  # fmt: skip
 
     def trace(self) -> Trace:

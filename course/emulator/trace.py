@@ -171,14 +171,16 @@ class TraceRecorder:
         self.block_filter = blocks
         self.spaces = set(spaces) if spaces is not None else None
         self.max_events = max_events
-        self.chunks: list[dict[str, np.ndarray]] = []
+        self.chunks: list[dict[str, Any]] = []
+        self.sizes: list[int] = []
         self.count = 0
         self.dropped = 0
 
     def wants_space(self, space: str) -> bool:
         return self.spaces is None or space in self.spaces
 
-    def add(self, chunk: dict[str, np.ndarray]) -> None:
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Rows of events: an array per column, or one value every row of the chunk shares."""
         n = len(chunk["block"])
         if n == 0:
             return
@@ -190,6 +192,7 @@ class TraceRecorder:
                 "(blocks=[0, 1]) or fewer spaces (spaces={'shared'}) or a smaller launch"
             )
         self.chunks.append(chunk)
+        self.sizes.append(n)
         self.count += n
 
     def build(self, *, block: tuple[int, int, int], **meta: Any) -> Trace:
@@ -198,7 +201,13 @@ class TraceRecorder:
         for name, dt in {**EVENT_COLUMNS, **LANE_COLUMNS}.items():
             shape = (0, LANES) if name in LANE_COLUMNS else (0,)
             parts = [c[name] for c in self.chunks]
-            cols[name] = np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(shape, dt)
+            if not parts:
+                cols[name] = np.empty(shape, dt)
+            elif all(np.ndim(v) == 0 for v in parts):  # one value a chunk: one repeat for all
+                cols[name] = np.repeat(np.asarray(parts).astype(dt, copy=False), self.sizes)
+            else:
+                parts = [np.full(n, v) if np.ndim(v) == 0 else v for v, n in zip(parts, self.sizes)]
+                cols[name] = np.concatenate(parts).astype(dt, copy=False)
         order = np.argsort(cols["step"], kind="stable")
         if len(order) and np.any(order != np.arange(len(order))):
             cols = {k: v[order] for k, v in cols.items()}
