@@ -148,6 +148,21 @@ def test_a_capped_version_says_why_n_stops_where_it_does(emulator_backend):
     assert p.limit.value == ""
 
 
+def test_per_lane_copies_cap_n_at_small_blocks_on_the_emulator(emulator_backend):
+    """hist5_lanes zeroes and merges 8192 counters a block whatever it counts: at block 32 the panel
+    stops N at 64 blocks' worth and says why; from block 64 on, the general limit holds."""
+    from course import histogram
+
+    p = histogram.panel(version="hist5_lanes", n=1 << 16, block=64)
+    assert p.n_typed.max == 1 << 16 and p.limit.value == ""
+    p.block.value = 32
+    assert p.n_typed.max == 1 << 15 and p.last["n"] == 1 << 15 and p.last["ok"]
+    assert "N stops at 32,768 for hist5_lanes on the emulator" in p.limit.value
+    assert "8192" not in p.limit.value and "32 copies of the 256 bins" in p.limit.value
+    p.version.value = "hist1"  # one shared word per bin: no fixed work to speak of
+    assert p.n_typed.max == 1 << 16 and p.limit.value == ""
+
+
 def test_an_uncapped_panel_shows_no_limit_note(panel):
     assert panel.limit.value == "" and panel.limit in panel.widget.children
 

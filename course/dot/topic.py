@@ -398,11 +398,6 @@ TOPIC = Topic(
         picture_input=picture_input,
         version="dot1",
         n=1024,
-        emulator_max_n={"dot1": 2**14},
-        limit_notes={
-            "dot1": "thread 0 of every block adds its block's products one after another, a loop the "
-            "emulator steps through an instruction at a time"
-        },
     ),
     sample=sample,
 )

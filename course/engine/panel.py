@@ -112,10 +112,12 @@ class Panel:
         v = self.engine.version(version)
         on_gpu = backend.device().backend == "cupy"
         limits = {"backend": GPU_MAX_N if on_gpu else EMULATOR_MAX_N, "version": v.max_n or GPU_MAX_N}
+        block = self.engine.block_for(v) if block is None else block
         if not on_gpu and version in self.spec.emulator_max_n:
-            limits["emulator"] = self.spec.emulator_max_n[version]
+            cap = self.spec.emulator_max_n[version]
+            limits["emulator"] = cap(block) if callable(cap) else cap
         if self.spec.block_max_n is not None:
-            at_block = self.spec.block_max_n(v, self.engine.block_for(v) if block is None else block)
+            at_block = self.spec.block_max_n(v, block)
             if at_block is not None:
                 limits["block"] = at_block
         return limits
@@ -128,7 +130,7 @@ class Panel:
         only the backend's general limit does)."""
         limits = self._limits(version, block)
         top = min(limits.values())
-        if limits.get("emulator") == top:
+        if limits.get("emulator") == top < limits["backend"]:
             why = self.spec.limit_notes.get(version, "its work grows faster than N")
             return f"N stops at {top:,} for {version} on the emulator: {why}; a GPU takes more."
         if limits.get("block") == top:

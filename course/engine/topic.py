@@ -186,8 +186,9 @@ class PanelSpec:
     n: int = 1000
     figsize: tuple[float, float] = (9.0, 4.5)
     # the largest N the panel offers a version on the emulator, where its work grows faster than N
-    # (a naive O(N^2) scan): a click must answer in well under a second
-    emulator_max_n: Mapping[str, int] = field(default_factory=dict)
+    # (a naive O(N^2) scan) or is mostly fixed work per block: a click must answer in half a
+    # second; a number, or a function of the block
+    emulator_max_n: Mapping[str, int | Callable[[Block], int]] = field(default_factory=dict)
     # why, for each capped version: the panel says it under the N slider
     limit_notes: Mapping[str, str] = field(default_factory=dict)
     # the largest N a version takes with a block, where that depends on the block (a one-block

@@ -128,8 +128,11 @@ def compare(got: Any, want: Any, inputs: tuple[np.ndarray, ...]) -> str:
     return f"{len(wrong)} of {BINS} bins wrong ({shown}{', ...' if len(wrong) > 3 else ''})"
 
 
+LOAD_BYTES = 16  # what a thread loads at a time: one 16-byte vector
+
+
 def options(dtype: np.dtype) -> tuple[str, ...]:
-    return ("-DLOAD_BYTES=16",)
+    return (f"-DLOAD_BYTES={LOAD_BYTES}",)
 
 
 # ---------------------------------------------------------------- how each version is launched
@@ -269,9 +272,20 @@ def panel_input(dist: str) -> Any:
     return lambda n, rng: (histogram_bytes(int(n), dist, rng),)
 
 
+def lanes_max_n(block: Any) -> int:
+    """The panel's largest N for the per-lane copies on the emulator: 64 blocks' worth (N needs a
+    block per 16 x block bytes, and every block zeroes and merges its 8192 counters)."""
+    return 64 * LOAD_BYTES * int(block)
+
+
+LANES_NOTE = (
+    "every block zeroes and merges its 32 copies of the 256 bins however few bytes it counts, "
+    "256 loop trips at block 32 (a bigger block takes a bigger N)"
+)
 PANEL = PanelSpec(
     panel_input("uniform"), picture, metrics, picture_input=picture_input, version="hist1", n=4096,
-    figsize=(10.0, 5.0),
+    figsize=(10.0, 5.0), emulator_max_n={"hist5_lanes": lanes_max_n, "hist6_runs": lanes_max_n},
+    limit_notes={"hist5_lanes": LANES_NOTE, "hist6_runs": LANES_NOTE},
 )  # fmt: skip
 
 TOPIC = Topic(
