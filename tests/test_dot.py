@@ -422,10 +422,12 @@ def test_setting_version_n_and_block_runs_again(panel):
     assert panel.last["ok"] and panel.last["answer"].dtype == np.float64
 
 
-def test_the_panel_caps_dot1_on_the_emulator(panel):
-    assert max(panel.n.options) == 2**14
-    panel.version.value = "dot2"
-    assert max(panel.n.options) == 2**16
+def test_the_panel_offers_dot1_every_n_on_the_emulator_and_the_article_its_own(panel):
+    """Thread 0's serial loop runs in one scheduler group (lanes 1-31 wait below it): no cap."""
+    assert max(panel.n.options) == 2**16 and panel.limit.value == ""
+    panel.block.value = 1024
+    panel.n_typed.value = 2**16 - 3  # the longest loop, and a last block with threads past N
+    assert panel.last["ok"] and panel.last["n"] == 2**16 - 3
     panel.version.value = "dot1_article"
     assert max(panel.n.options) == 1024
 
