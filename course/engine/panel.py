@@ -64,6 +64,7 @@ class Panel:
         if spec is None:
             raise ValueError(f"{engine.name} describes no panel")
         self.engine, self.spec = engine, spec
+        _set_aside_what_lives_long()
         first = engine.version(version or spec.version or engine.versions()[0]).name
         wide = {"description_width": "initial"}
         self.version = w.Dropdown(
@@ -190,10 +191,7 @@ class Panel:
 
     def update(self) -> dict[str, Any]:
         """Run, compare, check, trace, draw and measure the current choice; return what happened.
-
-        Python's cyclic garbage collector waits until the new picture is shown: after Run All a
-        kernel holds a few hundred thousand objects, and a full collection (0.1-0.3 s) landing in
-        the middle of a click would double it."""
+        No garbage collection runs in the middle of it (see _set_aside_what_lives_long)."""
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -356,6 +354,18 @@ def _checker_verdict(findings: Any) -> str:
         f"{f.kind} on line{'s' * (len(f.lines) > 1)} {', '.join(map(str, f.lines))}" for f in findings
     )
     return f"<b style='color:#d62728'>✗ checker: {html.escape(what)}</b>"
+
+
+def _set_aside_what_lives_long() -> None:
+    """Take what the kernel holds now out of the garbage collector's full collections.
+
+    After the cells above a panel, a notebook's kernel holds about 200,000 objects that live as
+    long as it does (the emulator's compiled kernels, the course's modules, the notebook's data),
+    and every full collection walks them all: 0.1-0.4 s, at moments no click chooses. Collected
+    once here and frozen, they are left out of later walks (a full collection then takes ~2 ms).
+    Frozen objects are still freed when nothing refers to them; only cycles among them stay."""
+    gc.collect()
+    gc.freeze()
 
 
 def _block_label(block: Any) -> str:

@@ -327,7 +327,13 @@ def _move(page, panel, what: str, action, failed: Path) -> dict[str, Any]:
         raise AssertionError(f"{what}: the panel did not update; it shows {after['status']!r}") from exc
     seconds = answer if answer > 0 else time.perf_counter() - started  # the browser's clock, else ours
     after = page.evaluate(PANEL_STATE_JS, handle)
-    return {"move": what, "seconds": round(seconds, 3), "before": before, "after": after}
+    return {
+        "move": what,
+        "seconds": round(seconds, 3),
+        "started": round(time.time() - seconds, 3),
+        "before": before,
+        "after": after,
+    }
 
 
 def _result_text(state: dict[str, Any]) -> str:
