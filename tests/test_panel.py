@@ -232,6 +232,20 @@ def test_moving_n_over_one_picture_input_traces_it_once(emulator_backend, monkey
     assert calls == ["lookback", "scan_then_propagate"]
 
 
+def test_a_reduction_tree_traces_one_blocks_share(emulator_backend, monkeypatch):
+    """Block 0's tree is what is drawn: a tree version's picture input is one block's share (more
+    blocks were only checked again); a grid-stride loop keeps two blocks that go round twice."""
+    p = reduction.panel(version="reduce2", n=1 << 16, block=256)
+    sizes = []
+    inspect = p.engine.inspect
+    monkeypatch.setattr(
+        p.engine, "inspect", lambda v, *a, **k: sizes.append((v, a[0].size)) or inspect(v, *a, **k)
+    )
+    for version in ("reduce3", "reduce4", "reduce_vec4"):
+        p.version.value = version
+    assert sizes == [("reduce3", 256), ("reduce4", 512), ("reduce_vec4", 16 * 256)] and p.last["ok"]
+
+
 def test_every_n_draws_its_input_from_one_stream(emulator_backend):
     from course import dot, scan
 

@@ -328,7 +328,7 @@ def article_inputs(n: int, rng: np.random.Generator | None = None) -> tuple[np.n
     return a, 2 * a
 
 
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
+def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
     """One block's worth of the input: what the picture of block 0 shows."""
     a, b = inputs
     m = max(1, min(a.size, int(block)))

@@ -210,7 +210,8 @@ class Panel:
             answer = engine.run(version, *inputs, block=block)
             problem = engine.topic.compare(answer, engine.reference(*inputs), inputs)
             result.update(answer=answer, ok=not problem, problem=problem)
-            shown = self.spec.picture_input(inputs, block) if self.spec.picture_input else inputs
+            v = engine.version(version)
+            shown = self.spec.picture_input(inputs, block, v) if self.spec.picture_input else inputs
             grid = self.spec.picture_grid(engine.version(version), block) if self.spec.picture_grid else None
             findings, trace = self._inspect(version, shown, block, grid)
             result["findings"] = findings

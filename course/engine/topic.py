@@ -177,8 +177,8 @@ class PanelSpec:
     make_input: Callable[[int, np.random.Generator], tuple[np.ndarray, ...]]  # inputs of size N
     draw: Callable[[Any, Trace, Version], Any]  # (axes, trace of block 0, version) -> artists
     metrics: Callable[[Trace, Version], Mapping[str, Any]]  # numbers read from that trace
-    # what the picture traces, from the inputs and the block (None: all of the inputs)
-    picture_input: Callable[[tuple[np.ndarray, ...], Block], tuple[np.ndarray, ...]] | None = None
+    # what the picture traces, from the inputs, the block and the version (None: all of the inputs)
+    picture_input: Callable[[tuple[np.ndarray, ...], Block, Version], tuple[np.ndarray, ...]] | None = None
     # the grid the picture is traced with, for a version and block (None: the version's own rule);
     # a grid-stride loop shows its iterations only with fewer blocks than the input needs
     picture_grid: Callable[[Version, Block], int | None] | None = None

@@ -260,7 +260,7 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     return draw.histogram_contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
 
 
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
+def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
     """One loop trip of one block: the first block × 16 bytes (what block 0's atomics look like;
     tracing all of N again would double what a click costs)."""
     (x,) = inputs

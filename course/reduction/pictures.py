@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import analysis, draw
 from ..emulator import Trace
-from ..engine import OneWave, Version
+from ..engine import Cover, OneWave, Version
 
 
 def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
@@ -48,11 +48,13 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     return draw.grid_stride_map(ax, t, "x", by="block", max_elements=256)
 
 
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
-    """Enough of the input for the picture: a tree in block 0, or a loop that goes round twice
-    in two blocks of 16-byte loads."""
+def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
+    """Enough of the input for the picture: one block's share for a tree (block 0 is what is
+    drawn; more blocks would only be checked again), or a loop that goes round twice in two
+    blocks of 16-byte loads."""
     (x,) = inputs
-    return (x[: max(1, min(x.size, 16 * int(block)))],)
+    per_block = version.grid.per_thread * int(block) if isinstance(version.grid, Cover) else 16 * int(block)
+    return (x[: max(1, min(x.size, per_block))],)
 
 
 def picture_grid(version: Version, block: Any) -> int | None:

@@ -342,7 +342,7 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
     return out
 
 
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
+def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
     """At most one tile (32 elements per thread): all a one-block version covers, a full tile of
     the tiled versions, and block 0's outputs of the naive scan."""
     (x,) = inputs

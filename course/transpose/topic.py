@@ -336,7 +336,7 @@ def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
 PICTURE_SIDE = 128  # the picture traces the top-left 128 × 128 of the matrix: block 0 and its neighbours
 
 
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any) -> tuple[np.ndarray, ...]:
+def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
     (a,) = inputs
     return (a[:PICTURE_SIDE, :PICTURE_SIDE],)
 
