@@ -39,6 +39,7 @@ def labelled(canvas_class: type, color: str = "red") -> FigureCanvasAgg:
         )
         ax.text(0.55, y + 0.0031 * i, "64 threads, 2 warps\nno conflicts", fontsize=8, ha="center",
                 color=color, alpha=0.6 if i % 2 else None)  # fmt: skip
+    ax.text(0.02, 0.97, "WWWWWW——MMMM", fontsize=8, va="top")  # the widest glyphs: none cut off
     ax.text(0.3, 0.5, "rotated", rotation=30)
     ax.text(0.3, 0.3, r"$\alpha^2$")
     fig.suptitle("a title\nsecond line")

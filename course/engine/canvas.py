@@ -53,9 +53,9 @@ class _Renderer(RendererAgg):
 
     def _render(self, gc: Any, fx: float, fy: float, s: str, prop: Any, mtext: Any) -> Any:
         """The label drawn by Matplotlib on a transparent canvas of its own, cropped to its ink."""
-        w, h, _ = self.get_text_width_height_descent(s, prop, ismath=False)
-        pad = math.ceil(h) + 4  # room on every side for ascent, descent and overhang
-        width, height = math.ceil(w) + 2 * pad, 2 * pad
+        em = prop.get_size_in_points() * self.dpi / 72  # no glyph is much wider than an em
+        pad = math.ceil(2 * em) + 4  # room on every side for ascent, descent and overhang
+        width, height = math.ceil(1.2 * len(s) * em) + 2 * pad, 2 * pad
         scratch = RendererAgg(width, height, self.dpi)
         pen = scratch.new_gc()
         pen.copy_properties(gc)
