@@ -1,6 +1,6 @@
 """How long a panel update takes on the emulator, and where the time goes (issue #16 asks 0.5 s).
 
-    python scripts/panel_speed.py > docs/panel-speed.md
+    python scripts/panel_speed.py    # prints the table that opens docs/panel-speed.md
 
 For every listed version of every topic, in the notebooks' style, the panel is moved to N just
 below the largest it offers (at most 2^16) and each update is timed in CPU seconds (other work on
