@@ -57,9 +57,9 @@ def test_the_picture_is_matplotlibs_own() -> None:
     inked = (want < 200).any(axis=2)
     assert inked.sum() > 5000  # the labels are there to compare
     diff = np.abs(want - got).max(axis=2)
-    # a label lands within an eighth of a pixel of where Matplotlib puts it: edges differ a little
-    assert diff.max() <= 64, diff.max()
-    assert diff.mean() < 1.0, diff.mean()
+    # a label lands where Matplotlib puts it (to FreeType's 1/64 pixel): blending rounds a little
+    assert diff.max() <= 8, diff.max()
+    assert diff.mean() < 0.1, diff.mean()
 
 
 def test_a_label_is_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,7 +73,7 @@ def test_a_label_is_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(canvas._Renderer, "_render", counted)
     c = labelled(LabelCanvas)
     first = len(rendered)
-    assert 0 < first < 12 * 4 + 3  # repeated labels at one sub-pixel offset render once
+    assert 0 < first <= 12 * 4 + 3  # at most a render per line of text (rotated and math aside)
     assert "no conflicts" in rendered
     c.draw()
     assert len(rendered) == first  # the second draw pastes every label
@@ -87,7 +87,7 @@ def test_a_label_in_a_new_colour_is_drawn_in_it() -> None:
             t.set_color("blue")
         c.draw()
         drawn.append(pixels(c))
-    assert np.abs(drawn[0] - drawn[1]).max() <= 64
+    assert np.abs(drawn[0] - drawn[1]).max() <= 8
 
 
 def test_the_canvas_keeps_a_bounded_number_of_labels(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -693,7 +693,10 @@ class Machine:
         ceilings = (
             np.minimum.reduceat(behind[order], starts).tolist() if behind is not None else [-1] * len(starts)
         )
-        return [(p, act[pcs == p], w, c) for p, w, c in zip(by_pc[starts].tolist(), warps.tolist(), ceilings)]
+        return [
+            (p, _run_of(act[pcs == p]), w, c)
+            for p, w, c in zip(by_pc[starts].tolist(), warps.tolist(), ceilings)
+        ]
 
     def _execute(self, op: ops.Op, p: int, idx: Any) -> int | None:
         """Run op on idx; return the next pc if all of idx moved to one known place (and no lane

@@ -5,8 +5,8 @@ about 3 ms a label, and a panel picture has up to a hundred, the same ones on ev
 3", "64 threads, 2 warps", "no conflicts"). This canvas renders a label the first time it meets
 it (its text, font, colour and sub-pixel position) into a small image and, every time after,
 pastes that image where Matplotlib would have drawn the glyphs: one blit instead of a layout and
-a glyph loop, placed within an eighth of a pixel (tests/test_canvas.py compares the pixels).
-Rotated text and mathtext are drawn as Matplotlib draws them.
+a glyph loop, where Matplotlib places it to FreeType's 1/64 pixel (tests/test_canvas.py compares
+the pixels). Rotated text and mathtext are drawn as Matplotlib draws them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 
 LABELS_KEPT = 2048  # images of labels the canvas keeps (a few KiB each)
-SUBPIXEL = 4  # a label's position is kept to a quarter pixel: its image at each of 16 offsets
+SUBPIXEL = 64  # a label's position is kept to FreeType's 1/64 pixel: pasted, it lands where drawn
 
 
 class _Renderer(RendererAgg):
