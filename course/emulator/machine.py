@@ -626,11 +626,7 @@ class Machine:
                 self.work += self.count(idx)
                 self.issued += w
                 moved.append(self._execute(code[p], p, idx))
-            self.steps += 1
-            if self.work > DEFAULT_WORK:
-                self._out_of_work()
-            if self.barrier_pending:
-                self._release_barriers()
+            if self._end_step():
                 return None
             for m, g in zip(moved, groups):
                 if m is None or not 0 <= m < g[3] or m >= len(code):
@@ -647,17 +643,23 @@ class Machine:
             self.work += lanes
             self.issued += warps
             moved = self._execute(code[p], p, idx)
-            self.steps += 1
-            if self.work > DEFAULT_WORK:
-                self._out_of_work()
-            if self.barrier_pending:
-                self._release_barriers()
+            if self._end_step():
                 return None
             if moved is None or not 0 <= moved < top:
                 return None
             if self.steps >= self.budget:
                 return [(moved, idx, warps, ceiling)]
             p = moved
+
+    def _end_step(self) -> bool:
+        """Count a step and its limits; True if it released a barrier (the lanes regroup)."""
+        self.steps += 1
+        if self.work > DEFAULT_WORK:
+            self._out_of_work()
+        if self.barrier_pending:
+            self._release_barriers()
+            return True
+        return False
 
     def _schedule(self) -> list[Group]:
         """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc

@@ -212,12 +212,12 @@ class Panel:
             result.update(answer=answer, ok=not problem, problem=problem)
             v = engine.version(version)
             shown = self.spec.picture_input(inputs, block, v) if self.spec.picture_input else inputs
-            grid = self.spec.picture_grid(engine.version(version), block) if self.spec.picture_grid else None
+            grid = self.spec.picture_grid(v, block) if self.spec.picture_grid else None
             findings, trace = self._inspect(version, shown, block, grid)
             result["findings"] = findings
             first = trace.launches()[0]
             result["metrics"] = self._launch_facts(version, inputs, block) | dict(
-                self.spec.metrics(first.where(block=0), engine.version(version))
+                self.spec.metrics(first.where(block=0), v)
             )
             if backend.device().backend == "cupy":
                 result["ms"], result["launches"] = self._time_ms(version, inputs, block)

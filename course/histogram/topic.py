@@ -264,7 +264,7 @@ def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) 
     """One loop trip of one block: the first block × 16 bytes (what block 0's atomics look like;
     tracing all of N again would double what a click costs)."""
     (x,) = inputs
-    return (x[: max(1, min(x.size, 16 * int(block)))],)
+    return (x[: max(1, min(x.size, LOAD_BYTES * int(block)))],)
 
 
 def panel_input(dist: str) -> Any:
