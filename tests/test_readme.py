@@ -18,7 +18,11 @@ def test_the_readme_example_runs(emulator_backend, capsys):
     exec(compile(block, "README.md", "exec"), namespace)
     y = namespace["course"].asnumpy(namespace["y"])
     assert (y == 2).all()  # y += x twice: the launch, then the traced launch (which runs for real)
-    assert "emulator" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "emulator" in out
+    # the table the README shows under the example is the one it prints
+    shown = re.findall(r"```text\n(.*?)```", README.read_text(), re.S)[0]
+    assert "sectors/request" in shown and shown in out
 
 
 # ---------------------------------------------------------------- the front page
