@@ -27,6 +27,8 @@ from .errors import (
     UnsupportedInstruction,
 )
 from .gpu import Kernel, Module
+from .progress import my_progress
+from .show import expect_error
 
 
 def notebook() -> None:
@@ -43,6 +45,7 @@ def notebook() -> None:
 __all__ = [
     "ArgumentError", "BackendUnavailable", "BarrierError", "CompileError", "CourseError", "Device", "EmulatorArray", "EmulatorDefect",
     "InputError", "InstructionBudgetExceeded", "Kernel", "KernelFault", "LaunchError", "MisalignedAccessError",
-    "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty", "notebook",
+    "Module", "OutOfBoundsError", "UnsupportedInstruction", "asarray", "asnumpy", "device", "empty", "expect_error",
+    "my_progress", "notebook",
     "set_backend", "zeros",
 ]  # fmt: skip

@@ -1,17 +1,36 @@
-"""Checks for the notebooks' exercises: run the learner's kernel on the emulator, say what is wrong.
+"""The exercise frame: a stub the learner edits, a check that says what is wrong without the answer,
+hints asked for one at a time, the learner's kernel drawn, and progress kept.
 
-A check never raises: a compile error, an out-of-bounds read or a wrong sum all come back
-as a `Verdict` whose text tells the learner what happened and where.
+Three kinds (docs/exercises.md says how to write one):
+
+- `Prediction`: the learner fills in numbers the trace counts; a wrong one is named (which case,
+  which column) with the rule to apply, never the counted value.
+- `KernelExercise`: the learner edits a CUDA C kernel. Its check compiles it, runs every case on
+  the emulator with the checker (a stray access or an endless loop never reaches a GPU), compares
+  the answer with NumPy, holds each trace to the targets the exercise text names ("no bank
+  conflicts", "no double arithmetic"), and on a GPU times it beside the course's best version.
+- `Choice`: the learner picks a launch parameter; on a GPU it is timed against every option, on
+  the emulator held against the device model's arithmetic.
+
+A check never raises for anything a learner types: every failure comes back as a `Verdict`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import html
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backend, gpu
+from . import backend, gpu, progress
 from .errors import CourseError
+
+Dim3 = tuple[int, int, int]
+CASE_BUDGET = 200_000  # scheduler steps a case may take before it is called an endless loop (seconds)
+
+
+# ---------------------------------------------------------------- what a check says
 
 
 @dataclass
@@ -21,64 +40,341 @@ class Verdict:
     ok: bool
     lines: list[str] = field(default_factory=list)
 
+    @property
+    def head(self) -> str:
+        return "✓ correct" if self.ok else "✗ not yet"
+
     def __str__(self) -> str:
-        head = "✓ correct" if self.ok else "✗ not yet"
-        return "\n".join([head, *("  " + ln for ln in self.lines)])
+        return "\n".join([self.head, *("  " + ln for entry in self.lines for ln in entry.splitlines())])
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        import html
-
         colour = "#2ca02c" if self.ok else "#d62728"
         body = "<br>".join(html.escape(ln) for ln in self.lines)
-        return f"<div style='color:{colour}'><b>{'✓ correct' if self.ok else '✗ not yet'}</b><br>{body}</div>"
+        return f"<div style='color:{colour}'><b>{self.head}</b><br><pre style='margin:0'>{body}</pre></div>"
 
 
-def unanswered(predicted: Any, keys: Iterable[Any], what: str) -> Verdict | None:
-    """The verdict of a predict-then-check exercise whose `predicted` leaves some of `keys` out
-    (None when every one is there): which are missing, and what the keys are."""
-    keys = list(keys)
-    missing = [k for k in keys if k not in predicted]
-    if not missing:
-        return None
-    return Verdict(False, [f"predict every {what}: {missing} missing (the {what}s are {keys})"])
+class Hint(str):
+    """One hint, shown as plain text."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# ---------------------------------------------------------------- the frame every exercise shares
+
+
+@dataclass(eq=False)
+class Exercise:
+    """One exercise: its place in the course, its hints (a nudge, then the idea, then where to look),
+    and a grade of the learner's answer. Subclasses say what an answer is and how it is graded."""
+
+    key: str  # "<topic>.<name>": what progress records
+    title: str
+    hints: tuple[str, ...]
+    _hints_shown: int = field(default=0, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.key.split(".", 1)[1]
+
+    def check(self, answer: Any) -> Verdict:
+        """Grade `answer`; what is wrong comes back as a not-yet verdict, never an exception."""
+        try:
+            verdict = self.grade(answer)
+        except CourseError as exc:  # a course error the grade did not expect: still the learner's answer
+            verdict = Verdict(False, [f"{type(exc).__name__}: {first_lines(str(exc))}"])
+        progress.record(self.key, verdict.ok)
+        if not verdict.ok and self.hints:
+            verdict.lines.append(f"(stuck? {self.call_name}.hint() gives a hint, one more each time)")
+        return verdict
+
+    def hint(self) -> Hint:
+        """The next hint: the first call nudges, later ones say more; the last one repeats."""
+        k = min(self._hints_shown, len(self.hints) - 1)
+        self._hints_shown += 1
+        return Hint(f"hint {k + 1} of {len(self.hints)}: {self.hints[k]}")
+
+    @property
+    def call_name(self) -> str:
+        topic, name = self.key.split(".", 1)
+        return f"{topic}.exercises.{name}"
+
+    def grade(self, answer: Any) -> Verdict:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<exercise {self.key}: {self.title}>"
+
+
+# ---------------------------------------------------------------- predict, then check
+
+
+@dataclass(eq=False)
+class Prediction(Exercise):
+    """The learner predicts a tuple of numbers (one per column) for each case; the trace counts them.
+
+    A wrong number is named by case and column with the rule for that column; the counted value is
+    never printed, not even how many were right, so guessing is no shortcut."""
+
+    truth: Callable[[], Mapping[Any, tuple[int | float, ...]]] = lambda: {}
+    columns: tuple[str, ...] = ()
+    rules: Mapping[str, str] = field(default_factory=dict)  # column -> the rule to apply
+    what: str = "case"  # what a key is, in words ("launch", "stride")
+    tolerance: float = 0.0  # relative, for columns that are averages
+
+    def grade(self, answer: Any) -> Verdict:
+        truth = self.truth()
+        if not isinstance(answer, Mapping):
+            return Verdict(
+                False, [f"the prediction is a dict {{{self.what}: (...)}}; got {type(answer).__name__}"]
+            )
+        missing = [k for k in truth if answer.get(k) is None]
+        if missing:
+            return Verdict(False, [f"fill in every {self.what}: {', '.join(map(repr, missing))} still open"])
+        for key, want in truth.items():
+            got = answer[key]
+            got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+            if len(got) != len(self.columns):
+                return Verdict(
+                    False,
+                    [f"{key!r}: give {len(self.columns)} numbers ({', '.join(self.columns)}); got {got}"],
+                )
+            for column, g, w in zip(self.columns, got, want):
+                if g is None or not isinstance(g, (int, float)):
+                    return Verdict(False, [f"{key!r}: '{column}' is still open"])
+                if abs(g - w) > self.tolerance * abs(w):
+                    rule = self.rules.get(column, "")
+                    return Verdict(
+                        False,
+                        [
+                            f"{key!r}: '{column}' is not what the trace counts.",
+                            *([f"the rule: {rule}"] if rule else []),
+                        ],
+                    )
+        return Verdict(True, [f"every {self.what} right, as the trace counts them"])  # fmt: skip
+
+
+# ---------------------------------------------------------------- write a kernel
 
 
 @dataclass
 class Case:
-    """One launch of the learner's kernel and how to judge it."""
+    """One launch of the learner's kernel: its configuration, fresh arguments, and how to judge it."""
 
     label: str
-    run: Callable[[gpu.Kernel], Any]  # launches (or traces) the kernel, returns what to judge
-    judge: Callable[[Any], str]  # "" when right, else what is wrong
+    grid: int | Dim3
+    block: int | Dim3
+    args: Callable[[], tuple[Any, ...]]  # fresh arguments (emulator arrays) for each run
+    judge: Callable[
+        [tuple[Any, ...], Any], str
+    ]  # (the arguments after the launch, its trace) -> "" or what is wrong
+    shared_mem: int = 0
 
 
-def check(source: str, kernel: str, cases: Iterable[Case], *, options: tuple[str, ...] = ()) -> Verdict:
-    """Compile `source`, then run every case on the emulator; stop at the first failure."""
-    previous = backend.device().backend
-    backend.set_backend("emulator")  # bounds-checked, and the same answer on every machine
-    try:
+@dataclass
+class Target:
+    """A property of what the kernel did, read from its trace (or its compiled code): the exercise
+    text names it ("no bank conflicts"). `measure(trace, kernel)` returns "" or what is off."""
+
+    name: str
+    measure: Callable[[Any, gpu.Kernel], str]
+
+
+@dataclass(eq=False)
+class KernelExercise(Exercise):
+    """The learner edits `stub`, a kernel named `kernel`; the check judges, in order: it compiles;
+    the checker finds no bug on any case; every answer matches NumPy; every target holds; on a GPU,
+    `timing` says how fast it is beside the course's best version."""
+
+    kernel: str = ""
+    stub: str = ""
+    cases: Callable[[], Sequence[Case]] = lambda: ()
+    targets: tuple[Target, ...] = ()
+    options: tuple[str, ...] = ()
+    timing: Callable[[gpu.Kernel], list[str]] | None = None  # GPU only: lines comparing speeds
+    draw: Callable[[Any, gpu.Kernel], Any] | None = None  # (figure, kernel) -> the learner's kernel drawn
+
+    def compile(self, source: str) -> gpu.Kernel:
+        """The learner's kernel, compiled for the emulator (CompileError or KeyError if it is not there)."""
+        with backend.using("emulator"):
+            return gpu.Module(code=source, options=self.options).get_function(self.kernel)
+
+    def grade(self, answer: Any) -> Verdict:
+        if not isinstance(answer, str):
+            return Verdict(
+                False, [f"the answer is the kernel's CUDA C source, a str; got {type(answer).__name__}"]
+            )
         try:
-            k = gpu.Module(code=source, options=options).get_function(kernel)
-        except (CourseError, KeyError) as exc:
-            return Verdict(False, [f"it does not compile: {_first_lines(str(exc))}"])
-        passed = 0
-        for case in cases:
-            try:
-                problem = case.judge(case.run(k))
-            except (CourseError, TypeError, ValueError) as exc:
-                problem = f"{type(exc).__name__}: {_first_lines(str(exc))}"
+            k = self.compile(answer)
+        except CourseError as exc:
+            return Verdict(False, ["it does not compile:", *first_lines(str(exc), 6).splitlines()])
+        except KeyError:
+            return Verdict(
+                False, [f'there is no kernel `{self.kernel}`: keep its name and `extern "C" __global__`']
+            )
+        cases = list(self.cases())
+        for i, case in enumerate(cases):
+            problem = run_case(k, case, self.targets)
             if problem:
                 return Verdict(
-                    False, [f"{case.label}: {problem}", f"({passed} case(s) passed before this one)"]
+                    False, [f"{case.label}: {problem}", f"({i} of {len(cases)} cases passed before this one)"]
                 )
-            passed += 1
-        return Verdict(True, [f"all {passed} cases right"])
-    finally:
-        backend.set_backend(previous)
+        lines = [f"all {len(cases)} cases right"] + [f"target met: {t.name}" for t in self.targets]
+        if self.timing is not None and backend.device().backend == "cupy":
+            lines += self.timing(k)
+        return Verdict(True, lines)
+
+    def show(self, source: str) -> Any:
+        """The learner's kernel drawn as the course draws its own versions, under its verdict."""
+        from .show import figure_png
+
+        verdict = self.check(source)
+        if self.draw is None:
+            return verdict
+        try:
+            k = self.compile(source)
+        except (CourseError, KeyError):
+            return verdict
+        try:
+            png = figure_png(lambda fig: self.draw(fig, k))  # type: ignore[misc]
+        except CourseError as exc:
+            verdict.lines.append(f"(not drawn: {type(exc).__name__}: {first_lines(str(exc), 2)})")
+            return verdict
+        return Shown(verdict, png)
 
 
-def _first_lines(text: str, n: int = 4) -> str:
+def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
+    """One case on the emulator, checked: "" when the checker finds nothing, the answer is right and
+    every target holds; else the first problem, in words."""
+    try:
+        args = case.args()
+        findings, trace = k.inspect(
+            case.grid, case.block, args, shared_mem=case.shared_mem, budget=CASE_BUDGET
+        )
+    except CourseError as exc:
+        return f"{type(exc).__name__}: {first_lines(str(exc))}"
+    if findings:
+        return "the checker found a bug:\n" + first_lines(str(findings[0]), 8)
+    problem = case.judge(args, trace)
+    if problem:
+        return problem
+    for target in targets:
+        if off := target.measure(trace, k):
+            return f"the answer is right, but the target '{target.name}' is not met: {off}"
+    return ""
+
+
+@dataclass
+class Shown:
+    """A verdict and the picture of the learner's kernel, shown together in a notebook."""
+
+    verdict: Verdict
+    png: bytes
+
+    def __str__(self) -> str:
+        return str(self.verdict)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        import base64
+
+        img = base64.b64encode(self.png).decode()
+        return self.verdict._repr_html_() + f"<img src='data:image/png;base64,{img}'/>"
+
+
+# ---------------------------------------------------------------- measure, then choose
+
+
+@dataclass(eq=False)
+class Choice(Exercise):
+    """The learner picks a launch parameter (a block size, a grid): `allowed` says what it may be,
+    `judge` measures it (timed on a GPU; the device model's arithmetic on the emulator)."""
+
+    allowed: Callable[[Any], str] = lambda answer: ""  # "" or what is wrong with the answer's form
+    judge: Callable[[Any], Verdict] = lambda answer: Verdict(False)
+
+    def grade(self, answer: Any) -> Verdict:
+        if isinstance(answer, list):
+            answer = tuple(answer)
+        if problem := self.allowed(answer):
+            return Verdict(False, [problem])
+        return self.judge(answer)
+
+
+# ---------------------------------------------------------------- targets most exercises name
+
+
+def no_double() -> Target:
+    """No double-precision arithmetic in the compiled kernel (a constraint of the exercise)."""
+
+    def measure(trace: Any, k: gpu.Kernel) -> str:
+        body = k.module.compiled.ptx
+        hits = sorted(set(re.findall(r"\b(\w+(?:\.\w+)*\.f64)\b", body)))
+        hits = [h for h in hits if not h.startswith(("ld.", "st.", "mov."))]
+        return (
+            f"the compiled code does double arithmetic ({', '.join(hits[:3])}): keep to float" if hits else ""
+        )
+
+    return Target("no double arithmetic", measure)
+
+
+def compare_speed(
+    mine: Callable[[tuple[Any, ...]], Callable[[], None]],
+    engine: Any,
+    best: str,
+    inputs: tuple[Any, ...],
+    moved: int,
+    *,
+    runs: int = 20,
+) -> list[str]:
+    """GPU only: the learner's launch (`mine(device inputs)` -> a step to time) against the course's
+    `best` version and a read + write copy of the same `moved` bytes, on the same inputs, rotated
+    out of L2 as the benchmark does: lines for a verdict."""
+    import statistics
+
+    from . import arrays, bench
+
+    sets = max(2, -(-3 * backend.device().l2_cache_bytes // max(1, moved)))  # what L2 cannot hold
+    device_sets = [tuple(arrays.asarray(x) for x in inputs) for _ in range(min(sets, 8))]
+
+    def best_step(s: tuple[Any, ...]) -> Callable[[], None]:
+        steps = list(engine.plan(best, *s).steps)
+        return lambda: [step() for step in steps] and None
+
+    gbps = {}
+    for label, make in (("yours", mine), (best, best_step)):
+        ms = statistics.median(bench.time_runs([make(s) for s in device_sets], runs=runs))
+        gbps[label] = moved / ms / 1e6
+    gbps["a read + write copy of the same bytes"] = (
+        moved / statistics.median(bench.time_copy(moved, runs=runs)) / 1e6
+    )
+    del device_sets
+    bench.free_gpu_memory()
+    speeds = ", ".join(f"{k} {v:.0f} GB/s" for k, v in gbps.items())
+    return [
+        f"on {backend.device().name}: {speeds}",
+        f"yours runs at {gbps['yours'] / gbps[best]:.2f}× {best}",
+    ]
+
+
+def first_lines(text: str, n: int = 4) -> str:
     lines = text.strip().splitlines()
     return "\n".join(lines[:n]) + (" ..." if len(lines) > n else "")
+
+
+# ---------------------------------------------------------------- the course's exercises
+
+
+def all_exercises() -> dict[str, list[Exercise]]:
+    """Every topic's exercises, in the notebooks' order: {topic: [exercise, ...]}."""
+    import importlib
+
+    from .topics import TOPICS
+
+    return {
+        engine.name: list(importlib.import_module(f"course.{engine.name}.exercises").EXERCISES)
+        for engine in TOPICS
+    }

@@ -15,7 +15,7 @@ models of the kernels' ways of adding. The kernels are in `kernels/dot.cu`.
 
 from __future__ import annotations
 
-from .exercises import exercise_atomics, exercise_grid, exercise_kahan, exercise_stride
+from . import exercises
 from .story import (
     AtomicOrders,
     Printed,
@@ -88,7 +88,7 @@ __all__ = [
     "article_answer", "article_check", "article_inputs", "article_kernel", "article_program", "article_sums",
     "article_timings", "atomic_counts", "atomic_orders", "atomic_table", "block_work", "check", "draw_atomic_orders",
     "draw_errors", "draw_grid_stride", "draw_running_sum", "draw_slot_atomics", "draw_tree", "error_goals",
-    "error_table", "exercise_atomics", "exercise_grid", "exercise_kahan", "exercise_stride", "first_trace",
+    "error_table", "exercises", "first_trace",
     "host_sum", "int_accumulator", "int_sum", "kernel", "kernel_errors", "launch_arithmetic", "launch_table",
     "listing3_answer", "load_table", "measured_errors", "model_errors", "order_table", "panel", "plot_errors",
     "plot_speed", "reference", "repeat_table", "reruns_without_zeroing", "run", "running_rows", "running_sum",
