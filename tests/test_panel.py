@@ -254,3 +254,34 @@ def test_every_n_draws_its_input_from_one_stream(emulator_backend):
         small = spec.make_input(1000, np.random.default_rng(panels.PANEL_SEED))
         large = spec.make_input(5000, np.random.default_rng(panels.PANEL_SEED))
         assert all(np.array_equal(a, b[: a.size]) for a, b in zip(small, large))
+
+
+def test_the_display_bundle_carries_a_static_copy_beside_the_widget(panel):
+    """A front end that cannot draw the widget (no kernel, GitHub, nbviewer) shows the picture and
+    the words the panel showed last, not `VBox(children=(HBox(...`."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    panel.n_typed.value = 2000
+    bundle = panel._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.widget.model_id
+    picture = base64.b64decode(bundle["image/png"])
+    assert picture == panel.image.value  # the PNG already shown, not drawn again
+    width, height = panel.figure.get_size_inches() * panels.PICTURE_DPI
+    assert Image.open(io.BytesIO(picture)).size == (round(width), round(height))
+    assert bundle["text/plain"] == panel.text()
+    assert bundle["text/plain"].startswith("reduce1 N=2000 block=128: matches NumPy")
+    assert "grid: 16 blocks of 128" in bundle["text/plain"]
+    html = bundle["text/html"]
+    assert panel.status.value in html and panel.metrics.value in html
+    assert f"data:image/png;base64,{bundle['image/png']}" in html
+
+
+def test_a_failed_run_has_no_picture_in_its_static_copy(panel):
+    panel.version.value = "reduce4_article"
+    panel.n.value = 1000
+    bundle = panel._repr_mimebundle_()
+    assert "image/png" not in bundle and "<img" not in bundle["text/html"]
+    assert "OutOfBoundsError" in bundle["text/plain"] and "OutOfBoundsError" in bundle["text/html"]

@@ -11,6 +11,7 @@ description through its engine; nothing here names a topic.
 
 from __future__ import annotations
 
+import base64
 import gc
 import hashlib
 import html
@@ -52,7 +53,7 @@ def log_sizes(limit: int) -> list[int]:
 
 
 class Panel:
-    """The widgets, the last result, and the figure; `_ipython_display_` shows the whole panel.
+    """The widgets, the last result, and the figure; displayed, the widget view with a static copy.
 
     N is slid (sizes on a log scale, with the awkward neighbours of powers of two) or typed (any
     N); the picture is drawn at the size it is shown, so it stays sharp."""
@@ -342,10 +343,25 @@ class Panel:
             buf.write(f"  {k}: {v}\n")
         return buf.getvalue().rstrip()
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """The widget view, and beside it a static copy of the panel as it is now for a front end
+        that cannot draw the widget (an untrusted notebook, nbviewer, GitHub): the picture (the
+        PNG the panel shows, not drawn again), the status and the metrics as HTML and as text.
+        Front ends take the first kind they can show: the widget where it lives, else the HTML
+        (status, metrics, picture), else the picture, else the text."""
+        bundle = dict(self.widget._repr_mimebundle_() or {})  # None once the widget is closed
+        shown = not self.last.get("error") and self.image.value
+        picture = ""
+        if shown:  # base64 text, as IPython's own images travel (raw bytes reach the file as a list)
+            encoded = base64.b64encode(self.image.value).decode("ascii")
+            bundle["image/png"] = encoded
+            picture = f"<img src='data:image/png;base64,{encoded}' style='max-width:100%'>"
+        bundle["text/html"] = (
+            f"<div class='course-panel-static'><div>{self.limit.value}</div><div>{self.status.value}</div>"
+            f"{self.metrics.value}{picture}</div>"
+        )
+        bundle["text/plain"] = self.text()
+        return bundle
 
 
 def _checker_verdict(findings: Any) -> str:
