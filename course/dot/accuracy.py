@@ -39,7 +39,15 @@ METHODS = (
     "float64 accumulation",
     "float32 rounding of the exact",
 )
-GPU_LANES = 132 * 2048  # a grid that fills an H100/H200 once: 132 SMs x 2048 threads
+
+
+def gpu_lanes() -> int:
+    """The threads of a grid that fills the active device once (SMs x threads an SM holds: 132 x
+    2048 on an H100 or H200, 40 x 1024 on a T4): the `lanes` of the "GPU tree" by default."""
+    from ..backend import device
+
+    dev = device()
+    return dev.sm_count * dev.threads_per_sm
 
 
 def _two_sum(s: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,16 +118,18 @@ def lane_sums(a: np.ndarray, b: np.ndarray, lanes: int) -> np.ndarray:
     return s
 
 
-def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int = GPU_LANES) -> np.float32:
+def gpu_tree(a: np.ndarray, b: np.ndarray, lanes: int | None = None) -> np.float32:
     """What a grid-stride kernel with `lanes` threads computes: lane_sums, then added pairwise
-    (the block trees, then the blocks' sums)."""
-    return np.float32(pairwise(lane_sums(a, b, lanes)))
+    (the block trees, then the blocks' sums); `lanes` None: `gpu_lanes()`."""
+    return np.float32(pairwise(lane_sums(a, b, lanes or gpu_lanes())))
 
 
 def sums(
-    a: np.ndarray, b: np.ndarray, *, lanes: int = GPU_LANES, exact_value: float | None = None
+    a: np.ndarray, b: np.ndarray, *, lanes: int | None = None, exact_value: float | None = None
 ) -> dict[str, float]:
-    """The dot product of float32 a and b by every method of METHODS (as Python floats)."""
+    """The dot product of float32 a and b by every method of METHODS (as Python floats); `lanes`:
+    the GPU tree's threads (None: `gpu_lanes()`)."""
+    lanes = lanes or gpu_lanes()
     a, b = np.asarray(a, F32), np.asarray(b, F32)
     p64 = a.astype(F64) * b.astype(F64)  # exact
     p32 = p64.astype(F32)  # what a * b gives in float32
@@ -139,14 +149,14 @@ def sums(
     }
 
 
-def relative_errors(a: np.ndarray, b: np.ndarray, *, lanes: int = GPU_LANES) -> dict[str, float]:
+def relative_errors(a: np.ndarray, b: np.ndarray, *, lanes: int | None = None) -> dict[str, float]:
     """|method - exact| / |exact| for every method."""
     ex = exact(np.asarray(a, F32), np.asarray(b, F32))
     return {k: abs(v - ex) / abs(ex) for k, v in sums(a, b, lanes=lanes, exact_value=ex).items()}
 
 
 def error_table(
-    ns: Iterable[int], seeds: int = 5, *, lanes: int = GPU_LANES, methods: Sequence[str] = METHODS
+    ns: Iterable[int], seeds: int = 5, *, lanes: int | None = None, methods: Sequence[str] = METHODS
 ) -> list[dict[str, float]]:
     """Per N, the median relative error of each method over `seeds` pairs of standard-normal
     float32 vectors (seed k: numpy.random.default_rng(k), a then b)."""

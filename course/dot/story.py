@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, bench, draw
+from .. import analysis, arrays, backend, bench, draw, occupancy
 from ..checks import Findings
 from ..compiler import read_kernel
 from ..emulator import Trace
@@ -291,12 +291,12 @@ def launch_arithmetic(n: int = 2**28, block: int = 256) -> Table:
     emulator): the article's N / block blocks against one wave of this GPU (dot2), and dot_shfl's
     one atomic per block."""
     dev = backend.device()
-    wave = ENGINE.version("dot2").grid(n, block, dev)[0]
+    wave = ENGINE.grid("dot2", n, block, np.float32)[0]
     rows = Table()
     for label, blocks, per_block in (
         ("dot2, the article's N / 256 blocks", max(1, n // block), block),
         (f"dot2, one wave ({dev.sm_count} SMs × {wave // dev.sm_count} blocks)", wave, block),
-        ("dot_shfl, one wave", ENGINE.version("dot_shfl").grid(n, block, dev)[0], 1),
+        ("dot_shfl, one wave", ENGINE.grid("dot_shfl", n, block, np.float32)[0], 1),
     ):
         threads = blocks * block
         rows.append({"launch": label, "blocks": blocks, "loads of a per thread (most)": -(-n // threads),
@@ -725,7 +725,8 @@ def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: in
 
 
 def wave_table(n: int = 2**28, block: int = 256, runs: int = 20) -> Table:
-    """dot_vec4 with 1, 2, 4 and 8 blocks of `block` per SM (8 is one full wave for 256): the bytes
+    """dot_vec4 with 1, 2, 4 and 8 blocks of `block` per SM, up to as many as an SM holds (one full
+    wave: 8 for 256 on Hopper, if its registers allow): the bytes
     of loads each SM keeps in flight (threads × LOADS 16-byte loads of a and of b) against the
     bandwidth reached, beside a device copy of the same bytes. On the emulator: an empty table."""
     if not _on_gpu():
@@ -733,9 +734,10 @@ def wave_table(n: int = 2**28, block: int = 256, runs: int = 20) -> Table:
     sets = _vector_sets(n)
     copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
     sms = backend.device().sm_count
+    holds = occupancy.resident_blocks(ENGINE.kernel("dot_vec4", np.float32, block), block)
     rows = Table()
     for per_sm in (1, 2, 4, 8):
-        if per_sm * block > 2048:
+        if per_sm > holds:
             break
         launches = [
             ENGINE.plan("dot_vec4", a, b, block=block, grid=sms * per_sm).launches[0] for a, b in sets

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, draw
-from ..backend import Device, device
+from .. import analysis, arrays, draw, occupancy
+from ..backend import device
 from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
@@ -48,7 +48,7 @@ class ArticleGrid(Cover):
     """The article's `N / 256` blocks of 256: N // block blocks, rounded down, at least 1 (the
     article's own launch is 0 blocks for N < 256, which the GPU refuses)."""
 
-    def __call__(self, size: Any, block: Any, device: Device) -> tuple[int, int, int]:
+    def __call__(self, size: Any, block: Any, where: Any) -> tuple[int, int, int]:
         return (max(1, int(size) // int(block)), 1, 1)
 
     def __str__(self) -> str:
@@ -64,6 +64,10 @@ class DotVersion(Version):
     shared_per_thread: bool = False  # dynamic shared memory: one accumulator per thread
     wide: bool = False  # answers in float64 whatever the inputs
     article: bool = False  # the article's code: N compiled in (-DARTICLE_N), a module per N
+
+    def shared_bytes(self, block: Any, dtype: np.dtype) -> int:
+        acc = np.dtype(np.float64) if self.wide else np.dtype(dtype)
+        return int(block) * acc.itemsize if self.shared_per_thread else 0
 
 
 WIDE_NOTE = (
@@ -202,7 +206,7 @@ def plan(call: Call) -> Plan:
     if v.out == "one":
         out = call.zeros(1, acc)
         return Plan([_zero(out), call.launch((a, b, out, n))], _first(out))
-    shared = call.block3[0] * acc.itemsize if v.shared_per_thread else 0
+    shared = v.shared_bytes(call.block, call.dtype)
     if v.out == "slot":  # every block adds into the same blockDim words: zero them every run
         c = call.zeros(call.block3[0], acc)
         first: list[Any] = [_zero(c), call.launch((a, b, c, n), shared_mem=shared)]
@@ -220,7 +224,8 @@ def sum_partials(call: Call, c: Any) -> tuple[Any, Any]:
     theirs), and the one-word array it writes the total to."""
     k = call.kernel("dot_sum_partials")
     m = int(c.size)
-    blocks = max(1, min(-(-m // FINISH_BLOCK), device().sm_count * (2048 // FINISH_BLOCK)))
+    wave = device().sm_count * occupancy.resident_blocks(k, FINISH_BLOCK)
+    blocks = max(1, min(-(-m // FINISH_BLOCK), wave))
     partial, out = call.empty(blocks, c.dtype), call.empty(1, c.dtype)
     launch = call.launch(
         (c, partial, out, np.int32(m)), kernel=k, grid=(blocks, 1, 1), block=(FINISH_BLOCK, 1, 1)

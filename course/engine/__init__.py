@@ -20,6 +20,7 @@ from .topic import (
     OneWave,
     PanelSpec,
     Size,
+    Target,
     Tiles,
     Topic,
     Version,
@@ -27,5 +28,5 @@ from .topic import (
 
 __all__ = [
     "BenchSpec", "Block", "Call", "Cover", "Engine", "GridRule", "Launch", "OneBlock", "OneWave", "PanelSpec",
-    "Plan", "Size", "Step", "Tiles", "Topic", "Version",
+    "Plan", "Size", "Step", "Target", "Tiles", "Topic", "Version",
 ]  # fmt: skip

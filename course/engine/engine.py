@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import arrays, backend
+from .. import arrays, backend, occupancy
 from ..checks import Findings
 from ..emulator import Trace
 from ..errors import ArgumentError, InputError
 from ..gpu import Kernel, Module
 from .launch import Call, Launch, Plan, Step
-from .topic import BenchSpec, Block, Topic, Version
+from .topic import BenchSpec, Block, Target, Topic, Version
 
 if TYPE_CHECKING:
     from ..bench import Inputs
@@ -208,8 +208,29 @@ class Engine:
                 raise InputError(f"grid must be a number of blocks, at least 1; got {grid!r}")
             dims = (int(grid), 1, 1)
         else:
-            dims = v.grid(size, block, backend.device())
+            dims = v.grid(size, block, self.target(v, inputs[0].dtype))
         return self.topic.plan(Call(self, v, tuple(inputs), size, block, dims))
+
+    def target(self, version: str | Version, dtype: Any) -> Target:
+        """What `version`'s grid rule sees for inputs of `dtype` on the active device: the device,
+        and how many blocks of the version's kernel (with its dynamic shared memory) an SM holds."""
+        v, dt, dev = self.version(version), np.dtype(dtype), backend.device()
+
+        def resident(block: Block) -> int:
+            kernel = self.kernel(v, dt, block)
+            return occupancy.resident_blocks(kernel, block, v.shared_bytes(block, dt), dev)
+
+        return Target(dev, resident)
+
+    def grid(
+        self, version: str | Version, size: Any, block: Block | None = None, dtype: Any = None
+    ) -> tuple[int, int, int]:
+        """The grid `version` launches for an input of `size` (N or a shape) and `dtype` (default:
+        the first it takes) with `block`, on the active device, without making the input."""
+        v = self.version(version)
+        if dtype is None:
+            dtype = v.dtypes[0] if v.dtypes else self.topic.bench.dtypes[0] if self.topic.bench else "float32"
+        return v.grid(size, self.block_for(v, block), self.target(v, dtype))
 
     def kernel(self, version: str | Version, dtype: Any, block: Block | None = None) -> Kernel:
         """The compiled kernel of `version` for inputs of `dtype` (templates: for `block`), or any

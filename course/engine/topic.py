@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import occupancy
 from ..backend import Device
 from ..errors import InputError
 
@@ -36,7 +37,7 @@ class Cover:
 
     per_thread: int = 1
 
-    def __call__(self, size: Size, block: Block, device: Device) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
         return (max(1, -(-_elements(size) // (_threads(block) * self.per_thread))), 1, 1)
 
     def __str__(self) -> str:
@@ -45,23 +46,53 @@ class Cover:
 
 
 @dataclass(frozen=True)
+class Target:
+    """Where a version's launch runs, as its grid rule sees it: the device, and how many blocks of
+    the version's kernel (its registers, its shared memory) one SM holds at once."""
+
+    device: Device
+    # blocks per SM of the version's kernel at a block size (course.occupancy); None: no kernel
+    # known, so an SM's threads and blocks alone count
+    resident: Callable[[Block], int] | None = None
+
+    def blocks_per_sm(self, block: Block) -> int:
+        if self.resident is not None:
+            return self.resident(block)
+        return occupancy.calculate(self.device, _threads(block)).blocks
+
+    @property
+    def sm_count(self) -> int:
+        return self.device.sm_count
+
+
+def target(where: Device | Target) -> Target:
+    """A grid rule's third argument as a `Target` (rules written for a bare Device keep working)."""
+    return where if isinstance(where, Target) else Target(where)
+
+
+@dataclass(frozen=True)
 class OneWave:
-    """As many blocks as the GPU holds at once (`per_sm` per SM, or as many as fit by threads),
-    fewer if N needs fewer: a grid-stride loop covers the rest."""
+    """As many blocks as the GPU holds at once (`per_sm` per SM, or as many as the kernel's
+    occupancy allows), fewer if N needs fewer: a grid-stride loop covers the rest."""
 
     per_thread: int = 1  # elements a thread takes per loop iteration (to count the blocks N needs)
-    per_sm: int | None = None  # blocks per SM; None: 2048 threads per SM's worth
+    per_sm: int | None = None  # blocks per SM; None: as many as fit (course.occupancy)
 
-    def resident(self, block: Block, device: Device) -> int:
-        per_sm = self.per_sm or max(1, 2048 // _threads(block))
-        return device.sm_count * per_sm
+    def resident(self, block: Block, where: Device | Target) -> int:
+        """Blocks in one wave: SMs × blocks an SM holds at once."""
+        t = target(where)
+        return t.sm_count * (self.per_sm or t.blocks_per_sm(block))
 
-    def __call__(self, size: Size, block: Block, device: Device) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
         needed = -(-_elements(size) // (_threads(block) * self.per_thread))
-        return (max(1, min(needed, self.resident(block, device))), 1, 1)
+        return (max(1, min(needed, self.resident(block, where))), 1, 1)
 
     def __str__(self) -> str:
-        per_sm = f"{self.per_sm} blocks" if self.per_sm else "2048 threads' worth of blocks"
+        per_sm = (
+            f"{self.per_sm} blocks"
+            if self.per_sm
+            else "as many blocks as fit (threads, blocks, registers, shared memory)"
+        )
         return f"one wave: {per_sm} per SM, fewer if N needs fewer; a grid-stride loop does the rest"
 
 
@@ -69,7 +100,7 @@ class OneWave:
 class OneBlock:
     """A single block (the one-block versions of dot and scan)."""
 
-    def __call__(self, size: Size, block: Block, device: Device) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
         return (1, 1, 1)
 
     def __str__(self) -> str:
@@ -82,7 +113,7 @@ class Tiles:
 
     tile: tuple[int, int] = (32, 32)
 
-    def __call__(self, size: Size, block: Block, device: Device) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
         rows, cols = size if isinstance(size, tuple) else (1, size)
         return (max(1, -(-cols // self.tile[1])), max(1, -(-rows // self.tile[0])), 1)
 
@@ -90,8 +121,9 @@ class Tiles:
         return f"one block per {self.tile[0]}×{self.tile[1]} tile"
 
 
-# how many blocks for an input: (size, block, device) -> grid; the classes above, or any callable
-GridRule = Callable[[Size, Block, Device], Dim3]
+# how many blocks for an input: (size, block, target) -> grid; the classes above, or any callable
+# (a rule that reads only the device may take the target's `device`, or a Device where one is passed)
+GridRule = Callable[[Size, Block, Target], Dim3]
 
 
 def awkward_sizes(block: Block) -> list[Size]:
@@ -136,6 +168,11 @@ class Version:
     @property
     def kernel_name(self) -> str:
         return self.kernel or self.name
+
+    def shared_bytes(self, block: Block, dtype: np.dtype) -> int:
+        """The dynamic shared memory a launch with `block` on `dtype` inputs asks for (a topic's
+        version that takes some says how much; its plan and its one-wave grid both read it)."""
+        return 0
 
     def instance_for(self, block: Block) -> str:
         """The kernel a launch with `block` runs: a template instance, or the kernel itself."""

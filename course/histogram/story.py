@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, bench, draw
+from .. import analysis, arrays, backend, bench, draw, occupancy
 from ..emulator import Trace
 from ..errors import InputError, KernelFault
 from ..gpu import Kernel, Module
@@ -23,12 +23,8 @@ from ..source import Table
 from . import pictures
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
 from .topic import (
-    BLOCKS_PER_SM,
     ENGINE,
-    SHARED_PER_SM,
-    SHARED_RESERVED,
     STORY,
-    THREADS_PER_SM,
     HistogramVersion,
     counting_line,
     picture,
@@ -38,8 +34,6 @@ from .wide import WIDE_BINS, wide_plan
 ARTICLE_N = 100 * 2**20  # the article's 100 MiB of random bytes
 ARTICLE_BLOCK = 256
 NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
-LATENCY_NS = 600  # a load's round trip to DRAM on an H100/H200, roughly
-PEAK_TBPS = 4.8  # the H200's DRAM bandwidth
 COPIES = (1, 2, 4, 8, 16, 32)  # sub-histograms per block of the tuning's hist5_copies<C>
 
 
@@ -199,11 +193,13 @@ def int_index_bug(block: int = ARTICLE_BLOCK) -> Report:
 
 def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> Table:
     """The article's launch (blocks = SM count), the one its text describes (2 x SM count) and a
-    full GPU (hist1's one wave of 2048 threads an SM): warps an SM holds of its 64, and bytes a
-    thread loads one at a time, read from a trace at `n` and scaled to the article's 100 MiB."""
-    sms = backend.device().sm_count
+    full GPU (hist1's one wave, as many blocks as an SM holds): warps an SM runs of those it holds,
+    and bytes a thread loads one at a time, read from a trace at `n` and scaled to the article's
+    100 MiB."""
+    dev = backend.device()
+    sms, warps = dev.sm_count, dev.threads_per_sm // dev.warp_size
     x = np.zeros(n, np.uint8)
-    full = ENGINE.version("hist1").grid(ARTICLE_N, block, backend.device())[0]  # its one wave at 100 MiB
+    full = ENGINE.grid("hist1", ARTICLE_N, block, np.uint8)[0]  # its one wave at 100 MiB
     rows = Table()
     for label, name, grid in (
         ("the article's code: 1 block per SM", "hist1_article", sms),
@@ -215,7 +211,7 @@ def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> Table:
         it = analysis.iterations(t, buffer)
         loads = it[it.op == "ld"]
         rows.append({
-            "launch": label, "blocks": grid, "warps per SM (of 64)": grid * block // 32 // sms,
+            "launch": label, "blocks": grid, f"warps per SM (of {warps})": grid * block // 32 // sms,
             f"bytes per thread at N = {n}": int(loads.iteration.max()) + 1,
             "bytes per thread at 100 MiB": -(-ARTICLE_N // (grid * block)),
         })  # fmt: skip
@@ -226,9 +222,10 @@ def article_grids(n: int = 2**16, block: int = ARTICLE_BLOCK) -> Table:
 
 
 def blocks_per_sm(block: int, shared: int) -> int:
-    """Blocks of `block` threads and `shared` bytes of shared memory one Hopper SM holds at once:
-    2048 threads, 32 blocks, 228 KiB of shared memory (1 KiB of it reserved per block)."""
-    return max(1, min(THREADS_PER_SM // block, BLOCKS_PER_SM, SHARED_PER_SM // (shared + SHARED_RESERVED)))
+    """Blocks of `block` threads and `shared` bytes of shared memory one SM of the device holds at
+    once, by its threads, blocks and shared memory (with the driver's reservation per block):
+    `course.occupancy.calculate`, registers left out (`occupancy.occupancy` counts a kernel's)."""
+    return occupancy.calculate(backend.device(), block, shared=shared).blocks
 
 
 def loaded_before_use(name: str, block: int = ARTICLE_BLOCK) -> int:
@@ -242,31 +239,38 @@ def loaded_before_use(name: str, block: int = ARTICLE_BLOCK) -> int:
 
 
 def little_bytes_per_sm() -> int:
-    """Little's law: bytes each SM must have in flight to keep the H200's DRAM busy."""
-    return int(PEAK_TBPS * 1e12 * LATENCY_NS * 1e-9 / backend.device().sm_count)
+    """Little's law: bytes each SM must have in flight to keep the device's DRAM busy
+    (`course.occupancy.bytes_needed_per_sm`: its peak × its DRAM latency / its SMs)."""
+    return occupancy.bytes_needed_per_sm()
+
+
+def holds(name: str, block: int = ARTICLE_BLOCK) -> int:
+    """Blocks of version `name`'s kernel (blocks of `block`) one SM holds at once: its registers
+    and shared memory against the device's limits (`course.occupancy`)."""
+    return occupancy.resident_blocks(ENGINE.kernel(name, np.uint8, block), block)
 
 
 def _launches(block: int = ARTICLE_BLOCK) -> list[tuple[str, str, int]]:
     """(label, version, blocks) of the launches the grid story compares, blocks of `block`."""
     sms = backend.device().sm_count
-    wave = sms * blocks_per_sm(block, 4 * BINS)
     return [
         ("hist1_article, blocks = SMs (its code)", "hist1_article", sms),
-        ("hist1, one full wave", "hist1", sms * blocks_per_sm(block, 0)),
+        ("hist1, one full wave", "hist1", sms * holds("hist1", block)),
         ("hist2_article, blocks = SMs (its code)", "hist2_article", sms),
         ("hist2_article, 2 x SMs (its text)", "hist2_article", 2 * sms),
-        ("hist2_article, one full wave", "hist2_article", wave),
-        ("hist3_vec, one full wave", "hist3_vec", wave),
-        ("hist5_lanes, one full wave", "hist5_lanes", sms * blocks_per_sm(block, 32 * 4 * BINS)),
+        ("hist2_article, one full wave", "hist2_article", sms * holds("hist2_article", block)),
+        ("hist3_vec, one full wave", "hist3_vec", sms * holds("hist3_vec", block)),
+        ("hist5_lanes, one full wave", "hist5_lanes", sms * holds("hist5_lanes", block)),
     ]
 
 
 def launch_table(block: int = ARTICLE_BLOCK) -> Table:
     """For the article's launch and the ones after it (blocks of `block`): blocks an SM runs and
-    holds at most (threads, blocks and shared memory), warps an SM runs, the bytes a thread loads
-    before it needs them (from the trace) and so the bytes in flight per SM, against the ~22 KB
-    Little's law asks for."""
-    sms = backend.device().sm_count
+    holds at most (threads, blocks, registers and shared memory), warps an SM runs, the bytes a
+    thread loads before it needs them (from the trace) and so the bytes in flight per SM, against
+    what Little's law asks for on the device (`little_bytes_per_sm`)."""
+    dev = backend.device()
+    sms, warps = dev.sm_count, dev.threads_per_sm // dev.warp_size
     need = little_bytes_per_sm()
     rows = Table()
     for label, name, grid in _launches(block):
@@ -275,8 +279,8 @@ def launch_table(block: int = ARTICLE_BLOCK) -> Table:
         ahead = loaded_before_use(name, block)
         rows.append({
             "launch": label, "blocks": grid, "shared KiB a block": shared // 1024,
-            "blocks an SM holds": blocks_per_sm(block, shared), "blocks an SM runs": per_sm,
-            "warps an SM runs (of 64)": per_sm * block // 32, "bytes a thread loads ahead": ahead,
+            "blocks an SM holds": holds(name, block), "blocks an SM runs": per_sm,
+            f"warps an SM runs (of {warps})": per_sm * block // 32, "bytes a thread loads ahead": ahead,
             "bytes in flight an SM": per_sm * block * ahead,
             "% of Little's law": round(100 * per_sm * block * ahead / need, 1),
         })  # fmt: skip
@@ -522,8 +526,8 @@ def copies_table(copies: Sequence[int] = COPIES, n: int = 4096, block: int = 256
     for c in copies:
         k = copies_kernel(c)
         row: dict[str, Any] = {"copies": c, "shared KiB a block": k.static_shared_bytes // 1024,
-                               f"blocks an SM holds at {block}": blocks_per_sm(block, k.static_shared_bytes),
-                               "at 1024": blocks_per_sm(1024, k.static_shared_bytes)}  # fmt: skip
+                               f"blocks an SM holds at {block}": occupancy.resident_blocks(k, block),
+                               "at 1024": occupancy.resident_blocks(k, 1024)}  # fmt: skip
         for data in ("uniform", "all-equal"):
             with backend.using("emulator"):
                 args = (arrays.asarray(_bytes(n, data)), arrays.zeros(BINS, np.uint32), np.int64(n))
@@ -557,14 +561,16 @@ def wide_keys(n: int, data: str, bins: int = WIDE_BINS, seed: int = 0) -> np.nda
 
 def shared_table(bins: Sequence[int] = (256, 4096, 12288)) -> Table:
     """Shared memory a block needs for one copy of the bins and for hist5's 32 per-lane copies,
-    against the 48 KiB any kernel may take and the 228 KiB of a Hopper SM."""
+    against the 48 KiB any kernel may take and the shared memory of one SM of the device."""
+    dev = backend.device()
+    sm_kib = dev.shared_memory_per_sm // 1024
     rows = Table()
     for b in bins:
         one, lanes = 4 * b, 32 * 4 * b
         rows.append({
             "bins": b, "one copy KiB": round(one / 1024, 1), "blocks an SM holds (1024 threads)": blocks_per_sm(1024, one),
             "32 per-lane copies KiB": round(lanes / 1024), "fit in 48 KiB": "yes" if lanes <= 48 * 1024 else "no",
-            "fit in one SM (228 KiB)": "yes" if lanes + SHARED_RESERVED <= SHARED_PER_SM else "no",
+            f"fit in one SM ({sm_kib} KiB)": "yes" if blocks_per_sm(32, lanes) else "no",
         })  # fmt: skip
     return rows
 

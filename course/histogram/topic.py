@@ -4,7 +4,7 @@ with its launch rule; the NumPy reference, the benchmark and the panel.
 Every version counts bytes (uint8) into 256 bins of `unsigned int` that the plan zeroes before the
 launch (a launch ADDS to `hist`); `run` returns the 256 counts as int64, as `np.bincount` does.
 The launch rules come from the H200 sweep (docs/tuning/nvidia-h200-2026-11-24.log): one wave of
-blocks, as many as an SM holds by threads and by shared memory, 1024 threads a block.
+blocks, as many as an SM holds (course.occupancy), 1024 threads a block.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw
+from .. import analysis, arrays, backend, draw, occupancy
 from ..backend import Device
 from ..bench import Goal, Inputs
 from ..emulator import Trace
-from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Size, Topic, Version
+from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Size, Target, Topic, Version
+from ..engine.topic import target
 from ..errors import ArgumentError, InputError
 from .data import BINS, DISTS, histogram_bytes
 
@@ -29,29 +30,27 @@ BLOCK = 1024  # with one wave of blocks: the sweep's best for hist3 to hist6 (hi
 MAX_N = 2**32 - 1  # a uint32 bin holds at most this many bytes; the kernels index with 64 bits
 INT_MAX = 2**31 - 1  # the article's kernels index with int
 
-# Hopper's limits per SM (H100 and H200): what one wave of blocks is made of
-THREADS_PER_SM = 2048
-BLOCKS_PER_SM = 32
-SHARED_PER_SM = 228 * 1024
-SHARED_RESERVED = 1024  # the driver keeps 1 KiB of shared memory per block
-
 
 @dataclass(frozen=True)
 class SharedWave(OneWave):
-    """One wave of blocks, as many as an SM holds by threads and by shared memory (`shared` bytes a
-    block): a block of hist5 takes 32 KiB, so at most 6 fit beside each other, not 2048 / threads."""
+    """One wave of blocks, as many as an SM holds by threads, blocks, registers and shared memory
+    (`shared` bytes a block, what the kernel declares): a block of hist5 takes 32 KiB, so on a
+    Hopper SM at most 6 fit beside each other, not 2048 / threads. With the kernel known (a
+    `Target` from the engine) its own registers and shared memory count."""
 
     shared: int = 0
 
-    def resident(self, block: Block, device: Device) -> int:
+    def resident(self, block: Block, where: Device | Target) -> int:
+        t = target(where)
+        if t.resident is not None or self.per_sm:
+            return super().resident(block, t)
         threads = math.prod(block) if isinstance(block, tuple) else int(block)
-        by_shared = SHARED_PER_SM // (self.shared + SHARED_RESERVED)
-        return device.sm_count * max(1, min(THREADS_PER_SM // threads, BLOCKS_PER_SM, by_shared))
+        return t.sm_count * occupancy.calculate(t.device, threads, shared=self.shared).blocks
 
     def __str__(self) -> str:
         shared = f", {self.shared // 1024} KiB of shared memory each" if self.shared else ""
         return (
-            f"one wave: as many blocks as an SM holds (2048 threads, 32 blocks{shared}), "
+            f"one wave: as many blocks as an SM holds (by threads, blocks, registers{shared}), "
             "fewer if N needs fewer; a grid-stride loop does the rest"
         )
 

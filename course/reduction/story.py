@@ -12,7 +12,7 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 
-from .. import analysis, arrays, backend, bench, draw
+from .. import analysis, arrays, backend, bench, draw, occupancy
 from ..emulator import Trace
 from ..source import Table
 from .topic import BEYOND, ENGINE, STORY
@@ -255,24 +255,33 @@ def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]
 
 def in_flight(block: int, blocks: int, loads: int = 2, itemsize: int = 4) -> dict[str, Any]:
     """What a launch of kernel 7 keeps in flight per SM, from the launch (not timed): resident
-    blocks per SM (at most 2048 threads), and the bytes of loads each SM has issued and waits for."""
+    blocks per SM (at most as many as an SM holds: `holds`), and the bytes of loads each SM has
+    issued and waits for."""
     sms = backend.device().sm_count
-    per_sm = min(-(-blocks // sms), max(1, 2048 // block))
+    per_sm = min(-(-blocks // sms), holds(block))
     return {"blocks": blocks, "blocks per SM": per_sm, "threads per SM": per_sm * block,
             "bytes in flight per SM": per_sm * block * loads * itemsize}  # fmt: skip
 
 
+def holds(block: int) -> int:
+    """Blocks of kernel 7 (float32, blocks of `block`) one SM holds at once (`course.occupancy`:
+    its registers and shared memory against the device's limits)."""
+    v = ENGINE.version("reduce7")
+    kernel = ENGINE.kernel(v, np.float32, block)
+    return occupancy.resident_blocks(kernel, block, v.shared_bytes(block, np.dtype(np.float32)))
+
+
 def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
-    """Kernel 7 with a grid of 1/16, 1/8, ... of one wave up to one full wave (16 blocks of 128
-    per SM): bytes in flight per SM against the bandwidth reached, beside the copy. On the
-    emulator: an empty table that says why."""
+    """Kernel 7 with a grid of 1, 2, 4, ... blocks per SM up to one full wave (as many as an SM
+    holds: 16 blocks of 128 on Hopper): bytes in flight per SM against the bandwidth reached,
+    beside the copy. On the emulator: an empty table that says why."""
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
     xs = _inputs(n)
     copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
-    sms = backend.device().sm_count
+    sms, full = backend.device().sm_count, holds(block)
     rows = Table()
-    for per_sm in (1, 2, 4, 8, 16):
+    for per_sm in sorted({*(p for p in (1, 2, 4, 8, 16) if p < full), full}):
         launches = [ENGINE.plan("reduce7", x, block=block, grid=sms * per_sm).launches[0] for x in xs]
         us = bench.median_us(launches, runs=runs)
         rows.append(

@@ -39,6 +39,9 @@ class ReductionVersion(Version):
     dynamic_shared: bool = True  # one accumulator per thread in `extern __shared__ sdata[]`
     timed: bool = False  # takes a clock word after n: the article's clock() timing
 
+    def shared_bytes(self, block: Any, dtype: np.dtype) -> int:
+        return int(block) * accumulator(dtype).itemsize if self.dynamic_shared else 0
+
 
 V = ReductionVersion
 VERSIONS = (
@@ -140,8 +143,7 @@ def plan(call: Call) -> Plan:
         return Plan([call.launch((x, partial, out, n))], answer=_first(out))
     sums = call.zeros(blocks, acc)
     clock = (call.zeros(1, np.int64),) if v.timed else ()
-    shared = call.block3[0] * acc.itemsize if v.dynamic_shared else 0
-    first = call.launch((x, sums, n, *clock), shared_mem=shared)
+    first = call.launch((x, sums, n, *clock), shared_mem=v.shared_bytes(call.block, call.dtype))
     if blocks == 1:
         return Plan([first], answer=_first(sums))
     rest = call.engine.plan("reduce_single_pass", sums, block=BENCH_BLOCK)

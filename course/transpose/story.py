@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, bench, draw
+from .. import analysis, arrays, backend, bench, draw, occupancy
 from ..bench import Record
 from ..checks import Findings
 from ..emulator import Trace
@@ -330,8 +330,6 @@ def unchecked(a: Any) -> Findings:
 
 # ---------------------------------------------------------------- how full the GPU is
 
-SM_THREADS, SM_BLOCKS, SM_SHARED, BLOCK_RESERVED = 2048, 32, 228 * 1024, 1024  # per SM, H100 / H200
-LATENCY_NS, PEAK_TBPS = 600, 4.8  # a DRAM load's round trip, and the H200's DRAM bandwidth
 LAUNCH_CASES = (
     ("transpose_naive", (32, 8)), ("transpose_article", (32, 32)), ("transpose_padded", (32, 8)),
     ("transpose_rows", (32, 8)), ("transpose_grouped", (32, 16)),
@@ -339,11 +337,11 @@ LAUNCH_CASES = (
 
 
 def resident_blocks(threads: int, shared: int) -> int:
-    """Blocks of `threads` threads and `shared` bytes of shared memory one SM holds at once, by the
-    H100 / H200 limits on threads (2048), blocks (32) and shared memory (228 KB, 1 KB of it
-    reserved per block). Registers can lower it further; these kernels use few."""
-    by_shared = SM_SHARED // (shared + BLOCK_RESERVED)
-    return max(0, min(SM_THREADS // threads, by_shared, SM_BLOCKS))
+    """Blocks of `threads` threads and `shared` bytes of shared memory one SM of the device holds
+    at once, by its limits on threads, blocks and shared memory (with the driver's reservation per
+    block): `course.occupancy.calculate`. A kernel's registers can lower it (`launch_facts` counts
+    them through `course.occupancy`)."""
+    return occupancy.calculate(backend.device(), threads, shared=shared).blocks
 
 
 def launch_facts(name: str, shape: tuple[int, int], block: Any = None) -> dict[str, Any]:
@@ -353,11 +351,12 @@ def launch_facts(name: str, shape: tuple[int, int], block: Any = None) -> dict[s
     v = version(name)
     chosen = ENGINE.block_for(v, block)
     b = chosen if isinstance(chosen, tuple) else (chosen, 1)
-    grid = v.grid(shape, b, backend.device())
+    grid = ENGINE.grid(v, shape, b, np.float32)
     blocks = int(np.prod(grid))
     threads = b[0] * b[1]
-    shared = kernel(name, block=b).static_shared_bytes + (v.shared(b) if v.shared else 0)
-    per_sm = resident_blocks(threads, shared)
+    k, dynamic = kernel(name, block=b), v.shared_bytes(b, np.dtype(np.float32))
+    shared = k.static_shared_bytes + dynamic
+    per_sm = occupancy.resident_blocks(k, b, dynamic)
     return {
         "shape": f"{shape[0]}×{shape[1]}", "version": name, "block": f"{b[0]}×{b[1]}",
         "grid": str(grid[0]) if isinstance(v.grid, BandTiles) else f"{grid[0]}×{grid[1]}",
@@ -385,8 +384,9 @@ IN_FLIGHT_CASES = (
 
 def bytes_needed_per_sm() -> int:
     """Little's law: the bytes of loads each SM must keep waiting for, so that the DRAM is never
-    idle: bandwidth × latency (H200 figures) shared among the SMs."""
-    return int(PEAK_TBPS * 1e12 * LATENCY_NS * 1e-9 / backend.device().sm_count)
+    idle: the device's bandwidth × its DRAM latency, shared among its SMs
+    (`course.occupancy.bytes_needed_per_sm`; `course.device().describe()` says where each came from)."""
+    return occupancy.bytes_needed_per_sm()
 
 
 def loads_before_barrier(name: str, block: Any, shape: tuple[int, int] = (128, 128)) -> int:
@@ -399,7 +399,7 @@ def loads_before_barrier(name: str, block: Any, shape: tuple[int, int] = (128, 1
 
 def in_flight(name: str, block: Any) -> dict[str, Any]:
     """What a launch of version `name` keeps in flight per SM: the bytes one thread loads before
-    its barrier (counted from the trace) times the threads an SM holds (`resident_blocks`)."""
+    its barrier (counted from the trace) times the threads an SM holds (`course.occupancy`)."""
     facts = launch_facts(name, (8192, 8192), block)
     per_thread = loads_before_barrier(name, ENGINE.block_for(name, block))
     threads = facts["blocks per SM"] * facts["threads per block"]

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, draw
-from ..backend import Device
 from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, PanelSpec, Plan, Size, Tiles, Topic, Version
@@ -70,7 +69,7 @@ class BlockTiles(Tiles):
 
     over_output: bool = False
 
-    def __call__(self, size: Size, block: Block, device: Device) -> tuple[int, int, int]:
+    def __call__(self, size: Size, block: Block, where: Any) -> tuple[int, int, int]:
         rows, cols = _shape(size)
         if self.over_output:
             rows, cols = cols, rows
@@ -86,7 +85,7 @@ class BlockTiles(Tiles):
 class SquareTiles(Tiles):
     """One block per bx × bx tile (block (bx, by): by rows of threads move bx rows); a 2-D grid."""
 
-    def __call__(self, size: Size, block: Block, device: Device) -> tuple[int, int, int]:
+    def __call__(self, size: Size, block: Block, where: Any) -> tuple[int, int, int]:
         rows, cols = _shape(size)
         bx, _ = _block2(block)
         return _grid2(_cdiv(cols, bx), _cdiv(rows, bx), bx)
@@ -99,7 +98,7 @@ class SquareTiles(Tiles):
 class FixedTiles(Tiles):
     """One block per `tile` (rows, cols), whatever the block; a 2-D grid (`Tiles` with its limit)."""
 
-    def __call__(self, size: Size, block: Block, device: Device) -> tuple[int, int, int]:
+    def __call__(self, size: Size, block: Block, where: Any) -> tuple[int, int, int]:
         rows, cols = _shape(size)
         return _grid2(_cdiv(cols, self.tile[1]), _cdiv(rows, self.tile[0]), self.tile[0])
 
@@ -108,7 +107,7 @@ class FixedTiles(Tiles):
 class BandTiles(Tiles):
     """One block per `tile`, numbered in a 1-D grid (the kernel orders them in bands)."""
 
-    def __call__(self, size: Size, block: Block, device: Device) -> tuple[int, int, int]:
+    def __call__(self, size: Size, block: Block, where: Any) -> tuple[int, int, int]:
         rows, cols = _shape(size)
         return (max(1, _cdiv(cols, self.tile[1]) * _cdiv(rows, self.tile[0])), 1, 1)
 
@@ -125,6 +124,9 @@ class TransposeVersion(Version):
     from the 2-D block through `instance`)."""
 
     shared: Callable[[tuple[int, int]], int] | None = None  # block -> dynamic shared bytes
+
+    def shared_bytes(self, block: Block, dtype: np.dtype) -> int:
+        return self.shared(_block2(block)) if self.shared else 0
 
 
 def _article(block: Block) -> str:
@@ -248,7 +250,7 @@ def plan(call: Call) -> Plan:
     m, n = _shape(call.size)
     out = call.zeros((n, m), call.dtype)
     k = call.kernel()
-    shared = v.shared(_block2(call.block)) if v.shared else 0
+    shared = v.shared_bytes(call.block, call.dtype)
     step = call.launch((a, out, np.int32(m), np.int32(n)), kernel=k, shared_mem=shared)
     return Plan([step], answer=lambda: arrays.asnumpy(out))
 
