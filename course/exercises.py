@@ -202,10 +202,9 @@ class KernelExercise(Exercise):
             return gpu.Module(code=source, options=self.options).get_function(self.kernel)
 
     def grade(self, answer: Any) -> Verdict:
-        if not isinstance(answer, str):
-            return Verdict(
-                False, [f"the answer is the kernel's CUDA C source, a str; got {type(answer).__name__}"]
-            )
+        if not isinstance(answer, str) or not answer.strip():
+            got = "an empty string" if isinstance(answer, str) else type(answer).__name__
+            return Verdict(False, [f"the answer is the kernel's CUDA C source, a non-empty str; got {got}"])
         try:
             k = self.compile(answer)
         except CourseError as exc:

@@ -162,9 +162,9 @@ dot.check("dot1_article", a, b, block=256)
 # refuses this launch (a stray read can fault and poison the CUDA context); `dot.trace` runs it on
 # the emulator, which stops at the first stray read and says who made it:
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-dot.trace("dot1_article", *dot.article_inputs(1000), block=1024)
+# %%
+with course.expect_error():
+    dot.trace("dot1_article", *dot.article_inputs(1000), block=1024)
 
 # %% [markdown]
 # And the design limits itself: a block holds at most 1024 threads, so N ≤ 1024, and `temp[N]` is
@@ -349,9 +349,9 @@ dot.verify(*dot.article_inputs(1024), ["dot3_article"])
 # %% [markdown]
 # but `cache` has a fixed 256 slots: a block of 512 writes past it. The emulator stops at thread 256:
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-dot.trace("dot3_article", *dot.article_inputs(1024), block=512)
+# %%
+with course.expect_error():
+    dot.trace("dot3_article", *dot.article_inputs(1024), block=512)
 
 # %% [markdown]
 # And the article's host code for this version launches `dot2`, not `dot3`, then adds
@@ -629,24 +629,32 @@ dot.speed_table(records, 2**28)
 #
 # ## Exercises
 #
+# Each exercise is checked by a call: `dot.exercises.<name>.check(answer)` says what is wrong (which
+# launch, which case, which thread and line) and the rule to apply, never the answer.
+# `dot.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
+# `dot.exercises.<name>.show(mine)` draws what your kernel did. Kernels you write run on the
+# emulator first, with the checker, whatever the machine: a stray access or an endless loop ends in
+# a verdict, never in a crashed GPU.
+#
 # **1. Predict, then check: atomics.** N = 10 000 (not a multiple of 256), blocks of 256, the
 # article's data. For each launch, predict three numbers: the atomics that reach memory, how many of
 # them land on the busiest word (a slot of c for dot2, out[0] for dot_shfl), and the most elements
-# of `a` one thread loads. The check counts them from traces and gives a hint where you are off.
+# of `a` one thread loads. Replace each `None`; the check counts them from traces.
 
 # %%
-my_counts = {  # (atomics, on the busiest word, most loads of a per thread): edit these
-    "dot2_article, N / 256 blocks": (10000, 39, 1),
-    "dot2, 8 blocks": (10000, 8, 5),
-    "dot_shfl, 8 blocks": (8, 8, 5),
+my_counts = {  # (atomics, on the busiest word, most loads of a per thread)
+    "dot2_article, N / 256 blocks": (None, None, None),
+    "dot2, 8 blocks": (None, None, None),
+    "dot_shfl, 8 blocks": (None, None, None),
 }
-dot.exercise_atomics(my_counts)
+dot.exercises.atomics.check(my_counts)
 
 # %% [markdown]
 # **2. Fix: the stride.** This kernel adds a · b into `out[0]` with `block_sum` and one atomic per
-# block, but its loop is wrong. It passes with one block; find out what goes wrong with several,
-# and fix it. The check launches it on the emulator with several grids and blocks, counts how many
-# times each element of `a` was loaded, and compares the answer with the exact dot.
+# block, but its loop is wrong. It is right with one block; find out what goes wrong with several,
+# and fix it. The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to 256, counts
+# how many times each element of `a` was loaded (once is right), and compares the answer with the
+# exact dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the same bytes.
 
 # %%
 mine = r"""
@@ -660,13 +668,14 @@ extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, 
     sum = block_sum(sum, scratch);
     if (threadIdx.x == 0) atomicAdd(out, sum);
 }"""
-dot.exercise_stride(mine)
+dot.exercises.stride.check(mine)
 
 # %% [markdown]
 # **3. Fix: accuracy in float32.** Each thread of this kernel adds its products in a plain `float`
 # and writes its own sum to `sums[g]`. Make every thread's sum accurate to within one float32
-# spacing of its exact value, still in float32 arithmetic (no `double`). The check runs it on the
-# article's data and on random positive products; a plain sum is up to 18 spacings off.
+# spacing of its exact value, **in float32 arithmetic**: the check reads the compiled code and
+# refuses any `double` arithmetic. It runs on the article's data and on random positive products,
+# N from 1 to 16 384; a plain sum is many spacings off.
 
 # %%
 mine = r"""
@@ -678,17 +687,18 @@ extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums
     }
     sums[g] = s;
 }"""
-dot.exercise_kahan(mine)
+dot.exercises.kahan.check(mine)
 
 # %% [markdown]
-# **4. Measure and choose: dot2's grid.** Pick the number of blocks for dot2 (blocks of 256,
-# N = 2²⁶). Too few, and SMs idle; too many, and the atomics on c's 256 words pile up. On a GPU the
-# check times your grid against one full wave and passes within 10 %; without one it checks the
-# launch's arithmetic. Start from the article's N / 256.
+# **4. Measure, then choose: a grid for blocks of 384.** The notebook launched dot2 with blocks of
+# 256. Choose its number of blocks for blocks of **384** threads and N = 30 000 000: every SM full,
+# no second wave left partly empty, and enough products per thread that the atomics stay few. On a
+# GPU the check times your grid beside one wave, two waves and the article's N / block, and passes
+# within 10 % of the fastest; without one it checks the launch's arithmetic against this device.
+# Replace `None` with your number of blocks.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-dot.exercise_grid(blocks=2**26 // 256)
+dot.exercises.grid.check(None)
 
 # %% [markdown]
 # ## Summary
@@ -710,3 +720,6 @@ dot.exercise_grid(blocks=2**26 // 256)
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
 #   launches the wrong kernel, and timings of CUDA's start-up rather than of the kernels.
+
+# %%
+course.my_progress("dot")

@@ -92,7 +92,7 @@ def test_wrong_answers_fail_with_words_that_help(topic, ex, emulator_backend):
         assert not verdict.ok, f"{ex.key} passed a wrong answer: {answer!r}"
         assert words in text, f"{ex.key}: {words!r} not in\n{text}"
         if isinstance(ex, Prediction):  # never the counted value
-            for key, want in ex.truth().items():
+            for want in ex.truth().values():
                 assert str(tuple(want)) not in text and f"counts {want}" not in text
 
 
@@ -150,7 +150,9 @@ def test_progress_is_kept_and_a_read_only_home_only_means_not_saved(tmp_path, mo
 
     blocked = tmp_path / "file"
     blocked.write_text("")
-    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(blocked / "progress.json"))  # a file where a folder must be
+    monkeypatch.setenv(
+        "COURSE_PROGRESS_FILE", str(blocked / "progress.json")
+    )  # a file where a folder must be
     monkeypatch.setattr(progress, "_saving", True)
     assert dot_ex.atomics.check(dot_ex.atomic_truth()).ok
     assert "not saved" in str(course.my_progress("dot"))
