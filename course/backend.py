@@ -213,6 +213,12 @@ PEAKS = (
 )  # fmt: skip
 
 
+def datasheet_peak(name: str) -> float | None:
+    """The DRAM bandwidth (GB/s) NVIDIA's datasheet gives for a GPU of this name (as the GPU reports
+    it, e.g. "NVIDIA H100 80GB HBM3"), or None for a GPU the course does not know."""
+    return next((gbps for key, gbps in PEAKS if key in name), None)
+
+
 def _cupy_device() -> Device:
     import cupy
 
@@ -227,7 +233,7 @@ def _cupy_device() -> Device:
 
     name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
     props = "the GPU (cudaGetDeviceProperties)"
-    peak = next((gbps for key, gbps in PEAKS if key in name), None)
+    peak = datasheet_peak(name)
     if peak is not None:
         peak_from = f"{DATASHEET} for {name}"
     else:  # DDR: two transfers a clock, over the bus's width

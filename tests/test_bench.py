@@ -400,14 +400,28 @@ def test_plot_lines_ceiling_and_log_axis() -> None:
     records = reduction_records()
     bench.plot(records, ax)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert len(labels) == 3  # cupy.sum, reduce3 and the copy ceiling
+    assert len(labels) == 4  # cupy.sum, reduce3, the copy and the ceiling
     assert "cupy.sum" in labels and "reduce3" in labels
-    ceiling = ax.get_lines()[labels.index("device copy (ceiling)")]
+    copy = ax.get_lines()[labels.index("device copy (read + write)")]
     copy_gbps = [r["gbps"] for r in records if r["kind"] == "copy"]
-    assert list(ceiling.get_ydata()) == pytest.approx(copy_gbps)
-    assert list(ceiling.get_xdata()) == [2**16, 2**20, 2**24]
+    assert list(copy.get_ydata()) == pytest.approx(copy_gbps)
+    assert list(copy.get_xdata()) == [2**16, 2**20, 2**24]
+    top = ax.get_lines()[labels.index("datasheet peak (3.35 TB/s)")]  # ENV's H100 80GB HBM3: an SXM
+    assert list(top.get_ydata()) == [3350.0, 3350.0]
     assert ax.get_xscale() == "log"
     assert "GB/s" in ax.get_ylabel()
+
+
+def test_the_ceiling_is_a_measured_read_stream_where_there_is_one_else_the_datasheet() -> None:
+    records = reduction_records()
+    assert bench.report.ceiling(records) == (3350.0, "datasheet peak (3.35 TB/s)")
+    reads = [{**r, "kernel": "read", "kind": "read", "gbps": g} for r, g in zip(records, (3010.0, 3080.5))]
+    assert bench.report.ceiling(records + reads) == (3080.5, "measured read-only stream (3.08 TB/s)")
+    assert bench.report.ceiling([{**r, "device": "Some Future GPU"} for r in records]) is None
+    ax = Figure().subplots()
+    bench.plot(records + reads, ax)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "read" not in labels and labels[-1] == "measured read-only stream (3.08 TB/s)"
 
 
 def test_plot_labels_dtype_and_distribution_when_several() -> None:
@@ -423,7 +437,8 @@ def test_plot_labels_dtype_and_distribution_when_several() -> None:
     ]
     bench.plot(records, ax)
     labels = {line.get_label() for line in ax.get_lines()}
-    assert labels == {"reduce3 float32", "reduce3 int32", "hist1 uint8 skewed"}  # no copy rows: no ceiling
+    # no copy rows: no copy line; the ceiling is the device's datasheet peak
+    assert labels == {"reduce3 float32", "reduce3 int32", "hist1 uint8 skewed", "datasheet peak (3.35 TB/s)"}
 
 
 def test_plot_on_the_emulator_says_timings_need_a_gpu() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..backend import datasheet_peak
 from .records import (
     COUNT_KEYS,
     EMULATOR_MESSAGE,
@@ -98,7 +99,7 @@ def _series(records: Sequence[Record]) -> dict[str, list[tuple[int, float]]]:
     several_dtypes = len({r["dtype"] for r in records}) > 1
     lines: dict[str, list[tuple[int, float]]] = {}
     for rec in records:
-        if rec["kind"] != "copy":
+        if rec["kind"] not in ("copy", "read"):
             lines.setdefault(_series_label(rec, several_dtypes), []).append((rec["n"], rec["gbps"]))
     return {label: sorted(points) for label, points in lines.items()}
 
@@ -112,8 +113,24 @@ def copy_ceiling(records: Sequence[Record]) -> list[tuple[int, float]]:
     return sorted(best.items())
 
 
+COPY_LABEL = "device copy (read + write)"
+
+
+def ceiling(records: Sequence[Record]) -> tuple[float, str] | None:
+    """(GB/s, label) of the line a plot calls the ceiling: the measured read-only stream where the
+    records hold one (kind "read", the best of them), else the datasheet peak of the device they
+    were measured on; None for a device the course has no datasheet figure for."""
+    reads = [r["gbps"] for r in records if r["kind"] == "read" and r.get("gbps")]
+    if reads:
+        return max(reads), f"measured read-only stream ({max(reads) / 1000:.3g} TB/s)"
+    peak = datasheet_peak(str(records[0].get("device", ""))) if records else None
+    return (peak, f"datasheet peak ({peak / 1000:.3g} TB/s)") if peak else None
+
+
 def plot(records: Sequence[Record], ax: Axes, *, title: str | None = None) -> Axes:
-    """GB/s against N (log x), a line per kernel and built-in, the copy drawn as a dashed ceiling."""
+    """GB/s against N (log x), a line per kernel and built-in, the device copy (it reads and
+    writes) dashed, and the ceiling (`ceiling`: a measured read stream, or the datasheet peak) as
+    a labelled horizontal line."""
     timed = [r for r in records if r.get("gbps") is not None]
     if not timed:
         ax.text(0.5, 0.5, "Timings need a GPU:\nno times on the emulator", ha="center", va="center",
@@ -123,11 +140,12 @@ def plot(records: Sequence[Record], ax: Axes, *, title: str | None = None) -> Ax
     for label, points in _series(timed).items():
         style = ":" if label.startswith("cupy") else "-"
         ax.plot(*zip(*points, strict=True), style, marker="o", markersize=3, label=label)
-    ceiling = copy_ceiling(timed)
-    if ceiling:
-        ax.plot(
-            *zip(*ceiling, strict=True), "--", color="black", linewidth=1.5, label="device copy (ceiling)"
-        )
+    copies = copy_ceiling(timed)
+    if copies:
+        ax.plot(*zip(*copies, strict=True), "--", color="black", linewidth=1.5, label=COPY_LABEL)
+    top = ceiling(records)
+    if top:
+        ax.axhline(top[0], color="tab:red", linestyle="-.", linewidth=1.2, label=top[1])
     ax.set_xscale("log", base=2)
     ax.set_xlabel("N (elements)")
     ax.set_ylabel("effective bandwidth (GB/s)")

@@ -777,7 +777,8 @@ def speed_table(records: Sequence[Mapping[str, Any]], n: int = 2**28) -> Table:
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
-    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
+    there is nothing to time)."""
     bench.plot(list(records), ax, title="dot product, float32: the whole product on the GPU")
 
 

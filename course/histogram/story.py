@@ -687,7 +687,8 @@ def speed_against_n(
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
-    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
+    there is nothing to time)."""
     bench.plot(list(records), ax, title="histogram, 256 bins: bytes counted per second")
 
 

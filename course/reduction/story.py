@@ -298,7 +298,8 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
-    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
+    there is nothing to time)."""
     bench.plot(list(records), ax, title="reduction, float32: the whole sum on the GPU")
 
 

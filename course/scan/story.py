@@ -457,7 +457,8 @@ def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
-    """GB/s against N, the copy drawn as the ceiling (on the emulator: says there is nothing to time)."""
+    """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
+    there is nothing to time)."""
     bench.plot(list(records), ax, title="scan, float32: the whole scan on the GPU (2N elements moved)")
 
 

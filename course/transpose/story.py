@@ -511,6 +511,6 @@ def speed_against_n(
 
 
 def plot_speed(ax: Any, records: Sequence[Record]) -> None:
-    """GB/s against the number of elements, the copy drawn as the ceiling (on the emulator: says
-    there is nothing to time)."""
+    """GB/s against the number of elements, beside the device copy and the ceiling (the datasheet
+    peak; on the emulator: says there is nothing to time)."""
     bench.plot(list(records), ax, title="transpose, float32: effective bandwidth (2 × 4 bytes per element)")
