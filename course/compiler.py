@@ -138,7 +138,8 @@ def _nvrtc(
         log = bytearray(max(size, 1))
         nvrtc.nvrtcGetProgramLog(prog, log)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(explain_log(bytes(log).decode(errors="replace").rstrip("\x00 \n"), source))
+            text = bytes(log).decode(errors="replace").rstrip("\x00 \n")
+            raise CompileError(explain_log(text, source, filename), log=text)
         _, size = nvrtc.nvrtcGetPTXSize(prog)
         ptx = bytearray(size)
         nvrtc.nvrtcGetPTX(prog, ptx)
@@ -159,24 +160,56 @@ def _check(err: object, what: str) -> None:
         raise CompileError(f"NVRTC failed at {what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
 
 
-_LOG_LINE = re.compile(r"^(?P<file>[^\s(]+)\((?P<line>\d+)\): (?P<kind>error|warning)", re.M)
+_ENTRY = re.compile(
+    r"^(?P<file>\S.*?)\((?P<line>\d+)\): (?P<kind>catastrophic error|error|warning)(?P<rest>.*)$"
+)
 
 
-def explain_log(log: str, source: str) -> str:
-    """NVRTC's log followed by each source line it complains about."""
+def explain_log(log: str, source: str, filename: str = "kernel.cu") -> str:
+    """The first error of NVRTC's log, its source line with a caret, and how many more there are
+    (the follow-on errors and warnings a first mistake brings are in the whole log)."""
+    entries: list[tuple[re.Match[str], list[str]]] = []
+    for line in log.splitlines():
+        if m := _ENTRY.match(line):
+            entries.append((m, []))
+        elif (
+            entries
+            and line.strip()
+            and not line.startswith(("Remark", "Note #"))
+            and "detected in the" not in line
+        ):
+            entries[-1][1].append(line)
+    errors = [e for e in entries if e[0]["kind"] != "warning"]
+    if not errors:
+        return "NVRTC could not compile the kernel:\n" + log
+    head, body = errors[0]
+    text = [f"{Path(head['file']).name}({head['line']}): {head['kind']}{head['rest']}"]
+    n = int(head["line"])
+    carets = [i for i, ln in enumerate(body) if ln.strip() == "^"]
+    if carets and carets[0] > 0:  # NVRTC echoes the line, then a caret under the spot
+        echo, caret = body[carets[0] - 1], body[carets[0]].index("^")
+        text += [f"  {ln.strip()}" for ln in body[: carets[0] - 1]]
+        code = echo.strip()
+        col = caret - (len(echo) - len(echo.lstrip()))
+        prefix = f"  line {n}: "
+        text += [prefix + code, " " * (len(prefix) + max(col, 0)) + "^"]
+        at_start = col <= 0
+    else:
+        text += [f"  {ln.strip()}" for ln in body]
+        at_start = False
     lines = source.splitlines()
-    shown = []
-    for m in _LOG_LINE.finditer(log):
-        n = int(m["line"])
-        if 1 <= n <= len(lines) and n not in shown:
-            shown.append(n)
-    log_lines = log.splitlines()
-    if len(log_lines) > 40:  # a cascade of errors buries the first, which is the one to fix
-        log = "\n".join(log_lines[:40] + [f"... ({len(log_lines) - 40} more lines of NVRTC's log)"])
-    text = "NVRTC could not compile the kernel:\n" + log
-    for n in shown:
-        text += f"\n  line {n}: {lines[n - 1].strip()}"
-    return text
+    if 'expected a ";"' in head["rest"] and at_start and head["file"] == filename:
+        before = [k for k in range(min(n - 1, len(lines)), 0, -1) if lines[k - 1].strip()]
+        if before:  # NVRTC points at the token after the gap: the line before is where it goes
+            text.append(
+                f"  (the end of line {before[0]} is where it is missing: `{lines[before[0] - 1].strip()}`)"
+            )
+    more = [f"{len(errors) - 1} more error{'s' * (len(errors) > 2)}"] if len(errors) > 1 else []
+    warnings = len(entries) - len(errors)
+    more += [f"{warnings} warning{'s' * (warnings > 1)}"] if warnings else []
+    whole = "print(course.errors.compile_log()) shows NVRTC's whole log"
+    text.append(f"({' and '.join(more)} after it, often from the first: {whole})" if more else f"({whole})")
+    return "\n".join(text)
 
 
 def read_kernel(name: str) -> str:

@@ -14,7 +14,22 @@ class CourseError(Exception):
 
 
 class CompileError(CourseError):
-    """NVRTC rejected the source; the message holds its log and the offending lines."""
+    """NVRTC rejected the source. The message shows its first error, the source line with a
+    caret, and how many more there are; `log` holds NVRTC's whole log (also `compile_log()`)."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log or message
+        global _last_compile_log
+        _last_compile_log = self.log
+
+
+_last_compile_log = ""
+
+
+def compile_log() -> str:
+    """NVRTC's whole log of the last compilation that failed ("" if none has)."""
+    return _last_compile_log
 
 
 class LaunchError(CourseError, ValueError):

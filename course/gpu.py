@@ -25,6 +25,19 @@ from .errors import ArgumentError, LaunchError
 
 Dim3 = tuple[int, int, int]
 
+# Notes a plain launch on the emulator prints about a kernel a learner wrote (a Module built from
+# code= or path=; the course's own files, from_file, are checked by the notebooks explicitly):
+#   "hint"  (default) a barrier that part of a block never reached, which the emulator lets pass;
+#           and once per kernel that uses shared memory, a pointer to .check() (a race seldom
+#           shows in the emulator's answer)
+#   "check" as "hint", but launches of up to CHECK_THREADS threads also run the race check and
+#           name a race they find (it costs 1.5 to 15 times a plain launch: see Kernel.__call__)
+#   "off"   no notes
+# Set COURSE_LAUNCH_NOTES, or course.gpu.LAUNCH_NOTES in a notebook.
+LAUNCH_NOTES = os.environ.get("COURSE_LAUNCH_NOTES", "hint")
+NOTE_MODES = ("hint", "check", "off")
+CHECK_THREADS = 4096
+
 
 class Module:
     """CUDA C source compiled for the active backend, like `cupy.RawModule`.
@@ -61,6 +74,7 @@ class Module:
         )
         self.program = Program(self.compiled.ptx, code)
         self._cupy_module: Any = None
+        self.launch_notes = True  # a learner's kernel: see LAUNCH_NOTES (from_file turns it off)
 
     @classmethod
     def from_file(
@@ -71,9 +85,11 @@ class Module:
         name_expressions: tuple[str, ...] | list[str] = (),
     ) -> Module:
         """A module from `course/kernels/<name>`."""
-        return cls(
+        module = cls(
             compiler.read_kernel(name), options=options, name_expressions=name_expressions, filename=name
         )
+        module.launch_notes = False  # the notebooks check the course's kernels, bugs and all
+        return module
 
     @property
     def kernel_names(self) -> list[str]:
@@ -128,6 +144,7 @@ class Kernel:
         self.static_shared_bytes = module.program.static_shared_bytes(ptx_name)
         self._cupy_kernel: Any = None
         self._checked: dict[Any, _Checked] = {}
+        self._noted: set[str] = set()  # the kinds of note this kernel has printed, each once
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name}({', '.join(p.describe() for p in self.params)})>"
@@ -139,8 +156,43 @@ class Kernel:
             self._cupy()(
                 ok.grid, ok.block, args if type(args) is tuple else tuple(args), shared_mem=ok.shared_mem
             )
+        elif self.module.launch_notes and _notes_mode() != "off":
+            self._emulate_with_notes(ok, args)
         else:
             self._emulate(ok, args)
+
+    def _emulate_with_notes(self, ok: _Checked, args: Any) -> None:
+        """A launch of a learner's kernel on the emulator, then a one-line note for what it does
+        that the answer hides. The race check records a trace (on small launches, with "check");
+        measured on the course's kernels, that costs 1.5x to 15x a plain launch, so by default
+        a kernel with shared memory gets a pointer to .check() instead."""
+        barrier: list[str] = []
+        threads = int(np.prod(ok.grid)) * int(np.prod(ok.block))
+        race_check = self._shares_memory() and _notes_mode() == "check" and threads <= CHECK_THREADS
+        trace = self._emulate(ok, args, recorder=TraceRecorder() if race_check else None, notes=barrier)
+        notes = [("barrier", n) for n in barrier]
+        if trace is not None and (found := checks.races(trace)):
+            f = found[0]
+            notes.append((
+                "race",
+                f"{self.name}: a race in {f.space} memory `{f.buffer}` ({f.scope}), line"
+                f"{'s' * (len(f.lines) > 1)} {' and '.join(map(str, f.lines))}: the answer may differ "
+                "on a GPU; .check(...) with the same arguments says more",
+            ))  # fmt: skip
+        elif not race_check and self._shares_memory() and not notes:
+            notes.append((
+                "hint",
+                f"{self.name} uses shared memory: a race (a missing or misplaced __syncthreads()) seldom "
+                "shows in the emulator's answer; .check(...) with the same arguments looks for one",
+            ))  # fmt: skip
+        for kind, note in notes:  # each kind once per kernel: a loop of launches prints it once
+            if kind not in self._noted:
+                self._noted.update((kind, "hint"))  # every note points to .check()
+                print(f"note: {note}")
+
+    def _shares_memory(self) -> bool:
+        """Whether the kernel uses shared memory, where a missing barrier makes a race."""
+        return bool(self.module.program.compiled(self.ptx_name).shared)
 
     def trace(
         self,
@@ -200,7 +252,13 @@ class Kernel:
         return checks.findings(trace, fault, initialized=initialized), trace
 
     def _emulate(
-        self, ok: _Checked, args: Any, *, recorder: TraceRecorder | None = None, budget: int | None = None
+        self,
+        ok: _Checked,
+        args: Any,
+        *,
+        recorder: TraceRecorder | None = None,
+        budget: int | None = None,
+        notes: list[str] | None = None,
     ) -> Trace | None:
         """One launch on the emulator, keeping track of which elements of course.empty() arrays it wrote."""
         masks = {
@@ -210,7 +268,7 @@ class Kernel:
             return run_kernel(
                 self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(args), ok.shared_mem,
                 kernel_name=self.name, recorder=recorder, budget=budget,
-                written=[(a.ndarray, m) for a, m in masks.values()],
+                written=[(a.ndarray, m) for a, m in masks.values()], notes=notes,
             )  # fmt: skip
         finally:
             for a, m in masks.values():
@@ -278,6 +336,14 @@ class Kernel:
         if dev.backend == "cupy" and total > dev.shared_memory_per_block:
             self._cupy().max_dynamic_shared_size_bytes = shared_mem  # opt in, as CUDA requires
         return _Checked(grid3, block3, shared_mem)
+
+
+def _notes_mode() -> str:
+    if LAUNCH_NOTES not in NOTE_MODES:
+        raise ValueError(
+            f"course.gpu.LAUNCH_NOTES (or COURSE_LAUNCH_NOTES) must be one of {NOTE_MODES}, not {LAUNCH_NOTES!r}"
+        )
+    return LAUNCH_NOTES
 
 
 _KINDS: dict[type, str] = {}  # argument type -> "array", "cupy" or "other", learned once per type

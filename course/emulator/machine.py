@@ -35,6 +35,7 @@ from .memory import (
     raise_misaligned,
     raise_out_of_bounds,
 )
+from .names import display
 from .ptx import TYPE_SIZES, Function, Instr, PtxModule, Variable, parse, source_name
 from .trace import LANES, BufferInfo, Trace, TraceRecorder, id_ranges
 
@@ -440,17 +441,21 @@ def run_kernel(
     recorder: TraceRecorder | None = None,
     budget: int | None = None,
     written: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    notes: list[str] | None = None,
 ) -> Trace | None:
     """Run one launch. Arrays in `args` are written in place. Returns a Trace if recording.
 
     `written`: (array, byte mask) pairs; every byte of the array a thread stores to (or updates
     atomically) is set True in its mask (how `course.empty` arrays learn what is initialised).
+    `notes`: a list that gets what the launch did that a GPU may not (see Machine.notes).
     """
     m = Machine(
         program, entry, grid, block, args, shared_mem, kernel_name or entry, recorder, budget, written=written
     )
     with np.errstate(all="ignore"):
         m.run()
+    if notes is not None:
+        notes += m.notes()
     return m.trace() if recorder is not None else None
 
 
@@ -517,6 +522,11 @@ class Machine:
         self.shared_sizes = [shared_mem if s.name in self.k.dynamic_names else s.size for s in self.k.shared]
         self.shared_itemsize: dict[int, int] = {}
         self.fault: Fault | None = None  # what the KernelFault being raised is about (for the checker)
+        # the first barrier that let a block through while some of its threads had exited:
+        # (wave slot, pc, threads there, threads exited), and how many blocks did so in all
+        self.partial_barrier: tuple[int, int, np.ndarray, np.ndarray] | None = None
+        self.partial_barrier_block = (0, 0, 0)
+        self.partial_blocks = 0
         self.written = {self.mem.add_buffer("", a): mask for a, mask in written or ()}  # base -> byte mask
 
     def _map_args(self, args: list[tuple[str, Any]]) -> None:
@@ -784,6 +794,9 @@ class Machine:
         bad = ready & (lo != hi)
         if bad.any():
             self._barrier_divergence(int(np.flatnonzero(bad)[0]))
+        partial = ready & (st[:, : self.tpb] == EXIT).any(axis=1)
+        if partial.any():  # passed while threads of the block had exited: fine here, undefined on a GPU
+            self._note_partial_barrier(partial, lo)
         release = at_bar & ready[:, None]
         flat = release.reshape(-1)
         for p in np.unique(bp[release]):
@@ -808,6 +821,34 @@ class Machine:
         idx = np.flatnonzero(arrived.reshape(-1))
         writer = ops.writer(_RegCtx(self.k), op.instr.operands[0])
         writer(self, idx, per_block[self.slot[idx]])
+
+    def _note_partial_barrier(self, partial: np.ndarray, pcs: np.ndarray) -> None:
+        """Keep the first barrier that let a block through with threads missing (for `notes`)."""
+        self.partial_blocks += int(partial.sum())
+        if self.partial_barrier is None:
+            slot = int(np.flatnonzero(partial)[0])
+            st = self.state.reshape(-1, self.tpb_pad)[slot, : self.tpb]
+            self.partial_barrier = (
+                slot,
+                int(pcs[slot]),
+                np.flatnonzero(st == BAR),
+                np.flatnonzero(st == EXIT),
+            )
+            self.partial_barrier_block = self._block_coords(slot)
+
+    def notes(self) -> list[str]:
+        """What a finished launch did that a GPU does not promise to do the same way: a barrier
+        that part of a block never reached (its other threads had returned)."""
+        if self.partial_barrier is None:
+            return []
+        _, pc, arrived, exited = self.partial_barrier
+        more = self.partial_blocks - 1
+        return [
+            f"{self.name}: block {self.partial_barrier_block} passed the __syncthreads() at line "
+            f"{self.k.code[pc].instr.line} with threads {id_ranges(arrived)} only ({id_ranges(exited)} had "
+            f"returned{f'; {more} more blocks did too' if more else ''}): undefined on a GPU, where every "
+            "thread must reach each barrier; .check(...) says more"
+        ]
 
     def _barrier_divergence(self, slot: int) -> None:
         bp = self.bar_pc.reshape(-1, self.tpb_pad)[slot]
@@ -1176,10 +1217,10 @@ class Machine:
         detail = ""
         if space == "shared" and len(self.k.shared):
             parts = [
-                f"'{s.name}' {self.shared_sizes[i]} B at offset {s.offset}"
+                display(s.name, f"{self.shared_sizes[i]} B at offset {s.offset}")
                 for i, s in enumerate(self.k.shared)
             ]
-            detail = " (" + ", ".join(parts) + ")"
+            detail = ": " + " and ".join(parts)
             if self.k.dynamic_names and self.shared_mem == 0:
                 detail += "; the launch gave 0 bytes of dynamic shared memory: pass shared_mem=..."
         raise_out_of_bounds(
