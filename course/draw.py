@@ -34,6 +34,7 @@ ROW_INCHES = 0.36  # the least height of a stage row, for its two lines of 8-poi
 STRIP = 0.3  # height of the thread strip under a stage row
 NOTE_SPACE = 1.0  # room at the bottom for the "what was drawn" message
 MAX_STACK = 16  # words drawn in one bank's stack by warp_access
+DIGIT_EM = 0.64  # the width of a digit, in ems: whether a number fits its cell
 IDLE = "#e6e6e6"
 EDGE = "0.45"
 ALERT = "#d62728"
@@ -90,6 +91,7 @@ class Drawing:
     texts: list[Text] = field(default_factory=list)
     note: str = ""  # what was left out of the picture ("" when everything is drawn)
     min_height: float = 0.0  # inches the picture needs to be readable (rows of labels); 0: any
+    blocks: tuple[int, ...] = ()  # the blocks whose work is drawn (a caption names them); (): none
 
     def arrows_in_row(self, row: int) -> list[Arrow]:
         return [a for a in self.arrows if a.row == row]
@@ -230,6 +232,18 @@ def _label_size(ncols: int) -> float:
     return float(np.clip(400 / max(ncols, 1), FONT, 10))
 
 
+def _points_per_unit(ax: Axes, span: float) -> float:
+    """Points per data unit along x, once the axes' x limits span `span` units (at the axes' size
+    now: the panel sets its margins before drawing)."""
+    return ax.get_position().width * ax.figure.get_figwidth() * 72 / span
+
+
+def _fits(label: str, fontsize: float, width: float) -> bool:
+    """Whether a label of digits fits `width` points at `fontsize` (a digit is 0.64 em wide in
+    DejaVu Sans, Matplotlib's font), with a little room either side."""
+    return DIGIT_EM * fontsize * len(label) + 2 <= width
+
+
 def _finish(ax: Axes, xlim: tuple[float, float], ylim: tuple[float, float], title: str) -> None:
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
@@ -334,7 +348,7 @@ def _stage_rows(
 ) -> Drawing:
     """Rows of cells, one per stage, with arrows from the elements read to the one written."""
     data = _Stages.of(_block(trace, block), buffer)
-    d = Drawing()
+    d = Drawing(blocks=(block,))
     if not len(data.counts):
         _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no writes to {buffer} in block {block}")
         return d
@@ -528,7 +542,7 @@ def transpose_tile(
     nrows = -(-n // width)
     shown_w, shown_h = min(width, MAX_ELEMENTS), min(nrows, MAX_ELEMENTS)
     cost = _cost_per_event(sub, info.space)
-    d = Drawing()
+    d = Drawing(blocks=(block,))
     gap = 3  # columns between the two tiles
     for side, (ops, name) in enumerate([(analysis.WRITE_OPS, "stores"), (("ld",), "loads")]):
         part = analysis.subset(acc, np.isin(acc.op, ops))
@@ -631,6 +645,7 @@ def bank_heatmap(
             f"line {line} has no shared-memory access; lines with some: {np.unique(hits.line).tolist()}"
         )
     rows = rows[rows.block == (rows.block[0] if block is None else block)]
+    d.blocks = tuple(np.unique(rows.block).tolist())
     capped = [f"the first {max_rows} of {len(rows)} warp instructions"] if len(rows) > max_rows else []
     rows = rows[:max_rows]
     counts = rows.hits
@@ -704,6 +719,7 @@ def grid_stride_map(
     n_iter = int(it.iteration.max()) + 1
     col = it.index // per_col
     owner = it.gthread // tpb if by == "block" else it.gthread
+    d.blocks = tuple(np.unique(it.gthread // tpb).tolist())
     colors = [group_color(b) if by == "block" else thread_color(b) for b in owner]
     wide = per_col > 1 or ncols > 128  # thin columns: no borders, no gaps
     _cells(ax, d, col, -it.iteration * 1.3, colors, w=1.0 if wide else CELL, lw=0.0 if wide else 0.5)
@@ -732,7 +748,7 @@ def grid_stride_map(
     )
     title = (
         f"{trace.kernel}: {op} of {buffer} — row = loop iteration, {what}"
-        f"\ntraced with {blocks} blocks × {tpb} threads"
+        f"\ntraced with {_plural(blocks, 'block')} × {tpb} threads"
         + (f"; a column is {per_col} elements" if per_col > 1 else "")
     )
     _finish(
@@ -765,6 +781,7 @@ def histogram_contention(
     if n_bins > ncols:
         capped.append(f"bins 0-{ncols - 1} of {n_bins}")
     ct = analysis.subset(ct, slice(max_instructions))
+    d.blocks = tuple(np.unique(ct.block).tolist())
     grid = np.zeros((len(ct), ncols), int)
     for r, e in enumerate(ct.event.tolist()):
         mine = at[(at.event == e) & (at.index < ncols)]
@@ -782,7 +799,11 @@ def histogram_contention(
         lw=0.3,
     )
     fs = _label_size(ncols)
-    for r, c in zip(*np.nonzero(grid > 1)):  # numbers where lanes meet: one lane is the pale colour
+    margin = max(6.0, 0.15 * ncols)
+    cell = CELL * _points_per_unit(ax, ncols + 2 * margin)
+    numbered = grid > 1  # numbers where lanes meet (one lane is the pale colour), where they fit
+    numbered &= np.vectorize(lambda k: _fits(str(k), fs, cell))(grid)
+    for r, c in zip(*np.nonzero(numbered)):
         _text(
             ax,
             d,
@@ -805,13 +826,18 @@ def histogram_contention(
         )
     _column_numbers(ax, d, ncols, CELL + 0.35, "bin")
     _note(ax, d, capped)
+    worst = int(ct.max_lanes.max())
+    how = (  # numbers too wide for their cells are left to the count at the right
+        "numbered where more than one: lanes on one bin are serialised"
+        if (numbered == (grid > 1)).all()
+        else "lanes on one bin are serialised: the darker, the more, counted at the right"
+    )
     title = (
-        f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin"
-        f"\n(numbered where more than one: lanes on one bin are serialised; worst {int(ct.max_lanes.max())})"
+        f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin\n({how}; worst {worst})"
     )
     _finish(
         ax,
-        (-max(6.0, 0.15 * ncols), ncols + max(6.0, 0.15 * ncols)),
+        (-margin, ncols + margin),
         (-len(ct) - NOTE_SPACE + 0.6, CELL + 0.9),
         title,
     )
@@ -829,7 +855,7 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
         raise ValueError(
             f"event {event} is a {space} {c['op'][event]}; pick a shared or global load/store/atomic"
         )
-    d = Drawing()
+    d = Drawing(blocks=(int(c["block"][event]),))
     lanes = np.arange(LANES)
     active = (mask >> lanes) & 1 == 1
     phases = int(np.clip(size // analysis.BANK_BYTES, 1, 4)) if space == "shared" else 1
@@ -864,6 +890,9 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
     return d
 
 
+WARP_ACCESS_SPAN = LANES + 4  # warp_access's x limits: -3 to LANES + 1
+
+
 def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float]:
     """Bank boxes with the distinct words of each bank stacked under them (red: a conflict in its
     phase); returns where each lane's arrow ends, and the lowest y drawn."""
@@ -883,9 +912,13 @@ def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float
     wx = np.array([b for b, _, _ in slots])
     wy = np.array([bank_y - 1.0 - 0.7 * k for _, k, _ in slots])
     _cells(ax, d, wx, wy, [ALERT if w in conflict else "0.85" for _, _, w in slots], h=0.6, lw=0.3)
-    if depth <= 8:  # word numbers fit in the boxes
+    if depth <= 8:  # word numbers in the boxes; where they are wider, in every other bank's (or 4th)
+        unit = _points_per_unit(ax, WARP_ACCESS_SPAN)
+        widest = max((str(w) for _, _, w in slots), key=len, default="")
+        every = next((k for k in (1, 2, 4) if _fits(widest, FONT, (k - 1 + CELL) * unit)), 8)
         for b, k, w in slots:
-            _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=FONT)
+            if b % every == 0:
+                _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=FONT)
     _text(ax, d, -0.4, bank_y - 0.7, "word", ha="right")
     for b, ws in stack.items():
         if len(ws) > MAX_STACK:  # a tower this tall is the point; its full height is a number

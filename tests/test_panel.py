@@ -52,7 +52,7 @@ def test_the_picture_says_which_n_was_run(panel):
     before = panel.image.value
     panel.n_typed.value = 2000
     captions = [t.get_text() for t in panel.figure.texts]
-    assert captions == ["N = 2,000: 16 blocks of 128; drawn: block 0"]
+    assert captions == ["N = 2,000: 16 blocks of 128; picture: block 0, traced alone on elements 0-127"]
     assert panel.image.value != before
 
 

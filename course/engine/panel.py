@@ -17,7 +17,7 @@ import hashlib
 import html
 import io
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -212,17 +212,21 @@ class Panel:
             problem = engine.topic.compare(answer, engine.reference(*inputs), inputs)
             result.update(answer=answer, ok=not problem, problem=problem)
             v = engine.version(version)
+            blocks, facts = self._launch_facts(version, inputs, block)
             shown = self.spec.picture_input(inputs, block, v) if self.spec.picture_input else inputs
             grid = self.spec.picture_grid(v, block) if self.spec.picture_grid else None
+            if grid is not None:  # never more blocks than the run launched (N = 100 runs one block)
+                grid = min(grid, blocks)
             findings, trace = self._inspect(version, shown, block, grid)
             result["findings"] = findings
             first = trace.launches()[0]
-            result["metrics"] = self._launch_facts(version, inputs, block) | dict(
-                self.spec.metrics(first.where(block=0), v)
-            )
+            result["metrics"] = facts | dict(self.spec.metrics(first.where(block=0), v))
             if backend.device().backend == "cupy":
                 result["ms"], result["launches"] = self._time_ms(version, inputs, block)
-            self._draw(first, f"N = {n:,}: {result['metrics']['grid']}; drawn: block 0")
+            result["drawn"] = self._draw(first, lambda drawn: picture_caption(
+                n, (blocks, _block_label(block)), first, drawn, shown[0].shape, inputs[0].shape
+            ))  # fmt: skip
+            result["caption"] = self.figure.texts[-1].get_text()
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
         result["seconds"] = time.perf_counter() - started
@@ -247,14 +251,16 @@ class Panel:
             self._inspected.pop(next(iter(self._inspected)))
         return hit[1]
 
-    def _launch_facts(self, version: str, inputs: tuple[np.ndarray, ...], block: Any) -> dict[str, Any]:
-        """The first launch's grid, and how many elements each thread handles at most."""
+    def _launch_facts(
+        self, version: str, inputs: tuple[np.ndarray, ...], block: Any
+    ) -> tuple[int, dict[str, Any]]:
+        """The first launch's blocks, and its grid and the most elements a thread handles, in words."""
         plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
         first = plan.launches[0]
         blocks, threads = int(np.prod(first.grid)), int(np.prod(first.block))
         n = inputs[0].size
-        return {
-            "grid": f"{blocks} blocks of {_block_label(block)}",
+        return blocks, {
+            "grid": _grid_words(blocks, _block_label(block)),
             "elements per thread (at most)": -(-n // (blocks * threads)),
         }
 
@@ -263,7 +269,8 @@ class Panel:
         plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
         return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20))), len(plan.launches)
 
-    def _draw(self, trace: Trace, caption: str) -> None:
+    def _draw(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[int, ...]:
+        """Draw the picture of `trace` and under it the caption for the blocks it drew; return those."""
         import matplotlib as mpl
 
         with mpl.rc_context(PICTURE_STYLE):  # type: ignore[arg-type]
@@ -277,13 +284,16 @@ class Panel:
                 # canvas draws each distinct one once.
                 self.figure = Figure(figsize=self.spec.figsize, dpi=PICTURE_DPI)
                 LabelCanvas(self.figure)
-            self._render(trace, caption)
+            return self._render(trace, caption)
 
-    def _render(self, trace: Trace, caption: str) -> None:
+    def _render(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[int, ...]:
         fig = self.figure
         fig.clear()
+        fig.subplots_adjust(left=0.01, right=0.99)  # the width most pictures get: labels measure it
         ax = fig.add_subplot()
         drawing = self.spec.draw(ax, trace, self.engine.version(self.version.value))
+        # the blocks drawn, as the drawing says; a picture that does not say drew all it was given
+        drawn = tuple(getattr(drawing, "blocks", ()) or np.unique(trace.columns["block"]).tolist())
         width, height = self.spec.figsize  # taller where the drawing has more rows than fit
         height = max(height, getattr(drawing, "min_height", 0.0))
         fig.set_size_inches(width, height)
@@ -294,12 +304,13 @@ class Panel:
             bottom=(0.6 if axes else 0.28) / height, top=1 - 0.55 / height,
         )  # fmt: skip
         # what was run and what is drawn: the picture changes with N even where block 0 does not
-        fig.text(0.995, 0.005, caption, ha="right", va="bottom", fontsize=8, color="0.35")
+        fig.text(0.995, 0.005, caption(drawn), ha="right", va="bottom", fontsize=8, color="0.35")
         png = io.BytesIO()
         fig.canvas.print_png(png, pil_kwargs={"compress_level": 1})
         self.image.value = png.getvalue()
         self.image.layout.width = f"{int(width * PICTURE_DPI)}px"
         self.image.layout.max_width = "100%"
+        return drawn
 
     def _show(self, r: Mapping[str, Any]) -> None:
         if r["error"]:
@@ -362,6 +373,34 @@ class Panel:
         )
         bundle["text/plain"] = self.text()
         return bundle
+
+
+def picture_caption(
+    n: int, run: tuple[int, str], trace: Trace, drawn: tuple[int, ...], shown: tuple[int, ...],
+    full: tuple[int, ...],
+) -> str:  # fmt: skip
+    """What was run (N, its blocks and block size) and what the picture shows, read from the trace
+    it was drawn from: the blocks drawn and, where the picture's launch was not the run's (a share
+    of the input, another grid), what was traced instead."""
+    words = f"N = {n:,}: {_grid_words(*run)}; picture: {_blocks_words(drawn)}"
+    traced = int(np.prod(trace.grid))
+    if tuple(shown) == tuple(full) and traced == run[0]:
+        return words
+    region = f"the top-left {shown[0]}×{shown[1]}" if len(shown) == 2 else f"elements 0-{shown[0] - 1:,}"
+    return f"{words}, traced {'alone' if traced == 1 else f'as {traced} blocks'} on {region}"
+
+
+def _blocks_words(blocks: tuple[int, ...]) -> str:
+    """(0,) -> "block 0"; (0, 1, 2) -> "blocks 0-2"; (0, 3) -> "blocks 0, 3"."""
+    if len(blocks) == 1:
+        return f"block {blocks[0]}"
+    if list(blocks) == list(range(blocks[0], blocks[0] + len(blocks))):
+        return f"blocks {blocks[0]}-{blocks[-1]}"
+    return "blocks " + ", ".join(map(str, blocks))
+
+
+def _grid_words(blocks: int, block: str) -> str:
+    return f"{blocks} block{'s' * (blocks != 1)} of {block}"
 
 
 def _checker_verdict(findings: Any) -> str:

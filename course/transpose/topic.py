@@ -344,13 +344,15 @@ def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) 
 
 
 def picture_event(t: Trace, v: Version) -> int:
-    """The warp instruction the picture shows: warp 0's read of the shared tile (versions with
-    one), else its strided global access (the naive write, or the naive_cols read)."""
-    shared = np.flatnonzero((t.op == "ld") & (t.space == "shared"))
+    """The warp instruction the picture shows, in block 0 (whose numbers the panel shows; the
+    trace need not list it first): its first read of the shared tile (versions with one), else its
+    first strided global access (the naive write, or the naive_cols read)."""
+    zero = t.block == 0
+    shared = np.flatnonzero(zero & (t.op == "ld") & (t.space == "shared"))
     if len(shared):
         return int(shared[0])
     strided = "ld" if v.name == "transpose_naive_cols" else "st"
-    return int(np.flatnonzero((t.op == strided) & (t.space == "global"))[0])
+    return int(np.flatnonzero(zero & (t.op == strided) & (t.space == "global"))[0])
 
 
 def picture(ax: Any, t: Trace, v: Version) -> Any:
