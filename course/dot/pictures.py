@@ -75,6 +75,61 @@ def grid_stride(ax: Any, t: Trace, buffer: str = "a") -> None:
     )
 
 
+def block_sums(ax: Any, t: Trace, buffer: str = "temp", *, max_blocks: int = 4) -> draw.Drawing:
+    """dot1 block by block: one row per block (the first `max_blocks`), its slots of `buffer`, one
+    per thread, blue where the thread stored a product (a box per warp) (it loaded a[i]) and grey where
+    it stored a 0 (i past n); over each row, thread 0 adding the slots one after another into the
+    block's partial sum c[b]. What N changes: the rows (one partial sum per block) and the zeros of
+    the last block; what it does not: one thread's blockDim.x adds in every block."""
+    tpb = t.threads_per_block
+    stores = analysis.iterations(t, buffer)
+    stores = analysis.subset(stores, stores.op == "st")
+    products = analysis.iterations(t, "a")
+    loaded = set(products.gthread[products.op == "ld"].tolist())
+    sums = analysis.iterations(t, buffer)
+    adds = np.bincount(sums.block[(sums.op == "ld") & (sums.thread == 0)], minlength=1)
+    blocks = sorted(set(stores.block.tolist()))
+    drawn = blocks[:max_blocks]
+    d = draw.Drawing(blocks=tuple(drawn))
+    pitch = 2.0
+    for r, b in enumerate(drawn):
+        mine = analysis.subset(stores, stores.block == b)
+        y = -r * pitch
+        order = np.argsort(mine.index)
+        slots, owners = mine.index[order], mine.gthread[order]
+        kinds = np.array([(g % tpb) // 32 if g in loaded else -1 for g in owners.tolist()])
+        starts = np.flatnonzero(np.r_[True, kinds[1:] != kinds[:-1]])  # runs of one warp, or of zeros
+        ends = np.r_[starts[1:], len(slots)]
+        spans = [(float(slots[i]), float(slots[j - 1] + 1 - slots[i])) for i, j in zip(starts, ends)]
+        colors = [draw.IDLE if kinds[i] < 0 else draw.group_color(0) for i in starts]
+        d.cells.append(ax.broken_barh(spans, (y, 0.8), facecolors=colors, edgecolor="white", linewidth=0.5))
+        zeros = int((kinds < 0).sum())
+        n_adds = int(adds[b]) if b < len(adds) else 0
+        ax.annotate("", xy=(tpb, y + 1.15), xytext=(0, y + 1.15),
+                    arrowprops=dict(arrowstyle="-|>", color="black", lw=0.9, mutation_scale=8))  # fmt: skip
+        d.texts.append(ax.text(tpb / 2, y + 1.25, f"thread 0 adds the {n_adds} slots, one after another"
+                               + (f" ({zeros} of them 0)" if zeros else ""), ha="center", va="bottom",
+                               fontsize=FONT))  # fmt: skip
+        d.texts.append(
+            ax.text(-0.01 * tpb, y + 0.4, f"block {b}", ha="right", va="center", fontsize=FONT + 1)
+        )
+        d.texts.append(ax.text(1.01 * tpb, y + 0.4, f"→ c[{b}]", ha="left", va="center", fontsize=FONT + 1))
+    if len(blocks) > len(drawn):
+        d.note = f"blocks {drawn[0]}-{drawn[-1]} of {len(blocks)}"
+        d.texts.append(ax.text(0, 0, "showing " + d.note, transform=ax.transAxes, fontsize=FONT,
+                               style="italic", color="0.3"))  # fmt: skip
+    ax.set_xlim(-0.12 * tpb, 1.12 * tpb)
+    ax.set_ylim(-(max_blocks - 1) * pitch - 0.6, 2.0)  # rows keep their size: N shows as how many
+    ax.set_axis_off()
+    ax.set_title(
+        f"{t.kernel}: each thread stores one product in {buffer}[threadIdx.x] (blue, a box per warp; "
+        f"grey: a 0, past n);\nthen thread 0 alone adds the block's {tpb} slots: one partial sum c[block] "
+        "per block, the blocks side by side",
+        fontsize=FONT + 2,
+    )
+    return d
+
+
 def slot_atomics(ax: Any, t: Trace, buffer: str = "c", *, ymax: int | None = None) -> None:
     """The atomics on each slot of `buffer`, stacked in the order the trace has them land: one
     cell per atomic, coloured by the block that made it (a sequential colour map over the grid)."""

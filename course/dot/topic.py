@@ -333,17 +333,26 @@ def article_inputs(n: int, rng: np.random.Generator | None = None) -> tuple[np.n
     return a, 2 * a
 
 
+DOT1_BLOCKS = 4  # dot1's picture: the partial sums of its first blocks, the last one's zeros
+
+
 def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
-    """One block's worth of the input: what the picture of block 0 shows."""
+    """One block's worth of the input: what the picture of block 0 shows; for dot1, the first few
+    blocks' worth (its picture shows a row per block: what N changes is how many)."""
     a, b = inputs
-    m = max(1, min(a.size, int(block)))
+    m = max(1, min(a.size, int(block) * (DOT1_BLOCKS if version.name == "dot1" else 1)))
     return a[:m], b[:m]
 
 
 def picture(ax: Any, t: Trace, version: Version) -> Any:
-    """What the version is about, from the trace of block 0: thread 0's loop (dot1), the atomics
-    on c's slots (dot2), the tree (dot3), 16-byte loads (dot_vec4), the grid-stride loop (others)."""
+    """What the version is about, from the trace of block 0: each block's products and thread 0's
+    adds (dot1: a row per block), thread 0's loop (the article's dot1), the atomics on c's slots
+    (dot2), the tree (dot3), 16-byte loads (dot_vec4), the grid-stride loop (others)."""
+    from .pictures import block_sums  # pictures.py draws from traces; the topic only picks
+
     name = version.name
+    if name == "dot1":
+        return block_sums(ax, t, max_blocks=DOT1_BLOCKS)
     if name.startswith("dot1"):
         return draw.grid_stride_map(ax, t, "temp", op="ld")
     if name.startswith("dot2"):

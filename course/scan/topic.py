@@ -294,11 +294,12 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
 
 
 def _reads_per_thread(ax: Any, t: Trace) -> Any:
-    """Bars: elements of x each thread of block 0 read (thread i: i + 1), warps coloured."""
-    loads = t.where(op="ld")
+    """Bars: elements of x each thread of block 0 read (thread i: i + 1), warps coloured; block 0
+    alone (thread i of block b reads b · blockDim.x + i + 1)."""
+    loads = t.where(op="ld", block=0)
     lanes = loads.lanes() & (loads.buffer == t.buffer_id("x"))
     per_thread = np.bincount(loads.thread_ids()[lanes], minlength=t.threads_per_block)
-    drawn = ax.stairs(per_thread, np.arange(len(per_thread) + 1), fill=True, color=draw.group_color(0))
+    ax.stairs(per_thread, np.arange(len(per_thread) + 1), fill=True, color=draw.group_color(0))
     for w in range(32, len(per_thread), 32):
         ax.axvline(w, color="0.6", lw=0.6)  # warp boundaries
     ax.set_xlabel("thread of block 0")
@@ -307,7 +308,7 @@ def _reads_per_thread(ax: Any, t: Trace) -> Any:
         f"{t.kernel}: thread i reads x[0..i], {int(per_thread.sum())} reads for {len(per_thread)} outputs"
         f"\n(x[0] is read by every thread: the reads grow as N²/2; grey lines: warps)"
     )
-    return drawn
+    return draw.Drawing(blocks=(0,))
 
 
 def elements_read(t: Trace) -> int:
