@@ -66,3 +66,70 @@ def test_bad_arguments_are_course_errors_and_type_errors(emulator_backend):
     assert issubclass(course.ArgumentError, TypeError) and issubclass(course.InputError, ValueError)
     with pytest.raises(course.InputError):
         reduction.run("reduce3", np.ones((2, 2), np.float32))
+
+
+# ---------------------------------------------------------------- compile errors
+
+ADD = """extern "C" __global__ void add(const float* x, float* y, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x{semicolon}
+    {body}
+}}
+"""
+
+
+def compile_error(semicolon: str = ";", body: str = "if (i < n) y[i] += x[i];") -> course.CompileError:
+    with pytest.raises(course.CompileError) as info:
+        course.Module(code=ADD.format(semicolon=semicolon, body=body))
+    return info.value
+
+
+def test_a_missing_semicolon_shows_the_first_error_and_where_it_belongs():
+    exc = compile_error(semicolon="")
+    assert str(exc).splitlines() == [
+        'kernel.cu(3): error: expected a ";"',
+        "  line 3: if (i < n) y[i] += x[i];",
+        "          ^",
+        "  (the end of line 2 is where it is missing: `int i = blockIdx.x * blockDim.x + threadIdx.x`)",
+        "(1 warning after it, often from the first: print(course.errors.compile_log()) shows NVRTC's whole log)",
+    ]
+    # the whole log, with the follow-on warning and NVRTC's remark, is one call away
+    assert "was declared but never referenced" in exc.log and "-diag-suppress" in exc.log
+    assert errors.compile_log() == exc.log
+
+
+@pytest.mark.parametrize(
+    "body, message, caret_under",
+    [
+        pytest.param("if (i < n) y[i] += x[j];", 'identifier "j" is undefined', "j]", id="undeclared"),
+        pytest.param(
+            "float* p = n; y[i] = *p;",
+            'a value of type "int" cannot be used to initialize an entity of type "float *"',
+            "n;",
+            id="wrong-type",
+        ),
+    ],
+)
+def test_a_learners_mistake_is_one_error_with_a_caret(body, message, caret_under):
+    lines = str(compile_error(body=body)).splitlines()
+    assert lines[0] == f"kernel.cu(3): error: {message}"
+    assert lines[1] == f"  line 3: {body}"
+    assert lines[1][lines[2].index("^") :].startswith(caret_under)  # the caret under the culprit
+    assert lines[3] == "(print(course.errors.compile_log()) shows NVRTC's whole log)" and len(lines) == 4
+
+
+def test_a_cascade_of_errors_is_counted_not_shown():
+    body = "y[0] = q;\n    y[1] = r;\n    y[2] = s;"  # after a missing ";", three undeclared names
+    exc = compile_error(semicolon="", body=body)
+    lines = str(exc).splitlines()
+    assert lines[0] == 'kernel.cu(3): error: expected a ";"'
+    assert exc.log.count("): error:") == 3 and exc.log.count("): warning") == 1
+    assert lines[-1].startswith("(2 more errors and 1 warning after it, often from the first:")
+    assert len(lines) == 5
+
+
+def test_a_compile_error_in_a_notebook_is_a_short_note(shell, capsys):
+    shell.user_ns["course"] = course
+    shell.run_cell(f"course.Module(code={ADD.format(semicolon='', body='y[0] = 1;')!r})")
+    text = plain(capsys.readouterr())
+    assert text.startswith('CompileError: kernel.cu(3): error: expected a ";"')
+    assert "Traceback" not in text and "-diag-suppress" not in text and len(text.splitlines()) <= 6
