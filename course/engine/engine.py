@@ -41,6 +41,9 @@ class Engine:
     def __init__(self, topic: Topic):
         self.topic = topic
         self._modules: dict[tuple[tuple[str, ...], str], Module] = {}
+        self._resident: dict[
+            tuple[Any, ...], int
+        ] = {}  # blocks an SM holds, by version, dtype, block, device
 
     @property
     def name(self) -> str:
@@ -217,8 +220,11 @@ class Engine:
         v, dt, dev = self.version(version), np.dtype(dtype), backend.device()
 
         def resident(block: Block) -> int:
-            kernel = self.kernel(v, dt, block)
-            return occupancy.resident_blocks(kernel, block, v.shared_bytes(block, dt), dev)
+            key = (v.name, dt, block, dev)
+            if key not in self._resident:
+                kernel = self.kernel(v, dt, block)
+                self._resident[key] = occupancy.resident_blocks(kernel, block, v.shared_bytes(block, dt), dev)
+            return self._resident[key]
 
         return Target(dev, resident)
 
