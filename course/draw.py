@@ -235,7 +235,8 @@ def _label_size(ncols: int) -> float:
 def _points_per_unit(ax: Axes, span: float) -> float:
     """Points per data unit along x, once the axes' x limits span `span` units (at the axes' size
     now: the panel sets its margins before drawing)."""
-    return ax.get_position().width * ax.figure.get_figwidth() * 72 / span
+    fig = ax.figure
+    return ax.get_position().width * fig.bbox.width / fig.dpi * 72 / span
 
 
 def _fits(label: str, fontsize: float, width: float) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -285,3 +286,103 @@ def test_a_failed_run_has_no_picture_in_its_static_copy(panel):
     bundle = panel._repr_mimebundle_()
     assert "image/png" not in bundle and "<img" not in bundle["text/html"]
     assert "OutOfBoundsError" in bundle["text/plain"] and "OutOfBoundsError" in bundle["text/html"]
+
+
+# ---------------------------------------------------------------- the words agree with the picture
+
+
+def _title(p) -> str:
+    return p.figure.axes[0].get_title()
+
+
+def test_the_caption_names_the_block_the_picture_drew(emulator_backend):
+    """transpose_grouped at N = 5000 drew warp 0 of block 3 under 'drawn: block 0'; the picture is
+    block 0's now (its numbers are), and the caption reads the block from the drawing."""
+    import re
+
+    from course import transpose
+
+    p = transpose.panel(version="transpose_grouped", n=5000)
+    drawn = int(re.search(r"warp 0 of block (\d+)", _title(p)).group(1))
+    assert drawn == 0 and p.last["drawn"] == (0,)
+    assert p.last["caption"] == "N = 5,000: 4 blocks of 32×16; picture: block 0"
+
+
+def test_the_picture_never_traces_more_blocks_than_the_run(emulator_backend):
+    """reduce_single_pass at N = 100 runs one block; its picture was traced with two."""
+    p = reduction.panel(version="reduce_single_pass", n=100, block=128)
+    assert p.last["metrics"]["grid"] == "1 block of 128"
+    assert "traced with 1 block × 128 threads" in _title(p)
+    assert p.last["caption"] == "N = 100: 1 block of 128; picture: block 0"
+    p.n_typed.value = 1 << 16  # many blocks run; the picture's loop goes round in two of them
+    assert "traced with 2 blocks × 128 threads" in _title(p) and p.last["drawn"] == (0, 1)
+    run = p.last["metrics"]["grid"]
+    assert (
+        p.last["caption"] == f"N = 65,536: {run}; picture: blocks 0-1, traced as 2 blocks on elements 0-2,047"
+    )
+
+
+def _overlaps(texts, renderer) -> list[tuple[str, str]]:
+    """Pairs of number labels on one row whose ink touches (their text, left to right)."""
+    boxes = [(t.get_window_extent(renderer), t.get_text()) for t in texts if t.get_text().isdigit()]
+    boxes.sort(key=lambda b: (round(b[0].y0), b[0].x0))
+    return [
+        (a, b)
+        for (box_a, a), (box_b, b) in itertools.pairwise(boxes)
+        if round(box_a.y0) == round(box_b.y0) and box_a.x1 > box_b.x0
+    ]
+
+
+def test_four_digit_word_numbers_do_not_run_together(emulator_backend):
+    from course import transpose
+
+    p = transpose.panel(version="transpose_grouped", n=512)
+    ax = p.figure.axes[0]
+    words = [t for t in ax.texts if t.get_text().isdigit() and int(t.get_text()) >= 1000]
+    assert words  # the case of the issue: words 975, 1040, ... of a padded 64-wide tile
+    assert _overlaps(ax.texts, p.figure.canvas.get_renderer()) == []
+
+
+def test_bin_numbers_fit_their_cells_or_are_left_to_the_count_beside(emulator_backend):
+    from course import histogram
+
+    p = histogram.panel(version="hist1", n=4096, block=256, data="all-equal")
+    ax = p.figure.axes[0]
+    renderer = p.figure.canvas.get_renderer()
+    cell = ax.transData.transform([(0, 0), (0.9, 0)])[:, 0]
+    numbers = [t for t in ax.texts if t.get_text().isdigit()]
+    inside = [t for t in numbers if t.get_position()[1] < 0.9 + 0.3]  # not the bin numbers above
+    assert all(t.get_window_extent(renderer).width <= cell[1] - cell[0] for t in inside)
+    assert "32" not in [t.get_text() for t in inside]  # wider than a bin: said at the right instead
+    assert [t.get_text() for t in ax.texts].count("32 on one bin") == 8
+    p.data.value = "uniform"  # a few lanes on a bin: one digit fits
+    inside = [t for t in p.figure.axes[0].texts if t.get_text().isdigit() and t.get_position()[1] < 1.2]
+    assert inside and "numbered where more than one" in _title(p)
+
+
+def test_dot1s_picture_shows_what_n_changes(emulator_backend):
+    """dot1's block 0 is the same at N = 128 and N = 1024 (thread 0 adds 256 slots either way):
+    the picture draws a row per block, with the zeros of slots past N."""
+    from course import dot
+
+    p = dot.panel(version="dot1", n=1024, block=256)
+    full = p.image.value
+    assert p.last["drawn"] == (0, 1, 2, 3) and p.last["caption"].endswith("picture: blocks 0-3")
+    assert [t.get_text() for t in p.figure.axes[0].texts].count(
+        "thread 0 adds the 256 slots, one after another"
+    ) == 4
+    p.n_typed.value = 128
+    assert p.image.value != full and p.last["drawn"] == (0,)
+    adds = [t.get_text() for t in p.figure.axes[0].texts if t.get_text().startswith("thread 0")]
+    assert adds == ["thread 0 adds the 256 slots, one after another (128 of them 0)"]
+    p.n_typed.value = 1000  # four blocks; the last has 4 × 256 - 1000 zeros
+    adds = [t.get_text() for t in p.figure.axes[0].texts if t.get_text().startswith("thread 0")]
+    assert adds[-1].endswith(f"({4 * 256 - 1000} of them 0)") and len(adds) == 4
+
+
+def test_the_naive_scans_reads_are_block_0s(emulator_backend):
+    from course import scan
+
+    p = scan.panel(version="naive", n=256, block=64)
+    assert p.last["metrics"]["grid"] == "4 blocks of 64" and p.last["drawn"] == (0,)
+    assert f"{64 * 65 // 2} reads for 64 outputs" in _title(p)  # thread i of block 0 reads i + 1
