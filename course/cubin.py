@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import struct
 
 from . import compiler
@@ -41,9 +42,7 @@ def _registers(
 ) -> tuple[tuple[str, int], ...]:
     opts = compiler.compile_options((f"-arch={arch}", *options))
     key = hashlib.sha256(
-        json.dumps(
-            [source, filename, opts, list(names), compiler.nvrtc_version(), compiler._course_headers(source)]
-        ).encode()
+        json.dumps([source, filename, opts, list(names), compiler.nvrtc_version(), _headers(source)]).encode()
     ).hexdigest()
     path = compiler.cache_dir() / "regs" / f"{key}.json"
     try:
@@ -59,6 +58,12 @@ def _registers(
     except OSError:
         pass  # a read-only cache only costs time
     return tuple(sorted(counts.items()))
+
+
+def _headers(source: str) -> list[str]:
+    """The text of every course header the source includes (they change the code, so the key)."""
+    names = re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.M)
+    return [(compiler.KERNELS / n).read_text() for n in names if (compiler.KERNELS / n).is_file()]
 
 
 def compile_cubin(source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]) -> bytes:
