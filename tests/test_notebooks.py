@@ -100,6 +100,25 @@ def test_each_notebook_is_committed_executed_in_order(ipynb: Path) -> None:
     assert counts == list(range(1, len(counts) + 1)), f"{ipynb.name}: run it top to bottom before committing"
 
 
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_run_all_never_stops_in_any_front_end(ipynb: Path) -> None:
+    """Colab and VS Code ignore the raises-exception tag: no cell may rely on it, none may store an
+    error (a cell that shows an error on purpose uses `course.expect_error()`)."""
+    for i, cell in enumerate(json.loads(ipynb.read_text())["cells"]):
+        assert "raises-exception" not in cell.get("metadata", {}).get("tags", []), f"cell {i}"
+        assert "NBVAL_RAISES_EXCEPTION" not in "".join(cell["source"]), f"cell {i}"
+        assert not [o for o in cell.get("outputs", []) if o["output_type"] == "error"], (
+            f"cell {i} stored an error"
+        )
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_ends_with_its_progress(ipynb: Path) -> None:
+    cells = [c for c in json.loads(ipynb.read_text())["cells"] if c["cell_type"] == "code"]
+    topic = ipynb.stem.split("_", 1)[1]
+    assert "".join(cells[-1]["source"]).strip() == f'course.my_progress("{topic}")'
+
+
 # ---------------------------------------------------------------- the Colab cell
 
 
@@ -115,11 +134,16 @@ def test_each_notebook_opens_with_the_colab_cell(ipynb: Path) -> None:
     assert '"google.colab" in sys.modules' in "".join(cell["source"])
     assert cell["outputs"] == []  # what nbval compares: nothing, on any machine but Colab
     assert nb["metadata"]["accelerator"] == "GPU" and nb["metadata"]["colab"]["gpuType"] == "T4"
-    assert f"git+{repository_url()}" in "".join(cell["source"])
+    assert f'repo = "{repository_url()}"' in "".join(cell["source"])
 
 
-def _run_cell(monkeypatch: pytest.MonkeyPatch, *, colab: bool, nvidia_smi: str | None) -> list[list[str]]:
-    """Run the cell's source; return the commands it ran (none really run)."""
+PUBLISHED = "https://github.com/someone/gpu-patterns-course"  # an address that is not the placeholder
+
+
+def _run_cell(
+    monkeypatch: pytest.MonkeyPatch, *, colab: bool, nvidia_smi: str | None, url: str = PUBLISHED
+) -> list[list[str]]:
+    """Run the cell's source, with the repository at `url`; return the commands it ran (none really run)."""
     calls: list[list[str]] = []
 
     def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -134,7 +158,8 @@ def _run_cell(monkeypatch: pytest.MonkeyPatch, *, colab: bool, nvidia_smi: str |
         monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     else:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    exec(compile("".join(_colab_cell(NOTEBOOKS[0])["source"]), "colab-cell", "exec"), {})
+    source = "".join(_colab_cell(NOTEBOOKS[0])["source"]).replace(repository_url(), url)
+    exec(compile(source, "colab-cell", "exec"), {})
     return calls
 
 
@@ -166,9 +191,20 @@ def test_the_colab_cell_installs_the_course_and_the_right_cupy(
     wanted: list[str],
 ) -> None:
     calls = _run_cell(monkeypatch, colab=True, nvidia_smi=nvidia_smi)
-    pip = [sys.executable, "-m", "pip", "install", "-q", *(w.format(url=repository_url()) for w in wanted)]
+    pip = [sys.executable, "-m", "pip", "install", "-q", *(w.format(url=PUBLISHED) for w in wanted)]
     assert calls == ([["nvidia-smi"]] if nvidia_smi is not None else []) + [pip]
     assert capfd.readouterr() == ("", "")
+
+
+def test_the_colab_cell_says_one_line_while_the_address_is_a_placeholder(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    url = repository_url()
+    if "/OWNER/" not in url:
+        pytest.skip("the repository has its published address")
+    assert _run_cell(monkeypatch, colab=True, nvidia_smi=_smi("12.4"), url=url) == []
+    out, err = capfd.readouterr()
+    assert out.count("\n") == 1 and "not published" in out and err == ""
 
 
 def test_without_a_gpu_the_device_note_is_one_line(
