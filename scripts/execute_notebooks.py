@@ -34,8 +34,8 @@ def execute(path: Path) -> None:
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if errors:
             raise SystemExit(f"{path}: error in cell:\n{cell.source}\n{errors[0]['evalue']}")
-    widgets = nb.metadata.get("widgets", {})
-    nb.metadata["widgets"] = as_javascript_writes(widgets)
+    if "widgets" in nb.metadata:
+        nb.metadata["widgets"] = as_javascript_writes(nb.metadata["widgets"])
     nbformat.write(nb, path)
     print(f"executed {path}")
 
