@@ -601,15 +601,28 @@ histogram.plot_speed(ax, records)
 #
 # ## Exercises
 #
-# **1. Predict, then check.** One warp of `hist2` counts 32 bytes, lane `l` holding the byte
-# given by each pattern below. For each, predict how many lanes hit the busiest bin and how many
-# ways the shared-memory atomic's worst bank conflict has (bin `b` is word `b`, in bank `b % 32`;
-# lanes on the same word are not a conflict). Fill in `(lanes, ways)`; the check traces the warp
-# and gives a hint where you are off.
+# Each exercise is checked by a call: `histogram.exercises.<name>.check(answer)` says what is wrong
+# (which pattern and which column, which case, which thread and line) and the rule to apply, never
+# the answer. `histogram.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
+# `histogram.exercises.<name>.show(mine)` draws what your kernel did, as the pictures above draw
+# the course's kernels. Kernels you write run on the emulator first, with the checker, whatever the
+# machine: a stray access or an endless loop ends in a verdict, never in a crashed GPU.
+#
+# **1. Predict, then check: lanes and banks.** One warp of `hist2` counts 32 bytes, lane `l`
+# holding the byte given by each pattern below. For each, predict how many lanes hit the busiest
+# bin and how many ways the shared-memory atomic's worst bank conflict has (bin `b` is word `b`,
+# in bank `b % 32`; lanes on the same word are not a conflict). Replace each `None`; the check
+# traces the warp and names the pattern and the column that are off.
 
 # %%
-my_guess = {"l": (1, 1), "7": (1, 1), "l % 4": (1, 1), "8 * l": (1, 1), "32 * (l % 8)": (1, 1)}  # edit these
-histogram.exercise_patterns(my_guess)
+my_guess = {  # (lanes on the busiest bin, bank ways)
+    "l": (None, None),
+    "7": (None, None),
+    "l % 4": (None, None),
+    "8 * l": (None, None),
+    "32 * (l % 8)": (None, None),
+}
+histogram.exercises.patterns.check(my_guess)
 
 # %% [markdown]
 # Then think about which of the five would be slow in `hist1` (global atomics) and which in
@@ -617,12 +630,16 @@ histogram.exercise_patterns(my_guess)
 #
 # **2. Fix: a sub-histogram per warp.** A middle road between `hist2` and `hist5_lanes`: a copy of
 # the 256 bins per *warp*, so lanes of different warps never meet on a word (`blockDim.x / 32`
-# copies in dynamic shared memory, launched with `shared_mem = blockDim.x / 32 * 1024`). The
-# kernel below has two bugs. The check runs it on the emulator (blocks of 96, 256, 32 and 1024,
-# awkward N) and stops at the first problem, with what the checker found, the line and a hint.
+# copies in dynamic shared memory, launched with `blockDim.x / 32 * 1024` bytes). The kernel below
+# has two bugs. The check runs it on the emulator on N from 1 to 20 000 (1, a block ± 1, no powers
+# of two), one to five blocks of 32, 96, 128, 256 and 1024 threads, every kind of bytes, and
+# stops at the first problem: a bug the checker found (its thread, line and buffer), a count that
+# differs from `np.bincount`, or a target missed: **each warp counts in its own copy**, and **each
+# block adds a bin to `hist` with one global atomic at most**. On a GPU it then times your kernel
+# beside `hist5_lanes` and a copy of the same bytes.
 
 # %%
-mine = r'''
+mine = r"""
 extern "C" __global__ void hist_warps(const unsigned char* x, unsigned int* hist, long long n) {
     extern __shared__ unsigned int temp[];                  // blockDim.x / 32 copies of 256 bins
     const int warps = blockDim.x / 32;
@@ -637,19 +654,44 @@ extern "C" __global__ void hist_warps(const unsigned char* x, unsigned int* hist
         for (int w = 0; w < warps; ++w) sum += temp[w * 256 + b];
         if (sum) atomicAdd(&hist[b], sum);
     }
-}'''
-histogram.exercise_warp_copies(mine)
+}"""
+histogram.exercises.warp_copies.check(mine)
 
 # %% [markdown]
-# **3. Measure and choose.** Pick the number of blocks for `hist5_lanes` with blocks of 256
-# threads, so that every SM is full and no block waits for a second wave. The starting guess
-# counts threads only (2048 per SM / 256 = 8 blocks per SM). On a GPU the check times your grid at
-# 2^28 bytes against the one-wave launch and passes within 10 %; without one it checks the
-# arithmetic.
+# **3. Write: warp aggregation where contention costs.** `hist1`'s global atomics are where equal
+# bytes hurt: 32 lanes on one bin wait for each other in L2. Below is `hist1` as a kernel of your
+# own. Make the lanes of a warp that hold the same byte agree, so that one of them adds for all of
+# them, straight into `hist`. The check runs it on N from 1 to 5003 (1, a block ± 1, no powers of
+# two), one to four blocks of 32 to 256 threads (whole warps), every kind of bytes, and holds it to
+# two targets read from the trace: **at most one atomic on a bin per trip of a warp's loop** (one
+# per distinct byte the warp holds) and **no shared memory** (the lanes agree among themselves; a
+# histogram per block was exercise 2). On a GPU it then times your kernel beside `hist1` on
+# all-equal and on uniform bytes.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-histogram.exercise_grid(blocks=course.device().sm_count * 8)
+mine = r"""
+extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const unsigned int byte = x[i];
+        // ---- your code: the lanes holding the same byte agree, and one of them adds for all
+        atomicAdd(&hist[byte], 1u);
+        // ---- end of your code
+    }
+}"""
+histogram.exercises.aggregate.check(mine)
+
+# %% [markdown]
+# **4. Measure, then choose: a grid for 9 600 bins.** `hist_wide` keeps one copy of its bins per
+# block in dynamic shared memory, 4 bytes a bin. Choose its number of blocks for **9 600 bins**
+# and blocks of **256** threads: one wave, every SM holding as many blocks as it can, none waiting
+# for a second wave. On a GPU the check times `hist_wide` on 2^28 bytes of keys with your grid
+# beside one wave, two waves, a wave counted by threads alone and one block per SM, and passes
+# within 10 % of the fastest; without one it checks the launch's arithmetic against this device.
+# Replace `None` with your number of blocks.
+
+# %%
+histogram.exercises.grid.check(None)
 
 # %% [markdown]
 # ## Summary
@@ -671,3 +713,6 @@ histogram.exercise_grid(blocks=course.device().sm_count * 8)
 #   with `int`, assumes 256 threads per block (128 drop half the bins, 512 write past the shared
 #   array), launches one block per SM where its text says two, draws bytes that almost never hit
 #   bin 255, and times mostly its 100 MiB host-to-device copy.
+
+# %%
+course.my_progress("histogram")

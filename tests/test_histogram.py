@@ -4,6 +4,8 @@ contention the trace counts (the story helpers), hist_wide, and the panel driven
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -587,69 +589,99 @@ class TestOnTheGpu:
             "hist5_lanes",
         }
 
-    def test_exercise_grid_is_timed(self, cupy_backend):
-        v = histogram.exercise_grid(6 * course.device().sm_count)
-        assert "measured at 2^28 bytes" in str(v)
+    def test_exercise_grid_is_timed(self, cupy_backend, tmp_path, monkeypatch):
+        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+        ex = histogram.exercises
+        wave = course.device().sm_count * ex.resident_blocks(ex.GRID_BLOCK, ex.grid_shared())
+        v = ex.grid.check(wave)
+        assert "GB/s at 2^28 bytes" in str(v) and "within 10 %" in str(v)
+
+    def test_exercise_kernels_are_timed_beside_the_course(self, cupy_backend, tmp_path, monkeypatch):
+        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+        sol = _solutions()
+        v = histogram.exercises.aggregate.check(sol.AGGREGATE)
+        assert v.ok and "× hist1" in str(v) and "all-equal bytes" in str(v), str(v)
+        v = histogram.exercises.warp_copies.check(sol.WARP_COPIES)
+        assert v.ok and "× hist5_lanes" in str(v), str(v)
 
 
 # ---------------------------------------------------------------- notebook 03's exercises
+# (tests/test_exercises.py runs every solution, stub and wrong answer; these are the topic's own)
 
-STARTING_WARP_COPIES = r"""
-extern "C" __global__ void hist_warps(const unsigned char* x, unsigned int* hist, long long n) {
-    extern __shared__ unsigned int temp[];
-    const int warps = blockDim.x / 32;
-    for (int k = threadIdx.x; k < 256; k += blockDim.x) temp[k] = 0;
-    __syncthreads();
-    unsigned int* mine = temp + (threadIdx.x / 32) * 256;
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        atomicAdd(&mine[x[i]], 1u);
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) {
-        unsigned int sum = 0;
-        for (int w = 0; w < warps; ++w) sum += temp[w * 256 + b];
-        if (sum) atomicAdd(&hist[b], sum);
-    }
-}"""
-ZEROED = STARTING_WARP_COPIES.replace("k < 256;", "k < warps * 256;")
-FIXED = ZEROED.replace("atomicAdd(&mine[x[i]], 1u);\n", "atomicAdd(&mine[x[i]], 1u);\n    __syncthreads();\n")
+
+def _solutions() -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "histogram.py"
+    spec = importlib.util.spec_from_file_location("solutions_histogram", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class TestExercises:
-    def test_patterns(self, emulator_backend):
-        start = histogram.exercise_patterns({p: (1, 1) for p in ("l", "7", "l % 4", "8 * l", "32 * (l % 8)")})
-        assert not start.ok and "byte = 7" in str(start) and "hint:" in str(start)
-        right = {"l": (1, 1), "7": (32, 1), "l % 4": (8, 1), "8 * l": (1, 8), "32 * (l % 8)": (4, 8)}
-        assert histogram.exercise_patterns(right).ok
-        assert "missing" in str(histogram.exercise_patterns({"l": (1, 1)}))
-        assert not histogram.exercise_patterns({**right, "8 * l": (1, 4)}).ok
+    @pytest.fixture(autouse=True)
+    def _progress(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
 
-    def test_warp_copies_starting_code_names_the_unzeroed_copies(self, emulator_backend):
-        v = histogram.exercise_warp_copies(STARTING_WARP_COPIES)
-        assert (
-            not v.ok and "[uninitialized]" in str(v) and "must be zeroed" in str(v) and "block=96" in str(v)
+    def test_patterns_are_counted_from_the_trace(self, emulator_backend):
+        truth = histogram.exercises.pattern_truth()
+        assert truth == {"l": (1, 1), "7": (32, 1), "l % 4": (8, 1), "8 * l": (1, 8), "32 * (l % 8)": (4, 8)}
+
+    def test_patterns_name_the_half_that_is_off_and_never_the_count(self, emulator_backend):
+        ex = histogram.exercises.patterns
+        right = ex.truth()
+        v = ex.check({**right, "8 * l": (1, 4)})
+        assert not v.ok and "'8 * l': 'bank ways'" in str(v) and "the rule: bin b is word b" in str(v)
+        v = ex.check({**right, "7": (1, 1)})
+        assert "'7': 'lanes on the busiest bin'" in str(v) and "(32, 1)" not in str(v)
+        assert ex.check(right).ok
+
+    def test_warp_copies_stub_fails_where_warps_meet(self, emulator_backend):
+        v = histogram.exercises.warp_copies.check(histogram.exercises.WARP_COPIES_STUB)
+        assert not v.ok and "3 blocks of 96" in str(v) and "the checker found a bug" in str(v)
+
+    def test_warp_copies_show_draws_the_learners_atomics(self, emulator_backend):
+        shown = histogram.exercises.warp_copies.show(_solutions().WARP_COPIES)
+        assert shown.verdict.ok and shown.png.startswith(b"\x89PNG")
+
+    def test_aggregate_takes_either_natural_answer(self, emulator_backend):
+        sol = _solutions()
+        ex = histogram.exercises.aggregate
+        assert ex.check(sol.AGGREGATE_BALLOT).ok
+        warp_trips = r"""
+extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    const unsigned int lane = threadIdx.x & 31;
+    for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x - lane; base < n; base += stride) {
+        const bool valid = base + lane < n;
+        const unsigned int byte = valid ? x[base + lane] : 0;
+        const unsigned int peers = __match_any_sync(0xffffffffu, valid ? byte : 0xffffffffu);
+        if (valid && lane == __ffs(peers) - 1) atomicAdd(&hist[byte], __popc(peers));
+    }
+}"""  # the warp takes its trips together, as kernel 4 does: the full mask is right
+        assert ex.check(warp_trips).ok
+
+    def test_aggregate_one_lane_at_a_time_is_not_aggregation(self, emulator_backend):
+        serial = histogram.exercises.AGGREGATE_STUB.replace(
+            "        atomicAdd(&hist[byte], 1u);\n",
+            "        for (int l = 0; l < 32; ++l) if ((threadIdx.x & 31) == l) atomicAdd(&hist[byte], 1u);\n",
         )
+        v = histogram.exercises.aggregate.check(serial)
+        assert not v.ok and "at most one atomic per distinct byte" in str(v)
 
-    def test_warp_copies_then_the_missing_barrier(self, emulator_backend):
-        v = histogram.exercise_warp_copies(ZEROED)
-        assert not v.ok and "[race]" in str(v) and "__syncthreads()" in str(v)
+    def test_aggregate_show_draws_the_learners_atomics(self, emulator_backend):
+        shown = histogram.exercises.aggregate.show(histogram.exercises.AGGREGATE_STUB)
+        assert not shown.verdict.ok and shown.png.startswith(b"\x89PNG")
 
-    def test_warp_copies_fixed(self, emulator_backend):
-        v = histogram.exercise_warp_copies(FIXED)
-        assert v.ok, str(v)
-
-    def test_warp_copies_one_shared_copy_is_not_privatised(self, emulator_backend):
-        v = histogram.exercise_warp_copies(FIXED.replace("temp + (threadIdx.x / 32) * 256", "temp"))
-        assert not v.ok and "its own copy" in str(v)
-
-    def test_warp_copies_that_do_not_compile(self, emulator_backend):
-        v = histogram.exercise_warp_copies(
-            FIXED.replace("atomicAdd(&hist[b], sum);", "atomicAdd(&hist[b] sum);")
-        )
-        assert not v.ok and "does not compile" in str(v)
-
-    def test_grid(self, emulator_backend):
-        start = histogram.exercise_grid(8 * SMS)
-        assert not start.ok and "1.33 waves" in str(start) and "hint:" in str(start)
-        assert histogram.exercise_grid(6 * SMS).ok
-        assert not histogram.exercise_grid(5 * SMS).ok
-        assert not histogram.exercise_grid(0).ok and not histogram.exercise_grid("many").ok
+    def test_grid_is_the_device_models_arithmetic(self, emulator_backend):
+        ex = histogram.exercises
+        assert ex.resident_blocks(256) == 8 and ex.resident_blocks(1024, 32 * 1024) == 2
+        assert ex.resident_blocks(ex.GRID_BLOCK, ex.grid_shared()) == 5  # 6 without the driver's 1 KiB
+        assert 228 * 1024 // ex.grid_shared() == 6
+        assert ex.grid.check(SMS * 5).ok
+        for wrong in (SMS * 6, SMS * 8, SMS * 5 - 1, SMS):
+            assert not ex.grid.check(wrong).ok
+        assert not ex.grid.check("many").ok and not ex.grid.check(None).ok

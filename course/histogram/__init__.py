@@ -16,8 +16,8 @@ exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant. The ker
 
 from __future__ import annotations
 
+from . import exercises
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
-from .exercises import exercise_grid, exercise_patterns, exercise_warp_copies
 from .panel import panel
 from .story import (
     Report,
@@ -66,8 +66,8 @@ kernel = ENGINE.kernel
 __all__ = [
     "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "Report", "article_grids", "article_timing",
     "block_bug", "blocks_per_sm", "check", "contention", "contention_table", "copies_table", "draw_banks",
-    "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercise_grid", "exercise_patterns",
-    "exercise_warp_copies", "first_trace", "gpu_table", "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
+    "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercises", "first_trace", "gpu_table",
+    "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
     "lane_bins", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
     "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "shared_table", "speed_against_n", "trace",
     "versions", "wide", "wide_keys", "wide_plan", "wide_reference", "wide_table", "wide_timing",
