@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import matplotlib
+import pytest
 
 import course
 
@@ -45,6 +47,51 @@ def test_the_readme_keeps_the_commands_ci_runs() -> None:
         in text
     )
     assert "python scripts/execute_notebooks.py" in text  # the one command that re-executes them all
+
+
+LAB = 'python3 -m venv .venv && .venv/bin/pip install -e ".[notebook]" && .venv/bin/jupyter lab notebooks/'
+
+
+def test_the_root_variant_of_the_first_command_stands_beside_it() -> None:
+    text = README.read_text()
+    first, root = (text.index(f"```bash\n{c}\n```") for c in (LAB, LAB + " --allow-root"))
+    between = text[first + len(LAB) + 12 : root]  # from the end of the first command's block
+    assert "As root" in between and len(between) < 300  # right under the first command
+    assert root < text.index('.venv/bin/pip install -e ".[test]"')  # before the test command
+
+
+def test_the_root_variant_starts_jupyter_lab_as_root() -> None:
+    labapp = pytest.importorskip("jupyterlab.labapp")
+    command = shlex.split((LAB + " --allow-root").rsplit("&& ", 1)[1])
+    assert command[:2] == [".venv/bin/jupyter", "lab"]
+    app = labapp.LabApp()
+    app.parse_command_line(command[2:])
+    assert app.config.ServerApp.allow_root is True and app.extra_args == ["notebooks/"]
+
+
+def test_the_readme_says_what_python_3_9_says() -> None:
+    text = " ".join(README.read_text().split())
+    remedy = "rm -rf .venv && python3.12 -m venv .venv"
+    assert remedy in (ROOT / "build_backend.py").read_text() and f"`{remedy}`" in text
+    assert "Python 3.10+" in text and 'requires-python = ">=3.10"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_binder_link_opens_a_notebook_of_this_repository() -> None:
+    text = README.read_text()
+    (repo, notebook) = re.findall(
+        r"https://mybinder\.org/v2/gh/([^/]+/[^/]+)/main\?urlpath=lab/tree/([\w/.]+)", text
+    )[0]
+    assert f"https://github.com/{repo}" in (ROOT / "pyproject.toml").read_text()
+    assert (ROOT / notebook).is_file()
+    for command in ("docker build -f docker/Dockerfile", "conda env create -f binder/environment.yml"):
+        assert command in " ".join(text.split())
+    assert (ROOT / "docker" / "Dockerfile").is_file() and (ROOT / "binder" / "environment.yml").is_file()
+
+
+def test_the_maintainer_commands_are_in_the_readme() -> None:
+    text = README.read_text()
+    for script in ("panel_picture.py", "notebook_times.py"):
+        assert f"`python scripts/{script}`" in text and (ROOT / "scripts" / script).is_file()
 
 
 def test_every_notebook_has_a_colab_link_to_a_real_path() -> None:
