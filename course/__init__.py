@@ -26,8 +26,8 @@ from .errors import (
     OutOfBoundsError,
     UnsupportedInstruction,
 )
+from .exercises import my_progress
 from .gpu import Kernel, Module
-from .progress import my_progress
 from .show import expect_error
 
 

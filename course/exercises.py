@@ -343,7 +343,12 @@ def compare_speed(
 
     def best_step(s: tuple[Any, ...]) -> Callable[[], None]:
         steps = list(engine.plan(best, *s).steps)
-        return lambda: [step() for step in steps] and None
+
+        def run() -> None:
+            for step in steps:
+                step()
+
+        return run
 
     gbps = {}
     for label, make in (("yours", mine), (best, best_step)):
@@ -379,3 +384,46 @@ def all_exercises() -> dict[str, list[Exercise]]:
         engine.name: list(importlib.import_module(f"course.{engine.name}.exercises").EXERCISES)
         for engine in TOPICS
     }
+
+
+class Progress:
+    """The course's exercises, done or not yet: a table in a notebook, lines in a terminal."""
+
+    def __init__(self, topic: str | None = None):
+        everything = all_exercises()
+        if topic is not None and topic not in everything:
+            raise ValueError(f"topic must be one of {list(everything)} or None; got {topic!r}")
+        self.rows: list[tuple[str, str, bool]] = []
+        state = progress.load()
+        for name, exercises in everything.items():
+            if topic is None or name == topic:
+                self.rows += [(ex.key, ex.title, bool(state.get(ex.key, {}).get("done"))) for ex in exercises]
+
+    @property
+    def done(self) -> int:
+        return sum(d for *_, d in self.rows)
+
+    def _footer(self) -> str:
+        unsaved = "" if progress.saving() else " (not saved: the progress file cannot be written here)"
+        return f"{self.done} of {len(self.rows)} exercises done{unsaved}"
+
+    def __str__(self) -> str:
+        lines = [f"{'✓' if done else '·'} {key:<24} {title}" for key, title, done in self.rows]
+        return "\n".join([*lines, self._footer()])
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(
+            f"<tr><td>{'✓' if d else '·'}</td><td><code>{html.escape(k)}</code></td><td>{html.escape(t)}</td></tr>"
+            for k, t, d in self.rows
+        )
+        return f"<table>{rows}</table><p>{html.escape(self._footer())}</p>"
+
+
+def my_progress(topic: str | None = None) -> Progress:
+    """The exercises of one topic (e.g. "dot"), or of the whole course, done or not yet
+    (`course.my_progress()`; the file is `course.progress.path()`).."""
+    return Progress(topic)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, exercises
+from .. import analysis, arrays, backend, exercises, occupancy
 from ..exercises import Case, Choice, KernelExercise, Prediction, Verdict
 from ..gpu import Kernel
 from . import pictures
@@ -227,8 +227,9 @@ MIN_PER_THREAD = 8  # a thread should add at least this many products per atomic
 
 
 def resident_blocks(block: int = GRID_BLOCK) -> int:
-    """Blocks of `block` threads one SM holds at once, on the active device."""
-    return max(1, min(2048 // block, 32))  # threads per SM, and at most 32 blocks
+    """Blocks of dot2 with `block` threads one SM holds at once, on the active device (its
+    occupancy API on a GPU, the device model's arithmetic on the emulator)."""
+    return occupancy.resident_blocks(ENGINE.kernel("dot2", F32), block)  # not a template: one kernel
 
 
 def _allowed(blocks: Any) -> str:
@@ -250,7 +251,8 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     lines = ["(no GPU here: the check is the launch's arithmetic, not a timing)"]
     if blocks < full:
         lines.insert(0, f"{blocks} blocks of {block}: some SMs get fewer blocks than they can hold "
-                     "(rule: an SM holds as many blocks as fit in its 2048 threads, at most 32)")  # fmt: skip
+                     f"(rule: an SM holds as many blocks as fit in its {dev.threads_per_sm} threads, at most "
+                     f"{dev.blocks_per_sm}, and as its registers allow)")  # fmt: skip
         return Verdict(False, lines)
     if blocks % full and blocks < 4 * full:
         lines.insert(0, f"{blocks} blocks of {block}: the last wave is partly empty: the SMs that "
@@ -272,9 +274,14 @@ def _gpu_grid_speed(blocks: int, wave: int, n: int, block: int, runs: int) -> tu
     rng = np.random.default_rng(0)
     a = arrays.asarray(rng.standard_normal(n, dtype=F32))
     b = arrays.asarray(rng.standard_normal(n, dtype=F32))
+    k = ENGINE.kernel("dot2", F32)  # launched directly: the topic's dot2 takes powers of two only
+    c = arrays.zeros(block, F32)
     speeds = {}
     for grid in dict.fromkeys((blocks, wave, 2 * wave, n // block)):
-        launch = ENGINE.plan("dot2", a, b, block=block, grid=grid).launches[0]
+
+        def launch(grid: int = grid) -> None:
+            k((grid,), (block,), (a, b, c, np.int32(n)))
+
         ms = float(np.median(bench.time_runs([launch], runs=runs)))
         speeds[grid] = 8 * n / ms / 1e6
     del a, b
@@ -289,8 +296,9 @@ grid = Choice(
     judge=_judge_grid,
     hints=(
         "a grid that fills the GPU once puts every SM to work and lets each thread add many products",
-        "an SM holds at most 2048 threads and 32 blocks at a time: how many blocks of 384 is that?",
-        "course.device() gives the number of SMs",
+        "an SM holds a limited number of threads and of blocks at a time (and registers): "
+        "how many blocks of 384 is that?",
+        "course.device().describe() lists this device's SMs and what one SM holds",
     ),
 )
 
