@@ -284,9 +284,7 @@ def _gpu_grid_speed(blocks: int, wave: int, n: int, block: int, runs: int) -> tu
 
         ms = float(np.median(bench.time_runs([launch], runs=runs)))
         speeds[grid] = 8 * n / ms / 1e6
-    del a, b
-    bench.free_gpu_memory()
-    return speeds[blocks], max(speeds.values())
+    return speeds[blocks], max(speeds.values())  # the arrays go back to CuPy's pool on return
 
 
 grid = Choice(
