@@ -184,3 +184,21 @@ def test_show_draws_the_learners_kernel(emulator_backend):
     assert not shown.verdict.ok
     assert shown.png.startswith(b"\x89PNG")
     assert "<img" in shown._repr_html_()
+
+
+# ---------------------------------------------------------------- on a GPU: timed beside the course
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("topic", "ex"),
+    [(t, e) for t, e in EVERY if not isinstance(e, Prediction)],
+    ids=lambda x: getattr(x, "key", x),
+)
+def test_on_a_gpu_the_solution_is_timed(topic, ex, cupy_backend):
+    verdict = ex.check(solutions(topic).SOLUTIONS[ex.name])
+    text = str(verdict)
+    if isinstance(ex, KernelExercise) and ex.timing is None:
+        assert verdict.ok, text
+    else:
+        assert "GB/s" in text, text  # measured on this GPU, whatever the verdict
