@@ -247,9 +247,9 @@ source.show("reduction.cu", "reduce4_article")
 # article's sizes are. With N = 1000 the emulator stops at the first stray read and says who made
 # it (a GPU would read whatever lies there, or fault):
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-reduction.run("reduce4_article", np.arange(1, 1001, dtype=np.uint32))
+# %%
+with course.expect_error():
+    reduction.run("reduce4_article", np.arange(1, 1001, dtype=np.uint32))
 
 # %% [markdown]
 # The fix checks each load on its own, and widens to `long long` *before* adding (two
@@ -297,9 +297,9 @@ reduction.check("reduce5", small, block=64)
 # Second, every lane of warp 0 reads `sdata[tid + 32]`: with blocks of fewer than 64 threads that
 # is past the block's shared memory:
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-reduction.run("reduce5_article", small, block=32)
+# %%
+with course.expect_error():
+    reduction.run("reduce5_article", small, block=32)
 
 # %% [markdown]
 # The fixed warp step reads, waits for the whole warp, then writes, and skips partners past the
@@ -344,9 +344,9 @@ print("a grid of 4 blocks  :", reduction.loads_per_thread("reduce7", 4096, grid=
 # That is why the article found kernel 7 no faster than kernel 6. Its loop also reads
 # `x[i + blockSize]` unchecked, so N = 1000 fails as kernel 4 did:
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-reduction.run("reduce7_article", small)
+# %%
+with course.expect_error():
+    reduction.run("reduce7_article", small)
 
 # %%
 source.show("reduction.cu", "reduce7")
@@ -537,53 +537,93 @@ reduction.plot_speed(ax, records)
 #
 # ## Exercises
 #
-# **1. Predict, then check.** Kernel 2's table above used blocks of 256. With a block of **1024**
-# floats, what is the worst bank conflict of each step? Fill in your prediction for every stride
-# s, then run the check (it counts them from a trace and gives a hint where you are off).
+# Each exercise is checked by a call: `reduction.exercises.<name>.check(answer)` says what is wrong
+# (which case, which stride and column, which thread, line and buffer) and the rule to apply, never
+# the answer. `reduction.exercises.<name>.hint()` gives a hint when you ask, one more each time,
+# and `reduction.exercises.<name>.show(mine)` draws your kernel's tree as this notebook draws the
+# course's. Kernels you write run on the emulator first, with the checker, whatever the machine: a
+# race, a stray access, a barrier only part of the block reaches or an endless loop ends in a
+# verdict, never in a crashed GPU.
+#
+# **1. Predict, then check: kernel 2 at a block of 1024.** The step table of kernel 2 above counted
+# a block of 256. For one block of **1024** float sums, predict for each stride `s` the three
+# numbers that table counts: the warps busy (at least one of their threads adds), how many of them
+# are divergent (some lanes add, others not), and the worst bank conflict of the step's
+# shared-memory accesses, in ways (1: none). Replace each `None`; the check counts them from a
+# trace and names the first stride and column that differ, with the rule for that column.
 
 # %%
-my_ways = {1: 2, 2: 4, 4: 8, 8: 8, 16: 8, 32: 4, 64: 2, 128: 1, 256: 1, 512: 1}  # edit these
-reduction.exercise_ways(my_ways)
+my_steps = {  # s: (warps busy, of them divergent, worst bank conflict)
+    1: (None, None, None),
+    2: (None, None, None),
+    4: (None, None, None),
+    8: (None, None, None),
+    16: (None, None, None),
+    32: (None, None, None),
+    64: (None, None, None),
+    128: (None, None, None),
+    256: (None, None, None),
+    512: (None, None, None),
+}
+reduction.exercises.ways.check(my_steps)
 
 # %% [markdown]
-# **2. Fix: any block size.** Kernel 3 halves `s` from `blockDim.x / 2`: with a block of 96 it
-# goes 48, 24, 12, 6, 3, 1, and one element is never added. Edit `mine` so that it sums every
-# element for *any* block size (the check launches blocks of 33, 96, 100, 128, 160 and 1000 on the
-# emulator, compares every block's sum with NumPy's, and says what went wrong first).
+# **2. Write: kernel 3's tree for any block size.** Kernel 3 halves `s` from `blockDim.x / 2`:
+# with a block that is not a power of two, some partial sums never reach `sdata[0]`. Rewrite the
+# marked part so that `sdata[0]` ends with every element of the block, for any `blockDim.x`, and
+# still as a tree. The check launches N = 1 to 3007 in blocks of 1, 7, 33, 96, 100, 128, 160 and
+# 1000 threads (N = block − 1 and block + 1 among them), one element per thread, and compares
+# every block's sum with NumPy's; a wrong one is traced back to the values that never reached
+# `sdata[0]` or reached it twice. The target, read from the trace: **a tree**, at most ⌈log₂ block⌉
+# barrier steps, with no thread adding more than two partners into its own in one step. Every
+# thread must reach every `__syncthreads()`. On a GPU it then times yours with blocks of 96 beside
+# `reduce3` and a copy of the same bytes.
 
 # %%
-mine = r'''
+mine = r"""
 extern "C" __global__ void reduce3_any(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];
     unsigned int tid = threadIdx.x;
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     sdata[tid] = (i < n) ? x[i] : 0;
     __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {   // <- fix the halving
+    // ---- your tree: it must add every sdata[0 .. blockDim.x - 1] into sdata[0], for any blockDim.x
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
         if (tid < s) sdata[tid] += sdata[tid + s];
         __syncthreads();
     }
+    // ----
     if (tid == 0) out[blockIdx.x] = sdata[0];
-}'''
-reduction.exercise_any_block(mine)
+}"""
+reduction.exercises.any_block.check(mine)
 
 # %% [markdown]
-# **3. Measure and choose.** Pick the number of blocks for kernel 7 (blocks of 256, N = 2^26). On
-# a GPU the check times your grid against a full wave and passes within 10 % of it; without one it
-# checks the launch's arithmetic (are the SMs full?). Start from the number of SMs and work up.
+# **3. Measure, then choose: a grid for blocks of 640.** `reduce_shfl` (beyond the article) runs
+# kernel 7's grid-stride loop, two loads in flight per thread, and adds the block's sum with
+# shuffles; it takes any block that is a multiple of 32. Choose its number of blocks for blocks of
+# **640** threads and N = 50 000 000: every SM full, no wave left partly empty, and at least 8
+# elements per thread, so that trees and block sums stay few. On a GPU the check times your grid
+# beside half a wave, one wave, two waves and one pair per thread, and passes within 10 % of the
+# fastest; without one it checks the launch's arithmetic against this device, and once it is right
+# sets the loads in flight beside Little's law. Replace `None` with your number of blocks.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-reduction.exercise_grid(blocks=course.device().sm_count)
+reduction.exercises.grid.check(None)
 
 # %% [markdown]
-# **4. The last warp with shuffles.** Replace warp 0's shared-memory steps in kernel 5 with
-# `__shfl_down_sync(0xffffffff, v, offset)` for offsets 16, 8, 4, 2, 1, keeping the sum in a
-# register. The check wants the right sums *and* a trace in which warp 0's last step uses shuffles
-# instead of shared memory.
+# **4. Write: the last warp with shuffles.** The stub's last warp is the article's warp-synchronous
+# code, a race since Volta. Rewrite the marked part with `__shfl_down_sync(0xffffffff, v, offset)`:
+# the last 64 partial sums are added in registers. Keep the stub's last line (lane 0 leaves the
+# block's sum in `sdata[0]`) or write `out` from the register, as you like. The check launches
+# N = 1 to 4103 in blocks of 64, 128, 256 and 1024 (kernel 5's loop needs a power of two of at
+# least 64; N = 2 × block ± 1 among them), two elements per thread, and compares every block's sum
+# with NumPy's. The target, read from warp 0's trace from its first shuffle on: **at least five
+# shuffles, each lane loads `sdata[tid]` and `sdata[tid + 32]` once at most** (reading back what the
+# warp stored itself does not count), **and at most one shared-memory store**. On a GPU it then
+# times yours beside `reduce5` and a copy.
 
 # %%
-mine = r'''
+mine = r"""
 extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];
     unsigned int tid = threadIdx.x;
@@ -596,14 +636,16 @@ extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
         if (tid < s) sdata[tid] += sdata[tid + s];
         __syncthreads();
     }
-    if (tid < 32) {                       // <- replace this block with shuffles
-        volatile acc_t* v = sdata;
-        v[tid] += v[tid + 32]; v[tid] += v[tid + 16]; v[tid] += v[tid + 8];
-        v[tid] += v[tid + 4]; v[tid] += v[tid + 2]; v[tid] += v[tid + 1];
+    // ---- your last warp: sdata[0 .. 63] to the block's sum, with __shfl_down_sync
+    if (tid < 32) {
+        volatile acc_t* vs = sdata;
+        vs[tid] += vs[tid + 32]; vs[tid] += vs[tid + 16]; vs[tid] += vs[tid + 8];
+        vs[tid] += vs[tid + 4]; vs[tid] += vs[tid + 2]; vs[tid] += vs[tid + 1];
     }
+    // ----
     if (tid == 0) out[blockIdx.x] = sdata[0];
-}'''
-reduction.exercise_shuffle(mine)
+}"""
+reduction.exercises.shuffle.check(mine)
 
 # %% [markdown]
 # ## Summary
@@ -620,3 +662,6 @@ reduction.exercise_shuffle(mine)
 #   warp-synchronous `volatile` code that has been a race since Volta, reads past shared memory
 #   with blocks under 64 threads, times itself with a race on one word, and launches kernel 7 so
 #   that its loop never loops.
+
+# %%
+course.my_progress("reduction")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import course
-from course import reduction, source
+from course import reduction
 from course.engine.engine import VET_MAX
 
 CORRECT = (*reduction.versions(), "reduce3_timed")
@@ -147,46 +147,95 @@ def test_a_trace_spans_every_launch(emulator_backend):
     assert t.buffers[sums].name == "out" and (t.where(launch=0, op="st").buffer == sums).any()
 
 
+# ---------------------------------------------------------------- exercises (the generic checks: tests/test_exercises.py)
+
+
+def _solutions():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "reduction.py"
+    spec = importlib.util.spec_from_file_location("solutions_reduction", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def _progress(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+
+
 class TestExercises:
-    def test_the_articles_kernel4_fails_the_bounds_exercise_with_its_line(self, emulator_backend):
-        stub = source.kernel_source("reduction.cu", "reduce4_article").replace(
-            "reduce4_article", "reduce4_mine"
+    def test_the_ways_prediction_is_counted_at_a_block_the_text_never_used(self, emulator_backend):
+        truth = reduction.exercises.ways_truth()
+        assert sorted(truth) == [1 << k for k in range(10)]
+        text = reduction.exercises.ways_truth(256)  # the step table the notebook shows
+        assert any(truth[s] != text[s] for s in text)
+        assert truth[16] == (1, 0, 32) and truth[512] == (1, 1, 1)  # 32 lanes, one bank; one lane
+
+    def test_the_committed_prediction_says_every_stride_is_open(self, emulator_backend, _progress):
+        verdict = reduction.exercises.ways.check(
+            {s: (None, None, None) for s in reduction.exercises.ways_truth()}
         )
-        verdict = reduction.exercise_bounds(stub)
-        assert not verdict.ok
-        line = next(i for i, s in enumerate(stub.splitlines(), 1) if "? x[i] + x[i + blockDim.x]" in s)
-        assert f"line {line} of kernel.cu" in str(verdict) and "OutOfBoundsError" in str(verdict)
+        assert not verdict.ok and "still open" in str(verdict)
 
-    def test_the_fixed_kernel4_passes(self, emulator_backend):
-        fixed = source.kernel_source("reduction.cu", "reduce4").replace("void reduce4(", "void reduce4_mine(")
-        assert reduction.exercise_bounds(fixed).ok
+    def test_any_block_accepts_the_power_of_two_tree_too(self, emulator_backend, _progress):
+        sol = _solutions()
+        mine = reduction.exercises.ANY_BLOCK_STUB.replace(sol.STUB_TREE, sol.POW2_TREE)
+        assert reduction.exercises.any_block.check(mine).ok
 
-    def test_a_wrong_sum_is_named(self, emulator_backend):
-        fixed = source.kernel_source("reduction.cu", "reduce4").replace("void reduce4(", "void reduce4_mine(")
-        wrong = fixed.replace("if (i + blockDim.x < n) v += x[i + blockDim.x];", "")
-        verdict = reduction.exercise_bounds(wrong)
-        assert not verdict.ok and "NumPy says" in str(verdict)
+    def test_any_block_tells_a_lost_sum_from_a_double_count_without_the_sum(
+        self, emulator_backend, _progress
+    ):
+        sol = _solutions()
+        lost = str(reduction.exercises.any_block.check(reduction.exercises.ANY_BLOCK_STUB))
+        twice = str(reduction.exercises.any_block.check(sol.WRONG["any_block"][1][0]))
+        assert "never reached sdata[0]" in lost and "more than once" not in lost
+        assert "more than once" in twice and "never reached" not in twice
+        want = str(reduction.reference(reduction.exercises._input(95)))
+        assert want not in lost and want not in twice and "NumPy says" not in lost + twice
 
-    def test_shared_memory_warp_steps_fail_the_shuffle_exercise(self, emulator_backend):
-        stub = (
-            source.kernel_source("reduction.cu", "warp_reduce")
-            + "\n"
-            + source.kernel_source("reduction.cu", "reduce5").replace("void reduce5(", "void reduce5_mine(")
-        )
-        verdict = reduction.exercise_shuffle(stub)
-        assert not verdict.ok and "shuffles" in str(verdict)
+    def test_any_block_names_the_barrier_only_part_of_the_block_reaches(self, emulator_backend, _progress):
+        wrong = _solutions().WRONG["any_block"][2][0]
+        verdict = str(reduction.exercises.any_block.check(wrong))
+        line = 1 + next(i for i, s in enumerate(wrong.splitlines(), 1) if "sdata[tid + half];" in s)
+        assert "barrier-divergence" in verdict and f"line {line}" in verdict
+        assert len(verdict.splitlines()) <= 12
 
-    def test_a_shuffle_warp_passes(self, emulator_backend):
-        tail = "if (tid < 32) {\n        acc_t v = sdata[tid] + sdata[tid + 32];\n"
-        tail += "        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);\n"
-        tail += "        if (tid == 0) out[blockIdx.x] = v;\n    }\n}"
-        body = source.kernel_source("reduction.cu", "reduce5").replace("void reduce5(", "void reduce5_mine(")
-        body = body[: body.index("if (tid < 32)")] + tail
-        assert reduction.exercise_shuffle(body).ok
+    def test_shuffle_accepts_both_natural_answers(self, emulator_backend, _progress):
+        sol = _solutions()
+        assert "out[blockIdx.x] = sdata[0]" in sol.SHUFFLE  # the stub's last line kept
+        assert reduction.exercises.shuffle.check(sol.SHUFFLE).ok
+        assert "out[blockIdx.x] = sdata[0]" not in sol.SHUFFLE_REGISTER  # out from the register
+        assert reduction.exercises.shuffle.check(sol.SHUFFLE_REGISTER).ok
 
-    def test_a_compile_error_is_a_verdict_not_a_crash(self, emulator_backend):
-        verdict = reduction.exercise_bounds("this is not CUDA")
-        assert not verdict.ok and "does not compile" in str(verdict)
+    def test_shuffle_holds_the_warp_to_registers(self, emulator_backend, _progress):
+        sol = _solutions()
+        shared = reduction.exercises.SHUFFLE_STUB.replace(sol.STUB_WARP, sol.SHARED_WARP)
+        verdict = str(reduction.exercises.shuffle.check(shared))
+        assert "the answer is right" in verdict and "warp 0 made 0 shuffles" in verdict
+
+    def test_the_grid_is_posed_where_the_text_never_launched(self, emulator_backend, _progress):
+        ex = reduction.exercises
+        assert ex.GRID_BLOCK not in reduction.ENGINE.version(ex.GRID_VERSION).blocks
+        wave = course.device().sm_count * ex.resident_blocks()
+        assert ex.grid.check(wave).ok and ex.grid.check(2 * wave).ok
+        assert not ex.grid.check(wave + 1).ok and not ex.grid.check(wave - 1).ok
+        verdict = str(ex.grid.check(wave // 3))
+        assert str(wave) not in verdict and str(ex.resident_blocks()) + " per SM" not in verdict
+
+    def test_littles_law_reads_the_device(self, emulator_backend):
+        dev = course.device()
+        need = reduction.exercises.bytes_needed_per_sm()
+        peak, latency = getattr(dev, "memory_peak_gbps", 3350.0), getattr(dev, "dram_latency_ns", 600.0)
+        assert need == int(peak * latency / dev.sm_count)
+
+    def test_show_draws_the_learners_tree(self, emulator_backend, _progress):
+        shown = reduction.exercises.any_block.show(reduction.exercises.ANY_BLOCK_STUB)
+        assert not shown.verdict.ok and shown.png.startswith(b"\x89PNG")
+        shown = reduction.exercises.shuffle.show(_solutions().SHUFFLE)
+        assert shown.verdict.ok and shown.png.startswith(b"\x89PNG")
 
 
 def test_lanes_per_warp_show_divergence(emulator_backend):
@@ -225,8 +274,3 @@ def test_article_table_on_a_gpu(cupy_backend):
         4 * 2**20 / k1["article µs"] / 1e3
     )
     assert all(r["fixed µs"] > 0 for r in rows)
-
-
-def test_exercise_ways_names_the_strides_left_out(emulator_backend):
-    verdict = reduction.exercise_ways({1: 2, 2: 4}, block=64)
-    assert not verdict.ok and "predict every stride: [4, 8, 16, 32] missing" in str(verdict)

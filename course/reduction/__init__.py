@@ -13,7 +13,7 @@ tells the story with, `exercises.py` its exercises. The kernels are in `kernels/
 
 from __future__ import annotations
 
-from .exercises import exercise_any_block, exercise_bounds, exercise_grid, exercise_shuffle, exercise_ways
+from . import exercises
 from .story import (
     article_table,
     compare_steps,
@@ -47,8 +47,7 @@ kernel = ENGINE.kernel
 
 __all__ = [
     "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "check", "compare_steps",
-    "draw_banks", "draw_lanes", "draw_tree", "exercise_any_block", "exercise_bounds", "exercise_grid",
-    "exercise_shuffle", "exercise_ways", "first_trace", "g80_comparison", "in_flight", "instructions_per_element",
+    "draw_banks", "draw_lanes", "draw_tree", "exercises", "first_trace", "g80_comparison", "in_flight", "instructions_per_element",
     "kernel", "lanes_per_warp", "latency_table", "loads_per_thread", "panel", "plot_speed", "reference", "run",
     "speed_against_n", "step_table", "trace", "tradeoff", "versions", "warp_syncs", "worst_step", "writes_to",
 ]  # fmt: skip

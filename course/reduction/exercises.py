@@ -1,189 +1,477 @@
-"""Notebook 05's exercises: the learner's kernel runs on the emulator and the verdict says why.
+"""Notebook 05's exercises, on the frame of `course.exercises`: a prediction, two kernels to write
+and a grid to choose.
 
-The learner's kernel sees reduction.cu's types as macros (`elem_t`, `acc_t`), so its line
-numbers stay its own.
+    reduction.exercises.any_block.check(mine)   # the verdict: what is wrong, never the answer
+    reduction.exercises.any_block.hint()        # one hint more each time
+    reduction.exercises.any_block.show(mine)    # the verdict and the learner's tree drawn
+
+The learner's kernels see reduction.cu's types as macros (`elem_t` is unsigned int, `acc_t` long
+long), so their line numbers stay their own, and are launched with `block * 8` bytes of dynamic
+shared memory (one `acc_t` per thread).
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .. import arrays, exercises
-from ..emulator import Trace
+from .. import analysis, arrays, backend, draw, exercises
+from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
-from .topic import reference
+from .topic import ENGINE
 
-EXERCISE_OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
-
-
-def _sum_case(
-    n: int, block: int, per_thread: int, extra: Callable[[Trace], str] | None = None
-) -> exercises.Case:
-    x = (np.arange(n, dtype=np.uint64) * 2654435761 % 1000).astype(np.uint32)  # awkward, not all ones
-    blocks = -(-n // (block * per_thread))
-
-    def run(k: Kernel) -> tuple[Any, Trace]:
-        out = arrays.zeros(blocks, np.int64)
-        t = k.trace((blocks,), (block,), (arrays.asarray(x), out, np.int32(n)), shared_mem=block * 8)
-        return arrays.asnumpy(out).sum(), t
-
-    def judge(result: tuple[Any, Trace]) -> str:
-        got, t = result
-        if got != reference(x):
-            return f"the sum is {got}, NumPy says {reference(x)}"
-        return extra(t) if extra else ""
-
-    return exercises.Case(f"N={n}, block={block}", run, judge)
+OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
+ACC_BYTES = 8  # sizeof(acc_t): the dynamic shared memory of a block is block * 8 bytes
 
 
-def exercise_bounds(source: str) -> exercises.Verdict:
-    """Exercise 1: fix kernel 4's load. `source` defines reduce4_mine(const elem_t*, acc_t*, int)."""
-    cases = [
-        _sum_case(n, b, 2) for b in (128, 64) for n in (1, 100, 127, 128, 129, 255, 256, 257, 1000, 4099)
-    ]
-    return exercises.check(source, "reduce4_mine", cases, options=EXERCISE_OPTIONS)
+def _blocks(grid: int, block: int) -> str:
+    return f"{grid} block{'s' * (grid != 1)} of {block}"
 
 
-def _uses_shuffles(t: Trace) -> str:
-    """After the last __syncthreads, warp 0 should work in registers: shuffles, not shared memory."""
-    block0 = t.where(block=0, warp=0)
-    if not len(block0):
-        return ""
-    last = block0.epoch.max()
-    tail = block0.select(block0.epoch == last)
-    shared = int((tail.space == "shared").sum())
-    shuffles = int((tail.op == "shfl").sum())
-    if shuffles < 5:
-        return (
-            f"warp 0 made {shuffles} shuffles in the last step (5 or more expected: offsets 16, 8, 4, 2, 1)"
-        )
-    if shared > 3:
-        return f"warp 0 still made {shared} shared-memory accesses in the last step (read sdata[tid] and sdata[tid + 32] once)"
-    return ""
+def _input(n: int) -> np.ndarray:
+    """1 to 999, scrambled: no element is zero, so a lost or doubled one changes the sum."""
+    return (np.arange(n, dtype=np.uint64) * 2654435761 % 999 + 1).astype(np.uint32)
 
 
-def exercise_shuffle(source: str) -> exercises.Verdict:
-    """Exercise 2: the last warp with __shfl_down_sync. `source` defines reduce5_mine like reduce5."""
-    cases = [_sum_case(n, b, 2, _uses_shuffles) for b in (64, 128, 256) for n in (1, 129, 1000, 5000)]
-    return exercises.check(source, "reduce5_mine", cases, options=EXERCISE_OPTIONS)
+# ---------------------------------------------------------------- 1. predict, then check: kernel 2 at block 1024
+
+WAYS_BLOCK = 1024  # the text's tables use 256
+WAYS_COLUMNS = ("warps busy", "of them divergent", "worst bank conflict")
 
 
-# ---------------------------------------------------------------- predict, then check
-
-
-def conflict_ways(block: int = 1024) -> dict[int, int]:
-    """Kernel 2: stride s -> the worst bank conflict of its shared accesses in that step (float
-    sums), counted from the trace of block 0."""
+def ways_truth(block: int = WAYS_BLOCK) -> dict[int, tuple[int, int, int]]:
+    """Kernel 2, one block of `block` float sums: stride s -> (warps that add, of them with idle
+    lanes, the worst bank conflict of the step's shared accesses, in ways), counted from the trace
+    of block 0 (`story.step_table`)."""
     from .story import step_table
 
-    rows = step_table("reduce2", n=block, block=block)
-    return {1 << k: int(r["worst bank conflict"].split("-")[0]) for k, r in enumerate(rows)}
+    with backend.using("emulator"):
+        rows = step_table("reduce2", n=block, block=block)
+    return {
+        1 << k: (int(r["warps busy"]), int(r["of them divergent"]), int(str(r["worst bank conflict"]).split("-")[0]))
+        for k, r in enumerate(rows)
+    }  # fmt: skip
 
 
-def exercise_ways(predicted: dict[int, int], block: int = 1024) -> exercises.Verdict:
-    """Exercise 1: kernel 2's worst bank conflict at each stride s, for a block of `block` floats.
-    `predicted` maps s (1, 2, 4, ...) to the number of ways you expect."""
-    truth = conflict_ways(block)
-    if verdict := exercises.unanswered(predicted, sorted(truth), "stride"):
-        return verdict
-    for s, ways in sorted(truth.items()):
-        if predicted[s] != ways:
-            active = min(32, max(1, block // (2 * s)))
-            words = [2 * s * t for t in range(min(active, 4))]
-            return exercises.Verdict(False, [
-                f"s = {s}: you said {predicted[s]}-way, the trace counts {ways}-way",
-                f"hint: lanes 0, 1, 2, ... of warp 0 read words {', '.join(map(str, words))}, ... "
-                f"({active} lanes have index = 2*s*tid < {block}); word w is in bank w % 32: how many "
-                "different words land in the fullest bank?",
-            ])  # fmt: skip
-    return exercises.Verdict(True, [f"all {len(truth)} strides right: {truth}"])
+ways = Prediction(
+    key="reduction.ways",
+    title="predict kernel 2's warps and bank conflicts at a block of 1024",
+    truth=ways_truth,
+    columns=WAYS_COLUMNS,
+    what="stride",
+    rules={
+        "warps busy": "in kernel 2 thread t adds when its index 2·s·t is below blockDim.x; a warp is "
+        "busy when at least one of its 32 threads adds",
+        "of them divergent": "a busy warp is divergent when some of its 32 lanes add and others do not",
+        "worst bank conflict": "lane t of a busy warp touches word 2·s·t (and 2·s·t + s), and word w "
+        "is in bank w % 32: count the different words the adding lanes of one warp put in the "
+        "fullest bank (one lane alone is 1-way)",
+    },
+    hints=(
+        "take one stride at a time and write down the indices 2·s·t that the first few threads of "
+        "warp 0 touch: which threads add at all, and in which banks do their words sit?",
+        "the table 'step_table' above counts the same three columns for a block of 256: redo its "
+        "arithmetic with 1024 threads; the strides where fewer than 32 threads add are where the "
+        "two blocks differ",
+        "for the conflicts, two things bound the answer: how many lanes of the warp add, and how "
+        "many different banks the words 2·s·t can reach at all. Write down the banks of lanes "
+        "0 to 31 for s = 1, 2 and 4 and look for the pattern",
+    ),
+)
 
 
-# ---------------------------------------------------------------- fix: any block size
+# ---------------------------------------------------------------- 2. write: a tree for any block size
+
+ANY_BLOCK_STUB = r"""
+extern "C" __global__ void reduce3_any(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    // ---- your tree: it must add every sdata[0 .. blockDim.x - 1] into sdata[0], for any blockDim.x
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    // ----
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}"""
+
+# (N, block): one element per thread, so N / block rounded up blocks
+ANY_BLOCK_CASES = ((1, 96), (95, 96), (97, 96), (20, 7), (5, 1), (66, 33), (100, 100), (485, 160),
+                   (300, 128), (3007, 1000))  # fmt: skip
 
 
-def _any_block_case(n: int, block: int) -> exercises.Case:
-    x = (np.arange(n, dtype=np.uint64) * 40503 % 997).astype(np.uint32)
-    blocks = -(-n // block)
+def _reached(trace: Any, block: int, size: int) -> np.ndarray | None:
+    """How many times each element the block's threads first stored in sdata reached sdata[0],
+    replayed from the trace's dataflow (`analysis.dataflow`): None where the trace has no tree."""
+    try:
+        flow = analysis.dataflow(trace, "sdata")
+    except (KeyError, ValueError):
+        return None
+    flow = analysis.subset(flow, flow.block == block)
+    if not len(flow):
+        return None
+    width = max(size, int(flow.dst.max()) + 1, int(flow.src.max()) + 1)
+    held = np.eye(width, dtype=np.int64)  # element j holds input j once
+    for stage in np.unique(flow.stage):
+        f = analysis.subset(flow, flow.stage == stage)
+        after = held.copy()
+        after[np.unique(f.dst)] = 0
+        np.add.at(after, f.dst, held[f.src])
+        held = after
+    return held[0, :size]
 
-    def run(k: Kernel) -> Any:
-        out = arrays.zeros(blocks, np.int64)
-        k((blocks,), (block,), (arrays.asarray(x), out, np.int32(n)), shared_mem=block * 8)
-        return arrays.asnumpy(out)
 
-    def judge(sums: Any) -> str:
-        want = np.add.reduceat(x.astype(np.int64), np.arange(0, n, block))
-        bad = np.flatnonzero(sums != want)
-        if not len(bad):
+def _block_sums(n: int, per_block: int) -> np.ndarray:
+    return np.add.reduceat(_input(n).astype(np.int64), np.arange(0, n, per_block))
+
+
+def _wrong_block(got: np.ndarray, want: np.ndarray) -> str:
+    """The first block whose sum is off, and which way, without the expected value."""
+    b = int(np.flatnonzero(got != want)[0])
+    how = ("too small: some elements never reached it" if got[b] < want[b]
+           else "too large: some elements were added more than once")  # fmt: skip
+    return f"block {b}'s sum is {how}"
+
+
+def _any_block_case(n: int, block: int) -> Case:
+    grid = -(-n // block)
+    x, want = _input(n), _block_sums(n, block)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(x), arrays.zeros(grid, np.int64), np.int32(n)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        got = arrays.asnumpy(done[1])
+        if (got == want).all():
             return ""
-        b = int(bad[0])
-        return (
-            f"block {b}'s sum is {sums[b]}, NumPy says {want[b]} (with {block} threads the halving "
-            f"s = {block // 2}, {block // 4}, ... skips an element once s is odd: round s up, and let "
-            "only the threads whose partner exists add)"
+        b = int(np.flatnonzero(got != want)[0])
+        size = min(block, n - b * block)
+        counts = _reached(trace, b, size)
+        part = x[b * block : b * block + size].astype(np.int64)
+        if counts is None or int(counts @ part) != int(got[b]):  # the replay does not explain it
+            return _wrong_block(got, want) + " (rule: every element must reach sdata[0] exactly once)"
+        lost, twice = np.flatnonzero(counts == 0), np.flatnonzero(counts > 1)
+        words = []
+        if len(lost):
+            words.append(f"the values first stored in {_elements(lost)} never reached sdata[0]")
+        if len(twice):
+            j = int(twice[0])
+            words.append(f"the values first stored in {_elements(twice)} reached it more than once "
+                         f"({counts[j]} times for sdata[{j}])")  # fmt: skip
+        return f"block {b}: {'; '.join(words)} (rule: each of them must reach sdata[0] exactly once)"
+
+    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES)
+
+
+def _elements(idx: np.ndarray) -> str:
+    """'sdata[5]', 'sdata[48..95]' or 'sdata[2], sdata[5], sdata[8], ... (31 of them)'."""
+    idx = idx.tolist()
+    if len(idx) == 1:
+        return f"sdata[{idx[0]}]"
+    if idx[-1] - idx[0] == len(idx) - 1:
+        return f"sdata[{idx[0]}..{idx[-1]}]"
+    return f"{', '.join(f'sdata[{i}]' for i in idx[:3])}, ... ({len(idx)} of them)"
+
+
+def _a_tree() -> Target:
+    """A tree: at most ceil(log2(block)) barrier steps, and no thread adds more than two other
+    partial sums into its own in one step (a loop in one thread is no tree)."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        block = trace.threads_per_block
+        most = math.ceil(math.log2(block)) if block > 1 else 0
+        steps = analysis.work_summary(trace, "sdata", block=0)["steps"]
+        if steps > most:
+            return (f"block 0 of {block} threads took {steps} steps to add its elements (at most "
+                    f"⌈log₂ {block}⌉ = {most}: each step adds pairs in parallel)")  # fmt: skip
+        flow = analysis.dataflow(trace, "sdata")
+        flow = analysis.subset(flow, (flow.block == 0) & (flow.src != flow.dst))
+        if not len(flow):
+            return ""
+        pairs = np.unique(np.stack([flow.stage, flow.thread, flow.src]), axis=1)
+        keys, counts = np.unique(pairs[:2], axis=1, return_counts=True)
+        worst = int(np.argmax(counts))
+        if counts[worst] <= 2:
+            return ""
+        return (f"thread {keys[1, worst]} of block 0 added {counts[worst]} other elements of sdata into "
+                "its own in one step (a tree step adds one partner, at most two, per thread)")  # fmt: skip
+
+    return Target("a tree: at most ⌈log₂ block⌉ steps, a partner or two per thread and step", measure)
+
+
+def _draw_tree(block: int, n: int, per_thread: int, *, sums: bool = True) -> Callable[[Any, Kernel], None]:
+    """The learner's tree drawn as the notebook draws the course's: block 0 on ones. With `sums`,
+    each cell shows how many inputs it holds (replayed from the shared-memory dataflow: right
+    only where every add goes through shared memory)."""
+
+    def drawn(fig: Any, k: Kernel) -> None:
+        grid = -(-n // (block * per_thread))
+        args = (arrays.asarray(np.ones(n, np.uint32)), arrays.zeros(grid, np.int64), np.int32(n))
+        t = k.trace((grid,), (block,), args, shared_mem=block * ACC_BYTES, blocks=[0])
+        ax = fig.add_subplot()
+        draw.reduction_tree(ax, t, "sdata", values=np.full(block, per_thread) if sums else None)
+        ax.set_title(
+            f"your tree: block 0 of {block} threads summing ones (a cell: how many inputs it holds)"
+            if sums
+            else f"your kernel's shared-memory steps, block 0 of {block} (shuffles: in registers, not drawn)"
         )
 
-    return exercises.Case(f"N={n}, block={block}", run, judge)
+    return drawn
 
 
-def exercise_any_block(source: str) -> exercises.Verdict:
-    """Exercise 2: kernel 3 for any block size, not only powers of two. `source` defines
-    reduce3_any(const elem_t* x, acc_t* out, int n), one sum per block, launched with
-    shared_mem = block * 8."""
-    cases = [_any_block_case(n, b) for b in (96, 100, 160, 33, 1000, 128) for n in (1, b - 1, 3 * b + 5)]
-    return exercises.check(source, "reduce3_any", cases, options=EXERCISE_OPTIONS)
+def _speed(block: int, per_thread: int, best: str, n: int = 2**24) -> Callable[[Kernel], list[str]]:
+    """On a GPU: the learner's kernel (its block sums) against `best` (the whole sum) and a copy."""
+
+    def timing(k: Kernel) -> list[str]:
+        x = np.random.default_rng(1).integers(0, 1000, n, dtype=np.uint32)
+        grid = -(-n // (block * per_thread))
+
+        def mine(s: tuple[Any, ...]) -> Any:
+            out = arrays.zeros(grid, np.int64)
+            return lambda: k((grid,), (block,), (s[0], out, np.int32(n)), shared_mem=block * ACC_BYTES)
+
+        return [f"(yours at {_blocks(grid, block)}, N = 2^24)",
+                *exercises.compare_speed(mine, ENGINE, best, (x,), 4 * n)]  # fmt: skip
+
+    return timing
 
 
-# ---------------------------------------------------------------- measure, then choose
+any_block = KernelExercise(
+    key="reduction.any_block",
+    title="kernel 3's tree for any block size",
+    kernel="reduce3_any",
+    stub=ANY_BLOCK_STUB,
+    options=OPTIONS,
+    cases=lambda: [_any_block_case(*c) for c in ANY_BLOCK_CASES],
+    targets=(_a_tree(),),
+    timing=_speed(96, 1, "reduce3"),
+    draw=_draw_tree(24, 24, 1),
+    hints=(
+        "draw the stub's tree for a block of 6 on paper (or run reduction.exercises.any_block.show(mine)): "
+        "after each step, which elements still hold a partial sum that nobody has added yet?",
+        "keep count of the partial sums still alive rather than of s: each step folds the upper part "
+        "of them onto the lower part, and when their count is odd one of them has no partner. "
+        "It must survive the step, neither dropped nor added twice",
+        "look at the loop's header and at the condition in front of the add: both assume that the "
+        "count halves exactly. Which count is left after a step over 7 partial sums, and which "
+        "threads have a partner inside it?",
+    ),
+)
 
-LATENCY_NS = 600  # a load's round trip to DRAM on an H100/H200, roughly
-PEAK_TBPS = 4.8  # the H200's DRAM bandwidth
+
+# ---------------------------------------------------------------- 3. measure, then choose: reduce_shfl at block 640
+
+GRID_VERSION = "reduce_shfl"  # kernel 7's grid-stride loop, the block's sum by shuffles: any multiple of 32
+GRID_BLOCK = 640  # the text's launches use 128 (and 32 to 1024, powers of two): 640 threads divide no SM
+GRID_N = 50_000_000  # not the text's 2^26
+MIN_PER_THREAD = 8  # elements a thread should load before its block's tree and its block sum
+
+
+def resident_blocks(block: int = GRID_BLOCK) -> int:
+    """Blocks of `block` threads one SM holds at once on the active device (its threads, at most its
+    block slots). The one place the device model's occupancy is read."""
+    dev = backend.device()
+    return max(1, min(getattr(dev, "threads_per_sm", 2048) // block, getattr(dev, "blocks_per_sm", 32)))
 
 
 def bytes_needed_per_sm() -> int:
-    """Little's law: what each SM must have in flight for the memory to stay busy (H200 figures)."""
-    from ..backend import device
+    """Little's law: the bytes of loads each SM must have in flight to keep DRAM busy, the device's
+    memory peak × its DRAM latency / its SMs. The one place those figures are read."""
+    dev = backend.device()
+    peak = getattr(dev, "memory_peak_gbps", 3350.0)  # GB/s
+    latency = getattr(dev, "dram_latency_ns", 600.0)
+    return int(peak * latency / dev.sm_count)
 
-    return int(PEAK_TBPS * 1e12 * LATENCY_NS * 1e-9 / device().sm_count)
+
+def _allowed(blocks: Any) -> str:
+    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
+        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
+    return ""
 
 
-def exercise_grid(blocks: int, block: int = 256, n: int = 2**26) -> exercises.Verdict:
-    """Exercise 3: a grid for kernel 7 (block `block`, N = `n`) that keeps the memory busy. On a
-    GPU it is timed against the one-wave launch; on the emulator its bytes in flight per SM are
-    held against Little's law."""
-    from ..backend import device
-    from .story import in_flight, loads_per_thread
+def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
+    dev = backend.device()
+    per_sm = resident_blocks(block)
+    full = dev.sm_count * per_sm
+    per_thread = -(-n // (blocks * block))
+    head = f"{blocks} blocks of {block}"
+    if dev.backend == "cupy":
+        mine, best = _gpu_grid_speed(int(blocks), full, n, block, runs)
+        return Verdict(mine >= 0.9 * best, [
+            f"{head}: {mine:.0f} GB/s; the fastest of the grids timed beside it: {best:.0f} GB/s "
+            "(within 10 % passes)"])  # fmt: skip
+    note = "(no GPU here: the check is the launch's arithmetic on this device, not a timing)"
+    threads = getattr(dev, "threads_per_sm", 2048)
+    if blocks < full:
+        return Verdict(False, [
+            f"{head}: some SMs get fewer blocks than they can hold, so fewer loads are in flight "
+            f"(rule: an SM holds as many blocks as fit in its {threads} threads, at most "
+            f"{getattr(dev, 'blocks_per_sm', 32)}; course.device() has the SMs)", note])  # fmt: skip
+    if blocks % full and blocks < 4 * full:
+        return Verdict(False, [
+            f"{head}: the last wave is partly empty: the SMs that finish first idle while the rest "
+            "work (rule: a whole number of waves, a wave being every SM full)", note])  # fmt: skip
+    if per_thread < MIN_PER_THREAD:
+        return Verdict(False, [
+            f"{head}: a thread loads only {per_thread} element{'s' * (per_thread != 1)} before its "
+            f"block's tree and block sum (at least {MIN_PER_THREAD} wanted: fewer blocks)", note])  # fmt: skip
+    fly = per_sm * block * 2 * 4  # two 4-byte loads in flight per thread
+    return Verdict(True, [
+        f"{head}: every SM full, whole waves, {per_thread} elements per thread",
+        f"{per_sm} blocks per SM keep {fly} B of loads in flight on each; Little's law asks about "
+        f"{bytes_needed_per_sm()} B (this device's memory peak × DRAM latency / SMs)", note])  # fmt: skip
 
-    if not isinstance(blocks, int) or blocks < 1:
-        return exercises.Verdict(False, [f"blocks is a number of blocks, at least 1; got {blocks!r}"])
-    small = 64 * block * 2  # a small N to check the launch on the emulator: every element once
-    loads = loads_per_thread("reduce7", small, block=block, grid=min(blocks, 64))
-    if loads["fewest"] < 1 and blocks <= 64:
-        return exercises.Verdict(False, [f"with {blocks} blocks some threads load nothing at N = {small}"])
-    fly = in_flight(block, blocks)
-    full = in_flight(block, 10**9)["blocks per SM"]
-    need = bytes_needed_per_sm()
-    lines = [
-        f"{blocks} blocks of {block}: {fly['blocks per SM']} per SM (at most {full} fit), "
-        f"{fly['bytes in flight per SM']} B of loads in flight per SM; Little's law asks about {need} B"
-    ]
-    if device().backend == "cupy":
-        from .story import gpu_grid_speed
 
-        mine, best = gpu_grid_speed(blocks, block, n)
-        lines.append(f"measured: {mine:.0f} GB/s against {best:.0f} GB/s for one full wave")
-        ok = mine >= 0.9 * best
-    else:
-        ok = fly["blocks per SM"] >= full  # the most kernel 7 can have in flight
-        lines.append("(no GPU here: the check is the launch's arithmetic, not a timing)")
-    if not ok:
-        lines.append(
-            f"hint: each thread of kernel 7 has 8 bytes of loads in flight and an SM holds at most {full} "
-            f"blocks of {block}: how many blocks does it take for every SM to be full?"
-        )
-    elif fly["bytes in flight per SM"] < need:
-        lines.append("even full, kernel 7 keeps less in flight than Little's law asks: hence 16-byte loads")
-    return exercises.Verdict(ok, lines)
+def _gpu_grid_speed(blocks: int, wave: int, n: int, block: int, runs: int) -> tuple[float, float]:
+    """GB/s of reduce_shfl's launch with `blocks` blocks of `block`, and the best of it, half a
+    wave, one wave, two waves and one pair per thread (GPU only; float32 input)."""
+    from .. import bench
+
+    grids = tuple(dict.fromkeys((blocks, max(1, wave // 2), wave, 2 * wave, -(-n // (2 * block)))))
+    speeds = _grid_speeds(grids, n, block, runs)
+    bench.free_gpu_memory()
+    return speeds[blocks], max(speeds.values())
+
+
+def _grid_speeds(grids: tuple[int, ...], n: int, block: int, runs: int) -> dict[int, float]:
+    from .. import bench
+
+    x = arrays.asarray(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
+    k = ENGINE.kernel(GRID_VERSION, np.float32)  # not a template: any block that is a multiple of 32
+
+    def launch(grid: int) -> Callable[[], None]:
+        out = arrays.zeros(grid, np.float32)
+        return lambda: k((grid,), (block,), (x, out, np.int32(n)))
+
+    return {g: 4 * n / statistics.median(bench.time_runs([launch(g)], runs=runs)) / 1e6 for g in grids}
+
+
+grid = Choice(
+    key="reduction.grid",
+    title="choose reduce_shfl's grid for blocks of 640",
+    allowed=_allowed,
+    judge=_judge_grid,
+    hints=(
+        "a grid-stride loop covers any N with any grid: the grid decides how many loads are in "
+        "flight at once on each SM, and whether every SM has the same work",
+        "an SM runs as many blocks at once as fit in its threads (and block slots); blocks beyond "
+        "that wait for a slot and run as a later wave",
+        "course.device() gives the SMs of this device; 640 does not divide an SM's threads, so "
+        "round the blocks per SM down",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 4. write: the last warp with shuffles
+
+SHUFFLE_STUB = r"""
+extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    acc_t v = (i < n) ? (acc_t)x[i] : 0;
+    if (i + blockDim.x < n) v += x[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 32; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    // ---- your last warp: sdata[0 .. 63] to the block's sum, with __shfl_down_sync
+    if (tid < 32) {
+        volatile acc_t* vs = sdata;
+        vs[tid] += vs[tid + 32]; vs[tid] += vs[tid + 16]; vs[tid] += vs[tid + 8];
+        vs[tid] += vs[tid + 4]; vs[tid] += vs[tid + 2]; vs[tid] += vs[tid + 1];
+    }
+    // ----
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}"""
+
+# (N, block): two elements per thread, so N / (2 block) rounded up blocks; blocks of 64 and more,
+# powers of two, as kernel 5's loop needs
+SHUFFLE_CASES = ((1, 64), (127, 64), (129, 64), (1000, 128), (511, 256), (513, 256), (5000, 128),
+                 (4 * 1024 + 7, 1024))  # fmt: skip
+
+
+def _shuffle_case(n: int, block: int) -> Case:
+    grid = -(-n // (2 * block))
+    x, want = _input(n), _block_sums(n, 2 * block)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(x), arrays.zeros(grid, np.int64), np.int32(n)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        got = arrays.asnumpy(done[1])
+        return "" if (got == want).all() else _wrong_block(got, want)
+
+    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES)
+
+
+def _last_warp() -> Target:
+    """Warp 0 of block 0, from its first shuffle on: at least 5 shuffles, each lane loads shared
+    memory at most twice (sdata[tid], sdata[tid + 32]; reading back what the warp stored there
+    does not count), and at most one lane stores to it (the block's sum in sdata[0])."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        w0 = trace.where(block=0, warp=0)
+        shuffles = w0.op == "shfl"
+        if shuffles.sum() < 5:
+            return (f"warp 0 made {int(shuffles.sum())} shuffles (at least 5 wanted, one per halving "
+                    "of its 32 lanes' partial sums: offsets 16, 8, 4, 2, 1)")  # fmt: skip
+        tail = w0.select(w0.epoch >= w0.epoch[np.flatnonzero(shuffles)[0]])
+        shared = tail.select(tail.space == "shared")
+        lanes, addr = shared.lanes(), shared.addr  # addr: the byte offset in the block's shared memory
+        stored: set[int] = set()
+        loads, stores = [0] * 32, 0
+        for e in range(len(shared)):
+            active = np.flatnonzero(lanes[e]).tolist()
+            if shared.op[e] == "ld":
+                for lane in active:
+                    loads[lane] += int(addr[e, lane]) not in stored
+            else:
+                stores += len(active)
+                stored.update(int(addr[e, lane]) for lane in active)
+        lane = int(np.argmax(loads))
+        if loads[lane] > 2:
+            return (f"lane {lane} of warp 0 loaded shared memory {loads[lane]} times in the warp's "
+                    "last part (at most 2: sdata[tid] and sdata[tid + 32], once each; the halvings "
+                    "below 32 go through registers)")  # fmt: skip
+        if stores > 1:
+            return (f"warp 0 stored to shared memory {stores} times in its last part (at most once: "
+                    "the block's sum, if you keep the line that writes out from sdata[0])")  # fmt: skip
+        return ""
+
+    return Target("the last warp adds in registers: shuffles, sdata[tid] and sdata[tid + 32] read "
+                  "once, at most one shared store", measure)  # fmt: skip
+
+
+shuffle = KernelExercise(
+    key="reduction.shuffle",
+    title="kernel 5's last warp with shuffles",
+    kernel="reduce5_mine",
+    stub=SHUFFLE_STUB,
+    options=OPTIONS,
+    cases=lambda: [_shuffle_case(*c) for c in SHUFFLE_CASES],
+    targets=(_last_warp(),),
+    timing=_speed(256, 2, "reduce5"),
+    draw=_draw_tree(64, 128, 2, sums=False),
+    hints=(
+        "the shared-memory steps of the last warp race (the checker says where): a shuffle hands a "
+        "value from one lane's register to another's, with the synchronisation built in",
+        "__shfl_down_sync(0xffffffff, v, d) gives lane t the v of lane t + d: adding it halves "
+        "the number of partial sums that matter, as one shared-memory step did, and lane 0 ends "
+        "with the sum of all 32",
+        "first bring sdata[tid] and sdata[tid + 32] into one register of each lane of warp 0; then "
+        "the halvings; then lane 0 holds the block's sum: write it where the last line reads it, "
+        "or write out from the register",
+    ),
+)
+
+EXERCISES = (ways, any_block, grid, shuffle)

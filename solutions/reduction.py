@@ -1,0 +1,161 @@
+"""Notebook 05's exercises: answers that pass, and wrong answers a learner writes."""
+
+from course.reduction.exercises import ANY_BLOCK_STUB, SHUFFLE_STUB, ways_truth
+
+# kernel 3's tree for any block: count the partial sums still alive; each step folds the upper
+# half (rounded down) onto the lower one, and the middle one of an odd count waits for the next step
+ANY_TREE = """    for (unsigned int len = blockDim.x; len > 1; ) {
+        unsigned int half = (len + 1) / 2;
+        if (tid + half < len) sdata[tid] += sdata[tid + half];
+        __syncthreads();
+        len = half;
+    }"""
+STUB_TREE = """    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }"""
+ANY_BLOCK = ANY_BLOCK_STUB.replace(STUB_TREE, ANY_TREE)
+
+# another natural answer: the tree of the next power of two, threads without a partner idle
+POW2_TREE = """    unsigned int p = 1;
+    while (p < blockDim.x) p <<= 1;
+    for (unsigned int s = p / 2; s > 0; s >>= 1) {
+        if (tid < s && tid + s < blockDim.x) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }"""
+
+STUB_WARP = """    if (tid < 32) {
+        volatile acc_t* vs = sdata;
+        vs[tid] += vs[tid + 32]; vs[tid] += vs[tid + 16]; vs[tid] += vs[tid + 8];
+        vs[tid] += vs[tid + 4]; vs[tid] += vs[tid + 2]; vs[tid] += vs[tid + 1];
+    }"""
+# the block's sum left in sdata[0], where the stub's last line reads it
+SHUFFLE_WARP = """    if (tid < 32) {
+        acc_t w = sdata[tid] + sdata[tid + 32];
+        for (int d = 16; d > 0; d >>= 1) w += __shfl_down_sync(0xffffffffu, w, d);
+        if (tid == 0) sdata[0] = w;
+    }"""
+SHUFFLE = SHUFFLE_STUB.replace(STUB_WARP, SHUFFLE_WARP)
+
+# the other natural answer: out written from the register (the stub's last line dropped)
+SHUFFLE_REGISTER = SHUFFLE_STUB.replace(
+    STUB_WARP + "\n    // ----\n    if (tid == 0) out[blockIdx.x] = sdata[0];",
+    """    if (tid < 32) {
+        acc_t w = sdata[tid] + sdata[tid + 32];
+        for (int d = 1; d < 32; d <<= 1) w += __shfl_xor_sync(0xffffffffu, w, d);
+        if (tid == 0) out[blockIdx.x] = w;
+    }""",
+)
+
+# kernel 5's fixed warp steps: right, and race-free, but in shared memory
+SHARED_WARP = """    if (tid < 32) {
+        for (unsigned int s = 32; s > 0; s >>= 1) {
+            acc_t w = sdata[tid] + sdata[tid + s];
+            __syncwarp();
+            sdata[tid] = w;
+            __syncwarp();
+        }
+    }"""
+
+SOLUTIONS = {
+    "ways": ways_truth(),
+    "any_block": ANY_BLOCK,
+    "grid": 396,  # 132 SMs x 3 blocks of 640 (2048 threads per SM) on the emulator's H100 model
+    "shuffle": SHUFFLE,
+}
+
+WRONG = {
+    "ways": [
+        ({}, "fill in every stride"),
+        # the text's block of 256 carried over: at s = 8 and beyond fewer lanes add there
+        ({**ways_truth(), 8: (2, 0, 8)}, "8: 'worst bank conflict' is not what the trace counts"),
+        ({s: (w, 0, c) for s, (w, d, c) in ways_truth().items()}, "'of them divergent'"),
+        ({s: (16, d, c) for s, (w, d, c) in ways_truth().items()}, "'warps busy'"),
+    ],
+    "any_block": [
+        (ANY_BLOCK_STUB, "never reached sdata[0]"),
+        # s rounded up, every thread below s adds: partners past the live sums are added again
+        (
+            ANY_BLOCK_STUB.replace(
+                STUB_TREE,
+                """    for (unsigned int s = (blockDim.x + 1) / 2; s > 1; s = (s + 1) / 2) {
+        if (tid < s && tid + s < blockDim.x) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) sdata[0] += sdata[1];
+    __syncthreads();""",
+            ),
+            "more than once",
+        ),
+        # the barrier moved inside the branch: only the adding threads reach it
+        (
+            ANY_BLOCK_STUB.replace(
+                STUB_TREE,
+                """    for (unsigned int len = blockDim.x; len > 1; ) {
+        unsigned int half = (len + 1) / 2;
+        if (tid + half < len) {
+            sdata[tid] += sdata[tid + half];
+            __syncthreads();
+        }
+        len = half;
+    }""",
+            ),
+            "barrier-divergence",
+        ),
+        # one thread adds everything: right, but no tree
+        (
+            ANY_BLOCK_STUB.replace(
+                STUB_TREE,
+                """    if (tid == 0)
+        for (unsigned int j = 1; j < blockDim.x; ++j) sdata[0] += sdata[j];""",
+            ),
+            "at most ⌈log₂",
+        ),
+        # the rounding right but no barrier between the steps
+        (ANY_BLOCK.replace("        __syncthreads();\n        len = half;", "        len = half;"), "race"),
+    ],
+    "grid": [
+        (132 * 8, "partly empty"),  # one wave for blocks of 256 carried over: 640 is not 256
+        (132 * 3 + 100, "partly empty"),
+        (132 * 2, "fewer blocks than they can hold"),
+        (-(-50_000_000 // (2 * 640)), "loads only"),  # one pair per thread, as the article launches
+        (0, "a grid is a number of blocks"),
+        ("396", "a grid is a number of blocks"),
+    ],
+    "shuffle": [
+        (SHUFFLE_STUB, "race"),
+        (SHUFFLE_STUB.replace(STUB_WARP, SHARED_WARP), "shuffles"),
+        # the thread's own v is stale once the loop has added into sdata[tid]
+        (
+            SHUFFLE_STUB.replace(
+                STUB_WARP,
+                """    if (tid < 32) {
+        v += sdata[tid + 32];
+        for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffffu, v, d);
+        if (tid == 0) sdata[0] = v;
+    }""",
+            ),
+            "too small",
+        ),
+        # offsets from 32: lanes past the warp hand back their own value, counted twice
+        (SHUFFLE.replace("int d = 16;", "int d = 32;"), "too large"),
+        # shuffles only in lane 0: the other lanes named in the mask never call them
+        (SHUFFLE.replace("if (tid < 32) {", "if (tid == 0) {"), "barrier-divergence"),
+        # the warp's halvings half in shared memory, half in registers
+        (
+            SHUFFLE_STUB.replace(
+                STUB_WARP,
+                """    if (tid < 32) {
+        acc_t w = sdata[tid] + sdata[tid + 32];
+        __syncwarp();
+        sdata[tid] = w;
+        __syncwarp();
+        w = sdata[tid] + sdata[tid + 16];
+        for (int d = 8; d > 0; d >>= 1) w += __shfl_down_sync(0xffffffffu, w, d);
+        if (tid == 0) sdata[0] = w;
+    }""",
+            ),
+            "loaded shared memory 3 times",
+        ),
+    ],
+}
