@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw, exercises
+from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from .topic import ENGINE
@@ -275,19 +275,15 @@ MIN_PER_THREAD = 8  # elements a thread should load before its block's tree and 
 
 
 def resident_blocks(block: int = GRID_BLOCK) -> int:
-    """Blocks of `block` threads one SM holds at once on the active device (its threads, at most its
-    block slots). The one place the device model's occupancy is read."""
-    dev = backend.device()
-    return max(1, min(getattr(dev, "threads_per_sm", 2048) // block, getattr(dev, "blocks_per_sm", 32)))
+    """Blocks of reduce_shfl with `block` threads one SM holds at once on the active device (its
+    occupancy API on a GPU, the device model's arithmetic on the emulator)."""
+    return occupancy.resident_blocks(ENGINE.kernel(GRID_VERSION, np.float32), block)
 
 
 def bytes_needed_per_sm() -> int:
     """Little's law: the bytes of loads each SM must have in flight to keep DRAM busy, the device's
     memory peak × its DRAM latency / its SMs. The one place those figures are read."""
-    dev = backend.device()
-    peak = getattr(dev, "memory_peak_gbps", 3350.0)  # GB/s
-    latency = getattr(dev, "dram_latency_ns", 600.0)
-    return int(peak * latency / dev.sm_count)
+    return occupancy.bytes_needed_per_sm()
 
 
 def _allowed(blocks: Any) -> str:
