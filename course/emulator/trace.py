@@ -130,14 +130,14 @@ class Trace:
 
     def summary(self) -> str:
         """Who touched what, as a small table: one row per buffer and operation (ld, st, atom,
-        red), with the .cu lines and the warp instructions (requests) that did it, the threads and the distinct
-        elements they touched, the bytes the threads asked for and, in global memory, the 32-byte
-        sectors each request fetched against the fewest that could hold those bytes. A warp
-        reading 32 neighbouring floats fetches 4 sectors; 32 floats a row apart, 32."""
-        head = (
-            f"{self.kernel}: grid {self.grid} x block {self.block_dim}, "
-            f"{self.instructions[0]} warp instructions issued"
-        )
+        red), with the .cu lines and the warp instructions (requests) that did it, the threads and
+        the distinct elements they touched (in shared memory, elements of a block's window), the
+        bytes the threads asked for and, in global memory, the 32-byte sectors each request
+        fetched against the fewest that could hold those bytes. A warp reading 32 neighbouring
+        floats fetches 4 sectors; 32 floats a row apart, 32."""
+        head = f"{self.kernel}: grid {self.grid} x block {self.block_dim}"
+        if self.instructions[0]:
+            head += f", {self.instructions[0]} warp instructions issued"
         rows = [
             ("buffer", "space", "op", "lines", "requests", "threads", "elements", "bytes", "sectors/request")
         ]
@@ -152,9 +152,12 @@ class Trace:
                     continue
                 hit = hit[events]
                 ev = memory[events]
-                tid = self.columns["block"][ev, None].astype(np.int64) * self.threads_per_block + (
-                    self.warp[ev, None].astype(np.int64) * LANES + np.arange(LANES)
-                )
+                # a thread is its block and its id in the block (a joined trace's launches have
+                # their own buffers, so one row never mixes launches)
+                who = [self.columns[k][ev, None] for k in ("block", "warp")]
+                who = [np.broadcast_to(w, hit.shape)[hit].astype(np.int64) for w in who]
+                who[-1] = who[-1] * LANES + np.nonzero(hit)[1]
+                threads = len(np.unique(np.stack(who, axis=1), axis=0))
                 nbytes = int((hit * self.size[ev, None]).sum())
                 cost = "-"
                 if info.space == "global":
@@ -163,7 +166,7 @@ class Trace:
                     cost = f"{sectors.mean():.2f} (fewest {ideal.mean():.2f})"
                 rows.append((
                     source_name(info.name), info.space, op, id_ranges(self.line[ev]), str(len(events)),
-                    str(len(np.unique(tid[hit]))), str(len(np.unique(self.index[ev][hit]))),
+                    str(threads), str(len(np.unique(self.index[ev][hit]))),
                     str(nbytes), cost,
                 ))  # fmt: skip
         if len(rows) == 1:

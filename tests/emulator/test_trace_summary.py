@@ -78,3 +78,16 @@ def test_the_sectors_agree_with_the_analysis(mod):
 def test_a_kernel_that_touches_no_memory_says_so(mod):
     summary = mod.get_function("nothing").trace((1,), (32,), (np.int32(0),)).summary()
     assert summary.splitlines()[1] == "no loads, stores or atomics were recorded"
+
+
+def test_a_trace_of_two_launches_counts_the_threads_of_both(mod):
+    from course.emulator.trace import Trace
+
+    x, y = course.asarray(np.arange(64, dtype=np.float32)), course.zeros(64, np.float32)
+    kernel = mod.get_function("copy_strided")
+    one = kernel.trace((1,), (64,), (x, y, np.int32(1)))
+    both = Trace.concat([one, kernel.trace((1,), (64,), (x, y, np.int32(1)))])
+    assert _rows(one.summary())["x", "ld"][4:6] == ["2", "64"]
+    # the joined trace lists each launch's buffers: two rows of 2 requests by 64 threads each
+    rows = [r.split() for r in both.summary().splitlines()[2:] if r.startswith("x ")]
+    assert [r[4:6] for r in rows] == [["2", "64"], ["2", "64"]]
