@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, exercises
+from .. import analysis, arrays, backend, exercises, occupancy
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from . import pictures
@@ -30,21 +30,14 @@ def resident_blocks(block: int, shared: int = 0) -> int:
     """Blocks of `block` threads, each with `shared` bytes of shared memory, that one SM of the
     active device holds at once: by its threads, by its blocks, and by its shared memory with the
     driver's reservation per block (registers left out). The one place these exercises count it."""
-    dev = backend.device()
-    threads = getattr(dev, "threads_per_sm", 2048)
-    blocks = getattr(dev, "blocks_per_sm", 32)
-    per_sm = getattr(dev, "shared_memory_per_sm", 228 * 1024)
-    reserved = getattr(dev, "shared_memory_reserved_per_block", 1024)
-    by_shared = per_sm // (shared + reserved) if shared + reserved else blocks
-    return max(0, min(threads // block, blocks, by_shared))
+    return occupancy.calculate(backend.device(), block, shared=shared).blocks
 
 
 def _device_limits() -> tuple[int, int, int, int]:
     """(threads, blocks, shared bytes, reserved bytes per block) of one SM of the active device."""
     dev = backend.device()
-    return (getattr(dev, "threads_per_sm", 2048), getattr(dev, "blocks_per_sm", 32),
-            getattr(dev, "shared_memory_per_sm", 228 * 1024),
-            getattr(dev, "shared_memory_reserved_per_block", 1024))  # fmt: skip
+    return (dev.threads_per_sm, dev.blocks_per_sm,
+            dev.shared_memory_per_sm, dev.shared_memory_reserved_per_block)  # fmt: skip
 
 
 def _blocks(grid: int, block: int) -> str:
