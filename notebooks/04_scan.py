@@ -217,9 +217,9 @@ print("y:", course.asnumpy(y)[:10], "... inclusive:", np.array_equal(course.asnu
 # `scan.run(version, x, block=...)` makes the same launch. A block covers at most its own size, so
 # a longer input is refused with the sizes each block covers:
 
-# %% tags=["raises-exception"]
-# NBVAL_RAISES_EXCEPTION
-scan.run("kogge_stone", np.ones(300, np.float32), block=128)
+# %%
+with course.expect_error():
+    scan.run("kogge_stone", np.ones(300, np.float32), block=128)
 
 # %% [markdown]
 # **The steps, from the trace.** Block 0 with 64 threads (two warps), one row per step: an arrow from
@@ -690,51 +690,87 @@ scan.tuning_steps()
 #
 # ## Exercises
 #
-# **1. Predict, then check.** For N = 512 in one block, how many steps (the longest chain of
-# additions) and how many additions in all do Kogge-Stone and Brent-Kung make? Work them out from
-# the pictures above, then run the check (it counts them from traces, and gives a hint where you
-# are off).
+# Each exercise is checked by a call: `scan.exercises.<name>.check(answer)` says what is wrong (which
+# launch, which case, which thread and line) and the rule to apply, never the answer.
+# `scan.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
+# `scan.exercises.<name>.show(mine)` draws what your kernel did, as the steps above are drawn. Kernels
+# you write run on the emulator first, with the checker, whatever the machine: a stray access, a
+# shuffle only part of a warp reaches or an endless loop ends in a verdict, never in a crashed GPU.
+#
+# **1. Predict, then check: steps, adds and barriers.** Three one-block scans at sizes the tables
+# above never count: Kogge-Stone and its double-buffered form on N = 512 (a block of 512 threads),
+# and Brent-Kung on N = 2048 (a block of 1024, two elements per thread). For each, predict the
+# steps (barrier intervals in which threads add), the adds in all, and the `__syncthreads()` a
+# thread passes. Replace each `None`; the check counts them from traces.
 
 # %%
-my_counts = {"kogge_stone": (9, 4608), "brent_kung": (18, 1024)}  # (steps, adds): edit these
-scan.exercise_work(my_counts)
+my_counts = {  # (steps, adds, barriers)
+    "kogge_stone, N = 512": (None, None, None),
+    "kogge_stone_double_buffer, N = 512": (None, None, None),
+    "brent_kung, N = 2048": (None, None, None),
+}
+scan.exercises.work.check(my_counts)
 
 # %% [markdown]
-# **2. Fix: make it exclusive.** The article calls its Kogge-Stone an exclusive scan. Make it one:
-# Y[0] = 0 and Y[i] = x[0] + … + x[i−1]. Edit `mine` (it is the fixed inclusive kernel with a
-# dynamic shared array, `extern __shared__`, of one `elem_t` per thread, and `int` elements); the
-# check launches one block of 32, 64, 96, 256 and 1024 threads on awkward N on the emulator,
-# compares with NumPy and says what went wrong first.
+# **2. Write: make Kogge-Stone exclusive.** The article calls its Kogge-Stone an exclusive scan.
+# Make it one: each block scans its own `blockDim.x` elements, the first of them gets 0 (the
+# identity) and Y[i] = X[first] + … + X[i − 1]. `mine` is the fixed inclusive kernel on `int`, with
+# a dynamic shared array (`extern __shared__`) that the launch sizes: `shared_mem=` block × 4 bytes.
+# The check runs it on N = 1, 31 and 33 with blocks of 32; 64 with 64; 95, 97 and 1000 with blocks
+# of 96 (no power of two); 255 with 256; 1023 and 3000 with 1024, against NumPy. Its target, read
+# from the trace: **a log-depth scan**, no thread loads more than 2·⌈log2 block⌉ + 3 elements (two
+# a step, its X, and one to read back); a loop over the elements before i is a serial scan. On a
+# GPU it then times your kernel beside `lookback` and a copy.
 
 # %%
 mine = r"""
-extern "C" __global__ void kogge_stone_exclusive(const elem_t* X, elem_t* Y, int n) {
-    extern __shared__ elem_t XY[];
+extern "C" __global__ void kogge_stone_exclusive(const int* X, int* Y, int n) {
+    extern __shared__ int XY[];
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     XY[threadIdx.x] = (i < n) ? X[i] : 0;                  // <- load what an exclusive scan needs
     for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
         __syncthreads();
-        elem_t in1 = 0;
+        int in1 = 0;
         if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
         __syncthreads();
         if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
     }
     if (i < n) Y[i] = XY[threadIdx.x];
 }"""
-scan.exercise_exclusive(mine)
+scan.exercises.exclusive.check(mine)
 
 # %% [markdown]
-# **3. Measure and choose.** Pick the block size of the single pass (32, 64, 128 or 256 threads,
-# each with 32 elements). A small block makes small tiles: more of them, each with its own
-# look-back; a big one leaves fewer blocks on each SM to run while one waits. `scan.tile_facts(b)`
-# gives a block's tile, its number of tiles at N = 2^26 and the blocks per SM its launch bounds
-# ask for. The check scans with your block on the emulator first; on a GPU it then times every
-# block size and passes yours within 3 % of the fastest (without a GPU it holds your choice
-# against the H200's recorded sweep).
+# **3. Write: the warp scan, in registers.** The tiles of `scan_tiles` and `lookback` are scanned
+# "with warp shuffles": Kogge-Stone across the 32 lanes of a warp, each lane's value in a register.
+# `__shfl_up_sync(mask, v, d)` hands lane l the `v` of lane l − d (lanes below d get their own back),
+# and every lane named in `mask` must make the call. Write the scan where `mine` marks it: each warp
+# scans its own 32 consecutive elements, y[i] = the sum of x over lanes 0 to its lane (inclusive).
+# The check runs N = 1, 31, 32 and 33 with blocks of 32, 33 with a block of 64, 100 with blocks of
+# 96 and 1000 with blocks of 256, against NumPy. Its targets, read from the trace: **no
+# shared-memory access and no barrier**, and **at most 5 shuffles per warp** (log2 32 steps). On a
+# GPU it then times your kernel beside `lookback` and a copy.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-scan.exercise_block(block=64)
+mine = r"""
+extern "C" __global__ void warp_scan(const int* x, int* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int lane = threadIdx.x % 32;
+    int v = (i < n) ? x[i] : 0;   // past the end: the identity, so every lane of the warp takes part
+    // your scan: v becomes the sum of v over lanes 0 to lane of this warp
+    if (i < n) y[i] = v;
+}"""
+scan.exercises.warp.check(mine)
+
+# %% [markdown]
+# **4. Measure, then choose: lookback's block for N = 300 000.** At 2^28, 128 threads × 32
+# elements was the fastest tile. At N = 300 000 (1.2 MB), choose lookback's block again: 32, 64, 128
+# or 256 threads, 32 elements each. On a GPU the check times every block at this N and passes yours
+# within 10 % of the fastest; without one it checks the launch's arithmetic on this device: the
+# tiles your block makes at N, against the SMs (`course.device()`) and the blocks each holds at
+# once. Replace `None` with your block.
+
+# %%
+scan.exercises.block.check(None)
 
 # %% [markdown]
 # ## Summary
@@ -756,3 +792,6 @@ scan.exercise_block(block=64)
 #   not exclusive; its two Brent-Kung listings stop one level short of the root (the last element is
 #   wrong), and its merged kernel leaves half its 2 × BLOCK_SIZE array unloaded and writes past its
 #   end. Its serial loop does not wait (n − 1)(n − 2)/2 additions: it does N − 1.
+
+# %%
+course.my_progress("scan")

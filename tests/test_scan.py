@@ -382,63 +382,93 @@ def test_pictures_draw(emulator_backend):
 
 
 # ---------------------------------------------------------------- notebook 04's exercises
+# (tests/test_exercises.py checks every solution, stub and wrong answer in solutions/scan.py)
 
 
-def test_exercise_work(emulator_backend):
-    start = scan.exercise_work({"kogge_stone": (9, 4608), "brent_kung": (18, 1024)})
-    assert not start.ok and "hint" in str(start) and "N - d adds" in str(start)
-    bk = scan.exercise_work({"kogge_stone": (9, 4097), "brent_kung": (18, 1013)})
-    assert not bk.ok and "up-sweep" in str(bk)
-    partial = scan.exercise_work({"kogge_stone": (9, 4097)})
-    assert not partial.ok and "predict every version: ['brent_kung'] missing" in str(partial)
-    assert scan.exercise_work({"kogge_stone": (9, 4097), "brent_kung": (17, 1013)}).ok
-    assert scan.work_counts(64) == {"kogge_stone": (6, 321), "brent_kung": (11, 120)}
+@pytest.fixture(autouse=False)
+def own_progress(tmp_path, monkeypatch):
+    """A check records progress: in a file of the test's own, not the learner's."""
+    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
 
 
-EXCLUSIVE_START = r"""
-extern "C" __global__ void kogge_stone_exclusive(const elem_t* X, elem_t* Y, int n) {
-    extern __shared__ elem_t XY[];
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    XY[threadIdx.x] = (i < n) ? X[i] : 0;
-    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
-        __syncthreads();
-        elem_t in1 = 0;
-        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
-        __syncthreads();
-        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
+def _solutions():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "scan.py"
+    spec = importlib.util.spec_from_file_location("solutions_scan", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.usefixtures("own_progress")
+def test_exercise_work_counts_follow_the_formulas(emulator_backend):
+    """The trace's counts are the text's formulas: Kogge-Stone log2 N steps, the sum of (N - d)
+    adds, two barriers a step (one double buffered); Brent-Kung 2 log2 N - 1 steps, 2N - 2 - log2 N
+    adds, 2 log2 N barriers."""
+    truth = scan.exercises.work_truth()
+    assert truth == {
+        "kogge_stone, N = 512": (9, sum(512 - 2**k for k in range(9)), 18),
+        "kogge_stone_double_buffer, N = 512": (9, sum(512 - 2**k for k in range(9)), 9),
+        "brent_kung, N = 2048": (21, 2 * 2048 - 2 - 11, 22),
     }
-    if (i < n) Y[i] = XY[threadIdx.x];
-}"""
-LOAD = "XY[threadIdx.x] = (i < n) ? X[i] : 0;"
+    off = {k: (v[0], v[1] + 1, v[2]) for k, v in truth.items()}
+    text = str(scan.exercises.work.check(off))
+    assert "'adds'" in text and "the rule" in text and str(truth["kogge_stone, N = 512"][1]) not in text
+    assert "'steps' is still open" in str(scan.exercises.work.check({k: (None, 1, 1) for k in truth}))
 
 
-def test_exercise_exclusive(emulator_backend):
-    start = scan.exercise_exclusive(EXCLUSIVE_START)
-    assert not start.ok and "inclusive scan" in str(start) and "hint" in str(start)
-    stray = scan.exercise_exclusive(
-        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i < n) ? X[i - 1] : 0;")
-    )
-    assert not stray.ok and "OutOfBoundsError" in str(stray) and "index -1" in str(stray)
-    lost = scan.exercise_exclusive(
-        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i > 1 && i <= n) ? X[i - 1] : 0;")
-    )
-    assert not lost.ok and "N=2, block=32: Y[1]" in str(lost) and "hint" in str(lost)  # x[0] never loaded
-    right = scan.exercise_exclusive(
-        EXCLUSIVE_START.replace(LOAD, "XY[threadIdx.x] = (i > 0 && i <= n) ? X[i - 1] : 0;")
-    )
-    assert right.ok, str(right)
-    assert not scan.exercise_exclusive("this is not CUDA").ok
+@pytest.mark.usefixtures("own_progress")
+def test_exercise_kernels_take_their_natural_answers(emulator_backend):
+    sol = _solutions()
+    for answer in sol.EXCLUSIVE_ALSO:
+        assert scan.exercises.exclusive.check(answer).ok, answer
+    for answer in sol.WARP_ALSO:
+        assert scan.exercises.warp.check(answer).ok, answer
 
 
+def test_exercise_cases_are_awkward():
+    sizes = {n for n, _ in scan.exercises.WARP_CASES}
+    assert {1, 31, 32, 33, 1000} <= sizes
+    blocks = {b for _, b in scan.exercises.EXCLUSIVE_CASES}
+    assert {32, 64, 96, 256, 1024} <= blocks
+    assert any(n > b for n, b in scan.exercises.EXCLUSIVE_CASES if b == 96)  # several blocks
+
+
+@pytest.mark.usefixtures("own_progress")
+def test_exercise_show_draws_the_learners_kernel(emulator_backend):
+    sol = _solutions()
+    for ex, answer in ((scan.exercises.exclusive, sol.EXCLUSIVE), (scan.exercises.warp, sol.WARP)):
+        shown = ex.show(answer)
+        assert shown.verdict.ok and shown.png.startswith(b"\x89PNG")
+    stub = scan.exercises.warp.show(scan.exercises.WARP_STUB)  # no shuffle yet: drawn all the same
+    assert not stub.verdict.ok and stub.png.startswith(b"\x89PNG")
+
+
+@pytest.mark.usefixtures("own_progress")
 def test_exercise_block_on_the_emulator(emulator_backend):
-    small = scan.exercise_block(64)
-    assert not small.ok and "hint" in str(small) and "recorded" in str(small)
-    assert scan.exercise_block(128).ok
-    assert "takes a block of" in str(scan.exercise_block(100))
-    assert scan.tile_facts(256)["tiles at N"] == 2**26 // (256 * 32)
+    sms = course.device().sm_count
+    for b in (32, 64, 128, 256):
+        verdict = scan.exercises.block.check(b)
+        assert verdict.ok == (scan.exercises.tiles(b) >= sms), (b, str(verdict))
+        assert "not a timing" in str(verdict)
+    assert scan.exercises.tiles(128) == -(-300_000 // 4096)
+    assert "idle" in str(scan.exercises.block.check(128))
+    assert "takes a block of" in str(scan.exercises.block.check(96))
 
 
+@pytest.mark.usefixtures("own_progress")
 @pytest.mark.gpu
 def test_exercise_block_on_a_gpu(cupy_backend):
-    verdict = scan.exercise_block(128, n=2**22)
-    assert "measured" in str(verdict)
+    verdict = scan.exercises.block.check(64)
+    assert "GB/s" in str(verdict) and "within 10 %" in str(verdict)
+
+
+@pytest.mark.usefixtures("own_progress")
+@pytest.mark.gpu
+def test_exercise_kernels_are_timed_on_a_gpu(cupy_backend):
+    sol = _solutions()
+    for ex, answer in ((scan.exercises.exclusive, sol.EXCLUSIVE), (scan.exercises.warp, sol.WARP)):
+        verdict = ex.check(answer)
+        assert verdict.ok and "× lookback" in str(verdict), str(verdict)

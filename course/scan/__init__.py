@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from .exercises import exercise_block, exercise_exclusive, exercise_work, tile_facts, work_counts
+from . import exercises
 from .pictures import bank_steps, draw_bank_steps, draw_lookback, draw_naive_reads, plot_steps_vs_work
 from .story import (
     article_findings,
@@ -78,9 +78,9 @@ def reference_op(x: Any, *, op: str = "add") -> Any:
 __all__ = [
     "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_steps", "bank_table",
     "bytes_moved", "check", "conversion_table", "conversions", "draw_bank_steps", "draw_banks", "draw_lookback",
-    "draw_naive_reads", "draw_steps", "exclusive", "exercise_block", "exercise_exclusive", "exercise_work",
+    "draw_naive_reads", "draw_steps", "exclusive", "exercises",
     "held_after_steps", "kernel", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
     "plot_speed", "plot_steps_vs_work", "reference", "reference_op", "run", "run_op", "speed_against_n",
-    "speed_table", "step_table", "steps_vs_work", "tile_facts", "trace", "tuning_steps", "typo_error", "versions",
-    "work_counts", "wrong_last_element",
+    "speed_table", "step_table", "steps_vs_work", "trace", "tuning_steps", "typo_error", "versions",
+    "wrong_last_element",
 ]  # fmt: skip

@@ -1,0 +1,137 @@
+"""Notebook 04's exercises: answers that pass, and wrong answers a learner writes."""
+
+from course.scan.exercises import EXCLUSIVE_STUB, WARP_STUB, work_truth
+
+LOAD = "XY[threadIdx.x] = (i < n) ? X[i] : 0;"
+EXCLUSIVE = EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (threadIdx.x > 0 && i <= n) ? X[i - 1] : 0;")
+
+MARK = "    // your scan: v becomes the sum of v over lanes 0 to lane of this warp\n"
+WARP = WARP_STUB.replace(
+    MARK,
+    """    for (unsigned int d = 1; d < 32; d *= 2) {
+        int below = __shfl_up_sync(0xffffffffu, v, d);   // every lane calls it
+        if (lane >= d) v += below;
+    }
+""",
+)
+
+# other answers a learner writes that are right too (tests/test_scan.py checks they pass)
+EXCLUSIVE_ALSO = [
+    # the shift with i < n: the thread at i == n stores nothing, so what it loads does not matter
+    EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (threadIdx.x > 0 && i < n) ? X[i - 1] : 0;"),
+    # the inclusive scan, then each thread reads its left neighbour (one more barrier)
+    EXCLUSIVE_STUB.replace(
+        "    if (i < n) Y[i] = XY[threadIdx.x];",
+        "    __syncthreads();\n    if (i < n) Y[i] = threadIdx.x > 0 ? XY[threadIdx.x - 1] : 0;",
+    ),
+    # the inclusive scan less the thread's own element
+    EXCLUSIVE_STUB.replace("Y[i] = XY[threadIdx.x];", "Y[i] = XY[threadIdx.x] - X[i];"),
+]
+WARP_ALSO = [
+    # the course's form: the add under the condition, the shuffle unconditional, offsets unrolled
+    WARP_STUB.replace(
+        MARK,
+        "".join(
+            f"    {{ int up = __shfl_up_sync(0xffffffff, v, {d}); v = lane >= {d} ? v + up : v; }}\n"
+            for d in (1, 2, 4, 8, 16)
+        ),
+    ),
+]
+
+SOLUTIONS = {
+    "work": work_truth(),
+    "exclusive": EXCLUSIVE,
+    "warp": WARP,
+    "block": 64,  # 147 tiles of 2048 on the emulator's 132 SMs (H100 and H200 models), all resident at once
+}
+
+SERIAL = EXCLUSIVE_STUB.replace(
+    """    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
+        __syncthreads();
+        int in1 = 0;
+        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
+        __syncthreads();
+        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
+    }
+    if (i < n) Y[i] = XY[threadIdx.x];""",
+    """    __syncthreads();
+    if (i < n) {
+        int s = 0;
+        for (int j = blockIdx.x * blockDim.x; j < i; ++j) s += X[j];
+        Y[i] = s;
+    }""",
+)
+
+SHARED_WARP = WARP_STUB.replace(
+    MARK,
+    """    __shared__ int s[1024];
+    for (unsigned int d = 1; d < 32; d *= 2) {
+        s[threadIdx.x] = v;
+        __syncwarp();
+        if (lane >= d) v += s[threadIdx.x - d];
+        __syncwarp();
+    }
+""",
+)
+
+SERIAL_WARP = WARP_STUB.replace(
+    MARK,
+    """    int mine = v;
+    for (unsigned int d = 1; d < 32; ++d) {
+        int below = __shfl_up_sync(0xffffffffu, mine, d);
+        if (lane >= d) v += below;
+    }
+""",
+)
+
+# the shift across block boundaries: block 1 starts from block 0's last element
+ACROSS_BLOCKS = EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (i > 0 && i <= n) ? X[i - 1] : 0;")
+# one barrier per step: a thread adds before its neighbour has read
+ONE_BARRIER = EXCLUSIVE.replace(
+    "        __syncthreads();\n        if (threadIdx.x >= stride) XY", "        if (threadIdx.x >= stride) XY"
+)
+# the shuffle only where its value is used: lanes below d never make the call
+SHUFFLE_IN_THE_BRANCH = WARP.replace(
+    "        int below = __shfl_up_sync(0xffffffffu, v, d);   // every lane calls it\n        if (lane >= d) v += below;",
+    "        if (lane >= d) v += __shfl_up_sync(0xffffffffu, v, d);",
+)
+assert ACROSS_BLOCKS != EXCLUSIVE_STUB and ONE_BARRIER != EXCLUSIVE and SHUFFLE_IN_THE_BRANCH != WARP
+
+TRUTH = work_truth()
+KS, KSD, BK = TRUTH
+
+WRONG = {
+    "work": [
+        # N log2 N adds for Kogge-Stone (the textbook's order of growth, not the count)
+        ({**TRUTH, KS: (TRUTH[KS][0], 512 * 9, TRUTH[KS][2])}, "'adds' is not what the trace counts"),
+        # two barriers per step for the double buffer too
+        ({**TRUTH, KSD: (TRUTH[KSD][0], TRUTH[KSD][1], 2 * TRUTH[KSD][0])}, "'barriers'"),
+        # Brent-Kung's 2 log2 N steps, the root counted twice
+        ({**TRUTH, BK: (TRUTH[BK][0] + 1, TRUTH[BK][1], TRUTH[BK][2])}, "'steps'"),
+        ({}, "fill in every launch"),
+    ],
+    "exclusive": [
+        (EXCLUSIVE_STUB, "inclusive scan"),
+        (ACROSS_BLOCKS, "the first element of block 1's segment"),
+        (EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (i < n) ? X[i - 1] : 0;"), "out-of-bounds"),
+        (ONE_BARRIER, "race"),
+        (SERIAL, "a log-depth scan"),  # the right answer by a loop over the elements before i
+    ],
+    "warp": [
+        (SHUFFLE_IN_THE_BRANCH, "member mask"),
+        (WARP.replace("if (lane >= d)", "if (lane > d)"), "is wrong"),
+        (
+            WARP.replace("int v = (i < n) ? x[i] : 0;", "if (i >= n) return;\n    int v = x[i];"),
+            "member mask",
+        ),
+        (SHARED_WARP, "no shared-memory access"),
+        (SERIAL_WARP, "shuffles"),  # the right sums, one lane below at a time: 31 shuffles
+        (WARP_STUB, "nothing was scanned"),
+    ],
+    "block": [
+        (128, "idle"),  # the text's default: 74 tiles
+        (256, "idle"),
+        (100, "lookback takes a block of"),
+        (None, "lookback takes a block of"),
+    ],
+}
