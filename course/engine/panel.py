@@ -223,10 +223,9 @@ class Panel:
             result["metrics"] = facts | dict(self.spec.metrics(first.where(block=0), v))
             if backend.device().backend == "cupy":
                 result["ms"], result["launches"] = self._time_ms(version, inputs, block)
-            result["drawn"] = self._draw(first, lambda drawn: picture_caption(
+            result["drawn"], result["caption"] = self._draw(first, lambda drawn: picture_caption(
                 n, (blocks, _block_label(block)), first, drawn, shown[0].shape, inputs[0].shape
             ))  # fmt: skip
-            result["caption"] = self.figure.texts[-1].get_text()
         except CourseError as exc:  # a buggy kernel is a lesson, not a crash
             result["error"] = f"{type(exc).__name__}: {exc}"
         result["seconds"] = time.perf_counter() - started
@@ -269,8 +268,9 @@ class Panel:
         plan = self.engine.plan(version, *(arrays.asarray(a) for a in inputs), block=block)
         return float(np.median(time_runs([lambda: [s() for s in plan.steps]], runs=20))), len(plan.launches)
 
-    def _draw(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[int, ...]:
-        """Draw the picture of `trace` and under it the caption for the blocks it drew; return those."""
+    def _draw(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[tuple[int, ...], str]:
+        """Draw the picture of `trace` and under it the caption for the blocks it drew; return
+        those blocks and the caption."""
         import matplotlib as mpl
 
         with mpl.rc_context(PICTURE_STYLE):  # type: ignore[arg-type]
@@ -286,7 +286,7 @@ class Panel:
                 LabelCanvas(self.figure)
             return self._render(trace, caption)
 
-    def _render(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[int, ...]:
+    def _render(self, trace: Trace, caption: Callable[[tuple[int, ...]], str]) -> tuple[tuple[int, ...], str]:
         fig = self.figure
         fig.clear()
         fig.subplots_adjust(left=0.01, right=0.99)  # the width most pictures get: labels measure it
@@ -304,13 +304,14 @@ class Panel:
             bottom=(0.6 if axes else 0.28) / height, top=1 - 0.55 / height,
         )  # fmt: skip
         # what was run and what is drawn: the picture changes with N even where block 0 does not
-        fig.text(0.995, 0.005, caption(drawn), ha="right", va="bottom", fontsize=8, color="0.35")
+        words = caption(drawn)
+        fig.text(0.995, 0.005, words, ha="right", va="bottom", fontsize=8, color="0.35")
         png = io.BytesIO()
         fig.canvas.print_png(png, pil_kwargs={"compress_level": 1})
         self.image.value = png.getvalue()
         self.image.layout.width = f"{int(width * PICTURE_DPI)}px"
         self.image.layout.max_width = "100%"
-        return drawn
+        return drawn, words
 
     def _show(self, r: Mapping[str, Any]) -> None:
         if r["error"]:
