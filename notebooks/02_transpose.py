@@ -623,45 +623,102 @@ transpose.plot_speed(ax, records)
 #
 # ## Exercises
 #
-# **1. Predict, then check.** The naive kernel takes any 2-D block. With 256 threads shaped
-# 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its reads and its writes take
-# (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`, `y = l / bx`. Fill in
-# (reads, writes) for each block, then run the check (it counts them from traces and gives a hint
-# where you are off).
+# Each exercise is one call: `.check(...)` says ✓, or what is wrong and the rule to apply (never
+# the answer); `.hint()` gives a hint, one more each time you ask; for a kernel, `.show(mine)`
+# draws what your kernel did with the course's own pictures, beside the verdict. The kernels run
+# on the emulator first, with the checker, whatever this machine has; on a GPU a right kernel is
+# then timed beside the course's best version and a copy.
+#
+# **1. Predict, then check: sectors per request.** The naive kernel takes any 2-D block. With
+# 256 threads shaped 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its reads
+# and its writes take (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`,
+# `y = l / bx`. Fill in (reads, writes) for each block in place of the `None`s; the check counts
+# them from traces and names the block and the column that is off, with the rule for it.
 
 # %%
-my_sectors = {(32, 8): (4, 32), (16, 16): (4, 32), (8, 32): (4, 32), (4, 64): (4, 32)}  # edit these
-transpose.exercise_sectors(my_sectors)
+my_sectors = {(32, 8): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
+transpose.exercises.sectors.check(my_sectors)
 
 # %% [markdown]
-# **2. Fix: the store's bounds check.** This kernel uses a padded 32 × 33 tile and a 32 × 32 block,
-# but its store was guarded with the load's test. It is right for a 64 × 96 matrix and wrong (or
-# worse) at the article's 1111 × 113. Fix the test; the check launches it on the emulator at eight
-# shapes that fit no tile, compares with NumPy, and stops at the first problem.
+# **2. Fix: the store's test, on a rectangular tile.** This kernel moves a tile of 64 rows × 32
+# columns of `a` with a block of 32 × 8 threads: each thread loads 8 words down the tile and
+# stores 8, so the store's loops are not the load's. Its store was guarded with the load's test:
+# right for a 64 × 96 matrix, wrong (or worse) elsewhere. Fix the test. The check runs your kernel
+# on the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 64⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
+# 31 × 31, 63 × 33, 65 × 31, 33 × 70, 70 × 33 and the article's 1111 × 113, compares `out` with
+# NumPy's, and holds it to a target read from the trace: **coalesced**, every full warp's load and
+# store takes whole sectors, as the copy's. `transpose.exercises.store.show(mine)` draws which
+# block stored each element of `out`.
 
 # %%
-mine = r'''
+mine = r"""
 extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
-    __shared__ elem_t tile[32][33];
-    int row = blockIdx.y * 32 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
-    if (row < m && col < n) tile[threadIdx.y][threadIdx.x] = in[row * n + col];
+    __shared__ elem_t tile[64][33];                  // 64 rows x 32 columns of in (+1: no bank conflict)
+    int r0 = blockIdx.y * 64, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    for (int j = 0; j < 64; j += 8)                  // load: tile rows y, y + 8, ..., y + 56
+        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
     __syncthreads();
-    int orow = blockIdx.x * 32 + threadIdx.y;  // a row of out is a column of in
-    int ocol = blockIdx.y * 32 + threadIdx.x;  // a column of out is a row of in
-    if (row < m && col < n)                    // <- the load's test, copied: fix it for the store
-        out[orow * m + ocol] = tile[threadIdx.x][threadIdx.y];
-}'''
-transpose.exercise_store_check(mine)
+    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
+        for (int k = 0; k < 64; k += 32)
+            if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store
+                out[(c0 + y + j) * m + r0 + x + k] = tile[x + k][y + j];
+}"""
+transpose.exercises.store.check(mine)
 
 # %% [markdown]
-# **3. Measure and choose.** Pick the block of `transpose_rows` for a float32 matrix of 8192²,
-# from its blocks (32 × 8, 32 × 16, 32 × 32, 16 × 16, 64 × 8; the tile is bx × bx). On a GPU the
-# check times every block and passes yours within 10 % of the fastest; without one it holds the
-# bytes your launch keeps in flight per SM against Little's law.
+# **3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
+# any 2-D block (bx, by); their tile has by rows of stride S = bx words (tiled) or bx + 1 (padded).
+# Thread (x, y) stores word `y·S + x`; thread `t = y·bx + x` loads word `i·S + j` with
+# `i = t % by`, `j = t / by`. For four launches that neither the tables above nor the panel show,
+# predict the worst bank conflict of block 0's stores to the tile and of its loads from it, as
+# (stores, loads) in ways (1 is no conflict). The check counts them from the traces.
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-transpose.exercise_rows_block((32, 32))
+my_ways = {
+    ("transpose_tiled", (16, 32)): (None, None),
+    ("transpose_padded", (8, 32)): (None, None),
+    ("transpose_padded", (64, 16)): (None, None),
+    ("transpose_padded", (16, 8)): (None, None),
+}
+transpose.exercises.ways.check(my_ways)
+
+# %% [markdown]
+# **4. Fix: a tile with no bank conflicts.** The tiled kernel at 32 × 8, one element per thread,
+# on a tile of 8 rows × 32 columns: each warp's load from the tile is an 8-way conflict, and one
+# word of padding leaves a 4-way one (the bank table above). Change the tile's layout so that no
+# warp's store to it or load from it conflicts. The check runs your kernel on the emulator with the
+# checker (grid ⌈n / 32⌉ × ⌈m / 8⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1, 7 × 33, 9 × 31, 33 × 70 and
+# 250 × 197, compares with NumPy, and holds it to two targets read from the trace: **no bank
+# conflicts** (`course.analysis.bank_conflicts`: every warp's access to the tile in one wavefront)
+# and **coalesced** global loads and stores (the tile must stay). `.show(mine)` draws your tile's
+# bank heat map and its worst warp instruction, as the pictures above draw the course's.
+
+# %%
+mine = r"""
+extern "C" __global__ void transpose_banks(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[8][32];                   // the block's 8 rows x 32 columns of in
+    int r0 = blockIdx.y * 8, c0 = blockIdx.x * 32;   // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    if (r0 + y < m && c0 + x < n) tile[y][x] = in[(r0 + y) * n + c0 + x];
+    __syncthreads();
+    int t = y * 32 + x, i = t % 8, j = t / 8;        // thread t stores out[c0 + j][r0 + i]
+    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];
+}"""
+transpose.exercises.banks.check(mine)
+
+# %% [markdown]
+# **5. Measure and choose.** Pick the block of `transpose_rows` for an **int32 matrix of
+# 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
+# bx × bx tile, bx / by words per thread (of these, only 32 × 16 is in the tables above). On a GPU
+# the check times every one of them at that shape and passes yours within 10 % of the fastest.
+# Without one it does the arithmetic: the bytes your launch keeps in flight per SM (loaded per
+# thread before the barrier, times the threads an SM holds) must reach twice what Little's law asks
+# with the device's figures, since a block has no loads in flight once it is past its barrier.
+
+# %%
+my_block = None  # a tuple (bx, by)
+transpose.exercises.block.check(my_block)
 
 # %% [markdown]
 # ## Summary
@@ -683,3 +740,6 @@ transpose.exercise_rows_block((32, 32))
 #   about 3.5× `cupy.ascontiguousarray(a.T)`.
 # - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the ~4 µs of a launch,
 #   and its one event-timed launch cannot tell them apart.
+
+# %%
+course.my_progress("transpose")

@@ -449,60 +449,131 @@ def test_the_timing_tables_on_a_gpu(cupy_backend):
     assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.story.SWEEP_VERSIONS)
 
 
-# ---------------------------------------------------------------- notebook 02's exercises
+# ---------------------------------------------------------------- notebook 02's exercises (course.exercises frame)
+
+from course.transpose import exercises as tx  # noqa: E402
+from course.transpose.story import BANK_CASES  # noqa: E402
+from course.transpose.topic import ANY  # noqa: E402
+
+STORE_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store"
 
 
-def test_exercise_sectors_hints_then_passes():
-    assert transpose.naive_sectors((8, 32)) == (4.0, 8.0) and transpose.naive_sectors((4, 64)) == (8.0, 4.0)
-    start = {(32, 8): (4, 32), (16, 16): (4, 32), (8, 32): (4, 32), (4, 64): (4, 32)}  # the notebook's
-    verdict = transpose.exercise_sectors(start)
-    assert not verdict.ok and "block 16×16" in str(verdict) and "hint" in str(verdict)
-    assert "missing" in str(transpose.exercise_sectors({(32, 8): (4, 32)}))
-    right = {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
-    assert transpose.exercise_sectors(right).ok
+def test_the_sector_prediction_counts_from_traces_and_never_says_the_counts():
+    assert tx.naive_sectors((8, 32)) == (4.0, 8.0) and tx.naive_sectors((4, 64)) == (8.0, 4.0)
+    truth = tx.sector_truth()
+    assert truth == {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    old_start = {
+        (32, 8): (4, 32),
+        (16, 16): (4, 32),
+        (8, 32): (4, 32),
+        (4, 64): (4, 32),
+    }  # the old notebook's
+    text = str(tx.sectors.check(old_start))
+    assert "(16, 16): 'writes: sectors per request'" in text and "the rule:" in text
+    assert "16" not in text.split("the rule:")[1].split("(stuck?")[0].replace("(16, 16)", "")
+    assert tx.sectors.check({k: (int(r), int(w)) for k, (r, w) in truth.items()}).ok  # ints are fine
 
 
-STORE_KERNEL = r"""
-extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
-    __shared__ elem_t tile[32][33];
-    int row = blockIdx.y * 32 + threadIdx.y, col = blockIdx.x * 32 + threadIdx.x;
-    if (row < m && col < n) tile[threadIdx.y][threadIdx.x] = in[row * n + col];
-    __syncthreads();
-    int orow = blockIdx.x * 32 + threadIdx.y;
-    int ocol = blockIdx.y * 32 + threadIdx.x;
-    if (row < m && col < n)
-        out[orow * m + ocol] = tile[threadIdx.x][threadIdx.y];
-}"""
-START, FIXED = "if (row < m && col < n)\n", "if (orow < n && ocol < m)\n"
-COLUMN, ROW = "tile[threadIdx.x][threadIdx.y];", "tile[threadIdx.y][threadIdx.x];"
+def test_the_ways_prediction_asks_about_launches_the_text_and_panel_never_show():
+    assert tx.ways_truth() == {
+        ("transpose_tiled", (16, 32)): (1, 16),
+        ("transpose_padded", (8, 32)): (2, 1),  # the padding costs the stores: a warp spans 4 tile rows
+        ("transpose_padded", (64, 16)): (1, 2),
+        ("transpose_padded", (16, 8)): (2, 2),
+    }
+    assert not set(tx.WAYS_CASES) & set(BANK_CASES)
+    assert not {block for _, block in tx.WAYS_CASES} & set(ANY)  # the panel's blocks
 
 
-@pytest.mark.parametrize(
-    ("edits", "ok", "says"),
-    [
-        ({}, False, "a thread past the edge stored anyway"),  # the notebook's start: 64 × 96 passes, then a fault
-        ({START: FIXED}, True, "all 8 cases right"),
-        ({START: FIXED, COLUMN: ROW}, False, "elements of out are wrong"),  # right bounds, wrong element
-        ({START: FIXED.replace(")", ") &&")}, False, "does not compile"),
-    ],
-)  # fmt: skip
-def test_exercise_store_check(edits, ok, says):
-    source = STORE_KERNEL
-    for old, new in edits.items():
-        assert old in source
-        source = source.replace(old, new)
-    verdict = transpose.exercise_store_check(source)
-    assert verdict.ok is ok and says in str(verdict), str(verdict)
+def test_the_store_exercise_takes_natural_fixes_and_names_what_is_wrong(emulator_backend):
+    stub = tx.STORE_STUB
+    separate = stub.replace(STORE_TEST, "if (c0 + y + j < n)\n            if (r0 + x + k < m)")
+    assert tx.store.check(separate).ok
+    named = stub.replace(
+        "            if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store\n"
+        "                out[(c0 + y + j) * m + r0 + x + k] = tile[x + k][y + j];",
+        "            { int orow = c0 + y + j, ocol = r0 + x + k;\n"
+        "              if (orow < n && ocol < m) out[orow * m + ocol] = tile[x + k][y + j]; }",
+    )
+    assert named != stub and tx.store.check(named).ok
+    verdict = str(tx.store.check(stub))  # the stub: right at 64 × 96, then a store past out
+    assert "1 of 10 cases passed" in verdict and "out-of-bounds" in verdict and "line 12" in verdict
+    # right bounds, but each warp stores down a column of out (the naive store): the target says so
+    store_loops = stub[stub.index("    for (int j = 0; j < 32; j += 8)") : stub.rindex("}")]
+    down = stub.replace(
+        store_loops,
+        "    for (int j = 0; j < 64; j += 8)\n"
+        "        if (c0 + x < n && r0 + y + j < m) out[(c0 + x) * m + r0 + y + j] = tile[y + j][x];\n",
+    )
+    text = str(tx.store.check(down))
+    assert "target 'coalesced" in text and "32 sectors for 128 bytes" in text, text
 
 
-def test_exercise_rows_block_on_the_emulator(emulator_backend):
-    assert not transpose.exercise_rows_block((32, 32)).ok  # the notebook's start: 8 KB in flight
-    assert "hint" in str(transpose.exercise_rows_block((32, 16)))
-    assert transpose.exercise_rows_block((32, 8)).ok and transpose.exercise_rows_block([64, 8]).ok
-    assert "takes a block in" in str(transpose.exercise_rows_block((32, 4)))
+def test_the_bank_exercise_takes_a_swizzle_and_names_the_conflict(emulator_backend):
+    stub = tx.BANKS_STUB
+    swizzled = stub.replace("tile[y][x] =", "tile[y][x ^ (4 * y)] =").replace(
+        "= tile[i][j];", "= tile[i][j ^ (4 * i)];"
+    )
+    assert tx.banks.check(swizzled).ok
+    one_d = stub.replace("tile[8][32];   ", "tile[8 * 36];   ").replace("tile[y][x] =", "tile[y * 36 + x] =")
+    one_d = one_d.replace("= tile[i][j];", "= tile[i * 36 + j];")
+    assert tx.banks.check(one_d).ok
+    padded = str(tx.banks.check(stub.replace("tile[8][32];   ", "tile[8][33];   ")))
+    assert "'no bank conflicts' is not met: line 9" in padded and "4 wavefronts" in padded
+
+
+def test_the_targets_read_the_trace(emulator_backend):
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    conflicts, coalesced = tx.no_bank_conflicts(), tx.coalesced()
+    padded = transpose.trace("transpose_padded", a, block=(32, 32)).launches()[0]
+    tiled = transpose.trace("transpose_tiled", a, block=(32, 32)).launches()[0]
+    naive = transpose.trace("transpose_naive", a, block=(32, 8)).launches()[0]
+    k = transpose.kernel("transpose_padded")
+    assert conflicts.measure(padded, k) == "" and "32 wavefronts" in conflicts.measure(tiled, k)
+    assert coalesced.measure(padded, k) == "" and "32 sectors for 128 bytes" in coalesced.measure(naive, k)
+    odd = np.arange(37 * 45, dtype=np.float32).reshape(37, 45)  # rows that start mid-sector: still coalesced
+    assert coalesced.measure(transpose.trace("transpose_tiled", odd, block=(32, 8)).launches()[0], k) == ""
+
+
+def test_show_draws_the_learners_kernels(emulator_backend):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "transpose.py"
+    spec = importlib.util.spec_from_file_location("solutions_transpose", path)
+    assert spec and spec.loader
+    solved = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solved)
+    for ex, answer in ((tx.store, tx.STORE_STUB), (tx.store, solved.STORE), (tx.banks, tx.BANKS_STUB),
+                       (tx.banks, solved.BANKS)):  # fmt: skip
+        shown = ex.show(answer)
+        assert shown.png.startswith(b"\x89PNG"), str(shown)
+        assert shown.verdict.ok is (answer is not ex.stub)
+
+
+def test_the_block_choice_is_the_launch_arithmetic_on_the_emulator(emulator_backend):
+    assert tx.resident_blocks(1024, 0) == 2 and tx.resident_blocks(64, 0) == 32
+    assert tx.resident_blocks(256, 100 * 1024) == 2  # shared memory limits it
+    fly = {b: tx.in_flight(b)["B in flight per SM"] for b in tx.BLOCK_OPTIONS}
+    assert fly == {(16, 16): 8192, (32, 16): 16384, (64, 16): 32768, (32, 4): 65536, (64, 4): 131072}
+    passing = {b for b in tx.BLOCK_OPTIONS if tx.block.check(b).ok}
+    assert passing == {(64, 16), (32, 4), (64, 4)}
+    assert tx.block.check([32, 4]).ok  # a list is a tuple
+    assert "pick one of the blocks" in str(tx.block.check((64, 8)))  # the text's answer is no option
 
 
 @pytest.mark.gpu
-def test_exercise_rows_block_on_a_gpu(cupy_backend):
-    verdict = transpose.exercise_rows_block((64, 8), shape=(2048, 2048))
-    assert "measured" in str(verdict)
+def test_the_exercises_time_on_a_gpu(cupy_backend):
+    verdict = tx._judge_block((32, 4), shape=(2048, 2048), runs=5)
+    assert "GB/s" in str(verdict) and "fastest of the 5 blocks" in str(verdict)
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "s", Path(__file__).resolve().parents[1] / "solutions" / "transpose.py"
+    )
+    assert spec and spec.loader
+    solved = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solved)
+    text = str(tx.banks.check(solved.BANKS))
+    assert "yours runs at" in text and "transpose_grouped" in text, text

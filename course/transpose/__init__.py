@@ -14,7 +14,7 @@ with, `pictures.py` its pictures, `exercises.py` its exercises. The kernels are 
 
 from __future__ import annotations
 
-from .exercises import exercise_rows_block, exercise_sectors, exercise_store_check, naive_sectors
+from . import exercises
 from .pictures import (
     draw_edge_block,
     draw_sectors,
@@ -63,9 +63,9 @@ panel = ENGINE.panel
 __all__ = [
     "ENGINE", "GROUP", "STORY", "TILE", "TOPIC", "VERSIONS", "article_blocks", "article_conflicts", "article_grid",
     "article_table", "bank_table", "blocks_table", "bytes_needed_per_sm", "check", "copy_kernel", "draw_banks", "draw_edge_block",
-    "draw_sectors", "draw_tile", "draw_tile_order", "draw_tile_read", "draw_warps", "edge_threads", "exercise_rows_block", "exercise_sectors",
-    "exercise_store_check", "gpu_table", "in_flight", "in_flight_speed", "in_flight_table", "kernel",
-    "launch_facts", "launch_table", "launch_text", "loads_before_barrier", "naive_sectors", "panel",
+    "draw_sectors", "draw_tile", "draw_tile_order", "draw_tile_read", "draw_warps", "edge_threads", "exercises",
+    "gpu_table", "in_flight", "in_flight_speed", "in_flight_table", "kernel",
+    "launch_facts", "launch_table", "launch_text", "loads_before_barrier", "panel",
     "plot_speed", "reference", "run", "sectors_table", "shape_for", "speed_against_n", "speed_table", "tile_order",
     "trace", "unchecked", "versions", "versions_in_story", "warp_elements", "wide_block_fault",
 ]  # fmt: skip

@@ -1,28 +1,41 @@
-"""Notebook 02's exercises: predict a count and check it against the trace, fix a kernel that the
-checker runs on the emulator first, and choose a block by what it keeps in flight (timed on a GPU).
+"""Notebook 02's exercises, on the frame of `course.exercises`: two predictions counted from traces
+(sectors per request, bank-conflict ways), two kernels to fix (a store's bounds test on a
+rectangular tile, a tile with no bank conflicts) and a block to choose by the bytes it keeps in
+flight. The learner's kernels see the element type as a macro, `elem_t` (int here), so their
+line numbers stay their own.
 
-The learner's kernels see the element type as a macro, `elem_t` (int here), so their line
-numbers stay their own.
+    transpose.exercises.banks.check(mine)   # the verdict: what is wrong, never the answer
+    transpose.exercises.banks.hint()        # one hint more each time
+    transpose.exercises.banks.show(mine)    # the verdict and the learner's tile on the banks
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, exercises
+from .. import analysis, arrays, backend, draw, exercises, gpu
+from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
-from .story import bytes_needed_per_sm, in_flight, index_matrix, on_gpu, timed
-from .topic import ROWS_BLOCKS, BlockTiles, kernel
+from .story import bytes_needed_per_sm, index_matrix
+from .topic import ENGINE, BlockTiles, kernel
 
 EXERCISE_OPTIONS = ("-Delem_t=int",)
+I32 = np.int32
+BLOCK = (32, 8, 1)  # both kernel exercises: NVIDIA's transpose block, 8 warps
 
 
-# ---------------------------------------------------------------- 1. predict, then check
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ---------------------------------------------------------------- 1. predict, then check: sectors
 
 SECTOR_BLOCKS = ((32, 8), (16, 16), (8, 32), (4, 64))  # all 256 threads: only the shape changes
+SECTOR_COLUMNS = ("reads: sectors per request", "writes: sectors per request")
 
 
 def naive_sectors(block: tuple[int, int], shape: tuple[int, int] = (256, 256)) -> tuple[float, float]:
@@ -31,7 +44,7 @@ def naive_sectors(block: tuple[int, int], shape: tuple[int, int] = (256, 256)) -
     a = index_matrix(shape)
     m, n = shape
     with backend.using("emulator"):
-        args = (arrays.asarray(a), arrays.zeros((n, m), a.dtype), np.int32(m), np.int32(n))
+        args = (arrays.asarray(a), arrays.zeros((n, m), a.dtype), I32(m), I32(n))
         grid = BlockTiles()(shape, block, backend.device())
         t = kernel("transpose_naive").trace(grid, block, args, blocks=[0, 1], spaces={"global"})
     s = analysis.sectors(t)
@@ -39,100 +52,464 @@ def naive_sectors(block: tuple[int, int], shape: tuple[int, int] = (256, 256)) -
     return per[0], per[1]
 
 
-def exercise_sectors(predicted: Mapping[tuple[int, int], tuple[float, float]]) -> exercises.Verdict:
-    """Exercise 1: for each block shape of SECTOR_BLOCKS, predict the sectors per request of the
-    naive kernel's reads and of its writes, as (reads, writes). Checked against the trace."""
-    if verdict := exercises.unanswered(predicted, SECTOR_BLOCKS, "block"):
-        return verdict
-    for block in SECTOR_BLOCKS:
-        truth = naive_sectors(block)
-        guess = tuple(predicted[block])
-        if len(guess) != 2 or any(abs(g - t) > 1e-9 for g, t in zip(guess, truth)):
-            bx, by = block
-            rows = 32 // bx if bx < 32 else 1
-            return exercises.Verdict(False, [
-                f"block {bx}×{by}: you said {guess}, the trace counts (reads, writes) = "
-                f"({truth[0]:g}, {truth[1]:g})",
-                f"hint: lane l of a warp is thread x = l % {bx}, y = l // {bx}: the warp reads {rows} row(s) "
-                f"of a, {min(bx, 32)} consecutive words in each, and writes {min(bx, 32)} column(s) of out, "
-                f"{rows} consecutive word(s) in each. A sector is 8 words: how many does each piece touch?",
-            ])  # fmt: skip
-    return exercises.Verdict(True, [f"all {len(SECTOR_BLOCKS)} blocks right: reads and writes per request"])
+def sector_truth() -> dict[tuple[int, int], tuple[float, float]]:
+    """Block -> (sectors per read request, sectors per write request) of the naive kernel."""
+    return {block: naive_sectors(block) for block in SECTOR_BLOCKS}
 
 
-# ---------------------------------------------------------------- 2. fix the store's bounds check
+sectors = Prediction(
+    key="transpose.sectors",
+    title="predict the naive kernel's sectors per request for four block shapes",
+    truth=sector_truth,
+    columns=SECTOR_COLUMNS,
+    what="block",
+    tolerance=1e-9,
+    rules={
+        "reads: sectors per request": "lane l of a warp is thread x = l % bx, y = l // bx: the warp "
+        "reads the words a[y][x] of the rows its lanes cover, bx consecutive words in each (at most 32). "
+        "A sector is 32 bytes, 8 words, aligned: count the sectors each row's piece touches and add them",
+        "writes: sectors per request": "thread (x, y) writes out[x][y]: the lanes with the same x write "
+        "consecutive words of one row of out, and each x is another row (256 words further on). Count "
+        "the sectors each row's piece touches and add them",
+    },
+    hints=(
+        "draw the 32 lanes of warp 0 as a little bx × (32 / bx) rectangle of threads, for each block",
+        "a request's sectors are the distinct 32-byte pieces of memory its lanes' words fall in: 8 "
+        "consecutive words are one sector when they start at a multiple of 8",
+        "the reads walk a row of a with x and the writes walk a row of out with y: the read pieces "
+        "are bx words long, the write pieces as many words as the warp has values of y",
+    ),
+)
 
-STORE_SHAPES = ((64, 96), (1111, 113), (113, 1111), (33, 70), (70, 33), (1, 40), (40, 1), (31, 31))
+
+# ---------------------------------------------------------------- the targets both kernels are held to
 
 
-def _store_case(shape: tuple[int, int]) -> exercises.Case:
-    m, n = shape
-    a = (np.arange(m * n, dtype=np.int64) * 2654435761 % 100003).astype(np.int32).reshape(shape)
+def no_bank_conflicts() -> Target:
+    """Every shared-memory access of a warp in one wavefront per phase: no bank conflicts."""
 
-    def run(k: Kernel) -> Any:
-        out = arrays.zeros((n, m), np.int32)
-        grid = ((n + 31) // 32, (m + 31) // 32)
-        k(grid, (32, 32), (arrays.asarray(a), out, np.int32(m), np.int32(n)))
-        return arrays.asnumpy(out)
-
-    def judge(got: Any) -> str:
-        wrong = np.argwhere(got != a.T)
-        if not len(wrong):
+    def measure(trace: Any, k: Kernel) -> str:
+        bc = analysis.bank_conflicts(trace)
+        bad = bc[bc.extra > 0]
+        if not len(bad):
             return ""
-        r, c = (int(i) for i in wrong[0])
+        worst = bad[np.argmax(bad.ways)]
+        what = "load from" if worst.op == "ld" else "store to"
+        lines = sorted(set(bad.line.tolist()))
         return (
-            f"{len(wrong)} of {a.size} elements of out are wrong; the first, out[{r}][{c}]: got {got[r, c]}, "
-            f"a[{c}][{r}] is {a[c, r]}. Hint: the store writes out row blockIdx.x * 32 + threadIdx.y and column "
-            f"blockIdx.y * 32 + threadIdx.x; check those against out's shape ({n} rows × {m} columns), "
-            "not the load's row and col"
+            f"line {worst.line}: a warp's {what} shared memory takes {worst.ways} wavefronts where "
+            f"{worst.phases} would do, a bank conflict ({len(bad)} of {len(bc)} shared accesses conflict, on "
+            f"line{'s' * (len(lines) > 1)} {', '.join(map(str, lines))}). Rule: word w is in bank w % 32; "
+            "a warp's 32 words must fall in 32 different banks"
         )
 
-    return exercises.Case(f"a {m}×{n} matrix, block 32×32", run, judge)
+    return Target("no bank conflicts", measure)
 
 
-def exercise_store_check(source: str) -> exercises.Verdict:
-    """Exercise 2: `source` defines transpose_mine(const elem_t* in, elem_t* out, int m, int n) for
-    a 32 × 32 block; the check launches it on the emulator at shapes that fit no tile and compares
-    with NumPy (an out-of-bounds access is reported with its thread, line and buffer)."""
-    verdict = exercises.check(source, "transpose_mine", [_store_case(s) for s in STORE_SHAPES],
-                              options=EXERCISE_OPTIONS)  # fmt: skip
-    if not verdict.ok and any("OutOfBounds" in line for line in verdict.lines):
-        verdict.lines.append(
-            "hint: a thread past the edge stored anyway: test the coordinates the store writes (out is n × m)"
+def _pieces_sectors(trace: Any, events: np.ndarray) -> np.ndarray:
+    """For each global event: the sectors its lanes' bytes would take if every run of consecutive
+    bytes started on a sector boundary (a coalesced row piece costs what its bytes need)."""
+    out = np.zeros(len(events), np.int64)
+    for i, ev in enumerate(events.tolist()):
+        lanes = np.flatnonzero((int(trace.mask[ev]) >> np.arange(32)) & 1)
+        size = int(trace.size[ev])
+        addr = np.unique(trace.addr[ev, lanes].astype(np.int64))
+        breaks = np.flatnonzero(np.diff(addr) != size)
+        starts = np.concatenate([[0], breaks + 1])
+        ends = np.concatenate([breaks, [len(addr) - 1]])
+        out[i] = int(np.sum(-(-((ends - starts + 1) * size) // analysis.SECTOR_BYTES)))
+    return out
+
+
+def coalesced() -> Target:
+    """Every full warp's global load and store moves runs of whole sectors (32 bytes, 8 words):
+    a row piece, as the copy's. Only full warps are judged: at the matrix's edges a warp's row
+    pieces are short because the rows are."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        s = analysis.sectors(trace)
+        full = s[s.lanes == 32]
+        if not len(full):
+            return ""
+        pieces = _pieces_sectors(trace, full.event)
+        bad = np.flatnonzero(pieces > full.ideal)
+        if not len(bad):
+            return ""
+        i = int(bad[np.argmax(pieces[bad])])
+        what = "load" if full.op[i] == "ld" else "store"
+        return (
+            f"line {full.line[i]}: a full warp's {what} touches {full.sectors[i]} sectors for "
+            f"{full.bytes[i]} bytes ({full.ideal[i]} would do): its 32 words lie in pieces shorter than a "
+            "sector. Rule: a warp's lanes walk along a row of the matrix, in global memory on both sides"
         )
-    return verdict
+
+    return Target("coalesced: a full warp's loads and stores take whole sectors, as the copy's", measure)
 
 
-# ---------------------------------------------------------------- 3. measure, then choose
+# ---------------------------------------------------------------- the cases both kernels run
 
 
-def exercise_rows_block(block: Any, shape: tuple[int, int] = (8192, 8192)) -> exercises.Verdict:
-    """Exercise 3: pick the block of transpose_rows (from its blocks) for a `shape` float32 matrix.
-    On a GPU every block is timed and yours passes within 10 % of the fastest; on the emulator the
-    check is Little's law: the bytes your launch keeps in flight per SM against what the H200 needs."""
-    block = tuple(block) if isinstance(block, (tuple, list)) else block
-    if block not in ROWS_BLOCKS:
-        return exercises.Verdict(False, [f"transpose_rows takes a block in {list(ROWS_BLOCKS)}; got {block}"])
-    fly = in_flight("transpose_rows", block)
-    need = bytes_needed_per_sm()
-    lines = [
-        f"block {fly['block']} on a {fly['tile']} tile: {fly['B loaded per thread']} B per thread before the "
-        f"barrier × {fly['threads per SM']} threads = {fly['B in flight per SM']} B in flight per SM; "
-        f"Little's law asks about {need} B"
-    ]
-    if on_gpu():
-        records = timed([("transpose_rows", b) for b in ROWS_BLOCKS], shape, "float32")
-        speed = {r["kernel"]: r["gbps"] for r in records if r["kind"] == "kernel"}
-        mine = speed[f"transpose_rows {block[0]}×{block[1]}"]
-        best_label = max(speed, key=lambda k: speed[k])
-        lines.append(f"measured: {mine:.0f} GB/s; the fastest, {best_label}: {speed[best_label]:.0f} GB/s")
-        ok = mine >= 0.9 * speed[best_label]
+def _matrix(shape: tuple[int, int]) -> np.ndarray:
+    """Distinct int32 values 1 .. m·n in a shuffled order: any misplaced element names where it came from."""
+    m, n = shape
+    return (np.random.default_rng(m * 7919 + n).permutation(m * n) + 1).astype(I32).reshape(shape)
+
+
+def _wrong(got: np.ndarray, a: np.ndarray) -> str:
+    """ "" when `got` is a.T, else the first wrong element of out and where its value came from."""
+    want = a.T
+    bad = got != want
+    if not bad.any():
+        return ""
+    r, c = (int(i) for i in np.argwhere(bad)[0])
+    value = int(got[r, c])
+    if value == -1:
+        what = "was never written"
+    elif 1 <= value <= a.size:
+        i, j = (int(x) for x in np.argwhere(a == value)[0])
+        what = f"holds a[{i}][{j}]"
     else:
-        ok = fly["B in flight per SM"] >= need
-        lines.append("(no GPU here: the check is Little's law on the launch, not a timing)")
-    if not ok:
-        lines.append(
-            "hint: every thread of transpose_rows loads bx / by words before its barrier, and an SM holds at "
-            "most 2048 threads: which block puts the most bytes in flight?"
-        )
-    return exercises.Verdict(ok, lines)
+        what = f"holds {value}, which is no element of a"
+    return (
+        f"{int(bad.sum())} of {a.size} elements of out are wrong; the first, out[{r}][{c}], should be "
+        f"a[{c}][{r}] and {what}. Rule: out is n × m, out[c][r] = a[r][c], every element written once"
+    )
+
+
+def _case(shape: tuple[int, int], tile: tuple[int, int]) -> Case:
+    """One launch on an m × n matrix, blocks of 32 × 8, one block per `tile` (rows, columns) of a."""
+    m, n = shape
+    a = _matrix(shape)
+    grid = (_cdiv(n, tile[1]), _cdiv(m, tile[0]), 1)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        return _wrong(arrays.asnumpy(done[1]), a)
+
+    label = f"a {m}×{n} matrix, grid {grid[0]}×{grid[1]} of 32×8 blocks"
+    return Case(label, grid, BLOCK, args, judge)
+
+
+def _speed(tile: tuple[int, int]) -> Callable[[Kernel], list[str]]:
+    """On a GPU: the learner's kernel on an 8192² int32 matrix beside transpose_grouped and a copy."""
+
+    def timing(k: Kernel, shape: tuple[int, int] = (8192, 8192)) -> list[str]:
+        m, n = shape
+        a = np.random.default_rng(1).integers(-(2**31), 2**31, size=shape, dtype=I32)
+        grid = (_cdiv(n, tile[1]), _cdiv(m, tile[0]))
+
+        def mine(s: tuple[Any, ...]) -> Any:
+            out = arrays.zeros((n, m), I32)
+            return lambda: k(grid, BLOCK, (s[0], out, I32(m), I32(n)))
+
+        return exercises.compare_speed(mine, ENGINE, "transpose_grouped", (a,), 2 * a.nbytes)
+
+    return timing
+
+
+# ---------------------------------------------------------------- 2. fix: the store's test, on a rectangular tile
+
+STORE_TILE = (64, 32)  # rows × columns of a: each thread loads 8 words and stores 8
+STORE_STUB = r"""
+extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[64][33];                  // 64 rows x 32 columns of in (+1: no bank conflict)
+    int r0 = blockIdx.y * 64, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    for (int j = 0; j < 64; j += 8)                  // load: tile rows y, y + 8, ..., y + 56
+        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
+    __syncthreads();
+    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
+        for (int k = 0; k < 64; k += 32)
+            if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store
+                out[(c0 + y + j) * m + r0 + x + k] = tile[x + k][y + j];
+}"""
+
+# the first fits whole tiles (the stub is right there); then 1, a tile ± 1, no powers of two, large
+STORE_SHAPES = ((64, 96), (1, 1), (1, 40), (40, 1), (31, 31), (63, 33), (65, 31), (33, 70), (70, 33),
+                (1111, 113))  # fmt: skip
+
+
+def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
+    """`out` of a 70 × 45 matrix (4 blocks): each element coloured by the block that stored it,
+    white where nothing was stored; the checker's first finding in the title."""
+    m, n = shape
+    a = _matrix(shape)
+    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    grid = (_cdiv(n, STORE_TILE[1]), _cdiv(m, STORE_TILE[0]))
+    findings, t = k.inspect(grid, BLOCK, args, budget=exercises.CASE_BUDGET)
+    acc = analysis.steps(t, "out")
+    acc = acc[(acc.op == "st") & (acc.index >= 0) & (acc.index < m * n)]
+    fig.set_size_inches(9, 5.5)
+    rgba = np.ones((n * m, 4))
+    rgba[acc.index] = [draw.group_color(int(b)) for b in acc.block]
+    got = arrays.asnumpy(args[1])
+    ax = fig.add_subplot()
+    ax.imshow(rgba.reshape(n, m, 4), interpolation="nearest", extent=(0, m, n, 0))
+    bad = np.argwhere(got != a.T)
+    if len(bad):
+        ax.plot(bad[:, 1] + 0.5, bad[:, 0] + 0.5, "x", color="black", markersize=3)
+    for c in range(0, m + 1, STORE_TILE[0]):
+        ax.axvline(c, color="0.3", linewidth=1)
+    for r in range(0, n + 1, STORE_TILE[1]):
+        ax.axhline(r, color="0.3", linewidth=1)
+    said = f"checker: {str(findings[0]).splitlines()[0]}" if findings else "checker: clean"
+    ax.set_title(
+        f"your kernel: out ({n}×{m}) of a {m}×{n} matrix, colour = the block that stored it, "
+        f"white = never stored, × = wrong\n{said}",
+        fontsize=8,
+    )
+
+
+store = KernelExercise(
+    key="transpose.store",
+    title="fix the store's bounds test on a 64 × 32 tile",
+    kernel="transpose_mine",
+    stub=STORE_STUB,
+    options=EXERCISE_OPTIONS,
+    cases=lambda: [_case(s, STORE_TILE) for s in STORE_SHAPES],
+    targets=(coalesced(),),
+    timing=_speed(STORE_TILE),
+    draw=_draw_store,
+    hints=(
+        "run transpose.exercises.store.show(mine): which elements of out does the bottom-right block "
+        "store, and which should it?",
+        "a store must test the element it writes, in the matrix it writes: out has n rows and m "
+        "columns, and each store here writes one element of it",
+        "look at the index of the store, out[row * m + column]: the row and the column it writes are "
+        "what the test must hold against n and m, with every loop variable that moves them",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 3. predict, then check: bank-conflict ways
+
+WAYS_CASES = (("transpose_tiled", (16, 32)), ("transpose_padded", (8, 32)), ("transpose_padded", (64, 16)),
+              ("transpose_padded", (16, 8)))  # fmt: skip  # blocks the text and the panel never show
+WAYS_COLUMNS = ("stores to the tile: worst ways", "loads from the tile: worst ways")
+
+
+def tile_ways(name: str, block: tuple[int, int], shape: tuple[int, int] = (128, 128)) -> tuple[int, int]:
+    """The worst bank conflict of block 0's stores to its tile and of its loads from it, counted
+    from the trace of `name` (transpose_tiled or transpose_padded) launched by hand with `block`."""
+    a = index_matrix(shape)
+    m, n = shape
+    bx, by = block
+    shared = (bx + (name == "transpose_padded")) * by * 4
+    with backend.using("emulator"):
+        args = (arrays.asarray(a), arrays.zeros((n, m), a.dtype), I32(m), I32(n))
+        grid = BlockTiles()(shape, block, backend.device())
+        t = kernel(name).trace(grid, block, args, shared_mem=shared, blocks=[0], spaces={"shared"})
+    bc = analysis.bank_conflicts(t)
+    return int(bc.ways[bc.op == "st"].max()), int(bc.ways[bc.op == "ld"].max())
+
+
+def ways_truth() -> dict[tuple[str, tuple[int, int]], tuple[int, int]]:
+    """(version, block) -> (worst ways of the tile's stores, of its loads), from the traces."""
+    return {case: tile_ways(*case) for case in WAYS_CASES}
+
+
+ways = Prediction(
+    key="transpose.ways",
+    title="predict the bank conflicts of four tiles",
+    truth=ways_truth,
+    columns=WAYS_COLUMNS,
+    what="launch",
+    rules={
+        "stores to the tile: worst ways": "the tile's row stride S is bx (transpose_tiled) or bx + 1 "
+        "(transpose_padded); thread (x, y) stores word y·S + x. A warp is 32 consecutive t = y·bx + x. "
+        "Word w is in bank w % 32, and a warp's ways are the most distinct words that land in one bank; "
+        "the worst warp counts",
+        "loads from the tile: worst ways": "thread t = y·bx + x loads the tile's row i = t % by, column "
+        "j = t / by, word i·S + j (S = bx, or bx + 1 padded). List the (i, j) of one warp's 32 lanes, "
+        "then their banks (i·S + j) % 32, and count the most words in one bank",
+    },
+    hints=(
+        "start with the stores: for each launch, which words do lanes 0-31 of warp 0 store, and do "
+        "those words run past the end of a tile row?",
+        "a padded row is one word longer than the block is wide: where the warp covers more than one "
+        "tile row, the second row starts S words on, which shifts its banks",
+        "for the loads, write i = t % by and j = t / by for t = 0 … 31: how many tile rows and "
+        "columns does one warp read, and what is S modulo 32?",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 4. fix: a tile with no bank conflicts
+
+BANKS_TILE = (8, 32)  # one block per 8 rows × 32 columns of a: one element per thread
+BANKS_STUB = r"""
+extern "C" __global__ void transpose_banks(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[8][32];                   // the block's 8 rows x 32 columns of in
+    int r0 = blockIdx.y * 8, c0 = blockIdx.x * 32;   // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    if (r0 + y < m && c0 + x < n) tile[y][x] = in[(r0 + y) * n + c0 + x];
+    __syncthreads();
+    int t = y * 32 + x, i = t % 8, j = t / 8;        // thread t stores out[c0 + j][r0 + i]
+    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];
+}"""
+BANKS_SHAPES = ((64, 96), (1, 1), (1, 40), (40, 1), (7, 33), (9, 31), (33, 70), (250, 197))
+
+
+def _tile_trace(k: Kernel, shape: tuple[int, int] = (64, 64)) -> Any:
+    """The learner's kernel on a 64 × 64 matrix, block 0's shared-memory accesses."""
+    m, n = shape
+    a = _matrix(shape)
+    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    grid = (_cdiv(n, BANKS_TILE[1]), _cdiv(m, BANKS_TILE[0]))
+    return k.trace(grid, BLOCK, args, blocks=[0], spaces={"shared"}, budget=exercises.CASE_BUDGET)
+
+
+def _draw_banks(fig: Any, k: Kernel) -> None:
+    """The course's bank heat map of the learner's worst shared-memory line (block 0), and that
+    line's worst warp instruction up close, lanes onto banks (on a tie the later line's first: the load)."""
+    t = _tile_trace(k)
+    fig.set_size_inches(13, 5)
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
+    draw.bank_heatmap(ax1, t)
+    ax1.set_title(f"your kernel, block 0 of a 64×64 matrix\n{ax1.get_title()}", fontsize=8)
+    bc = analysis.bank_conflicts(t)
+    if len(bc):
+        tied = np.flatnonzero(bc.ways == bc.ways.max())
+        worst = tied[bc.line[tied] == bc.line[tied].max()][0]  # the later line (the load), its first warp
+        draw.warp_access(ax2, t, int(bc.event[worst]))
+        what = "load from" if bc.op[worst] == "ld" else "store to"
+        ax2.set_title(f"its worst warp instruction, a {what} the tile (line {bc.line[worst]}): lanes onto banks",
+                      fontsize=9)  # fmt: skip
+    else:
+        ax2.set_axis_off()
+
+
+banks = KernelExercise(
+    key="transpose.banks",
+    title="a 32 × 8 block's tile with no bank conflicts",
+    kernel="transpose_banks",
+    stub=BANKS_STUB,
+    options=EXERCISE_OPTIONS,
+    cases=lambda: [_case(s, BANKS_TILE) for s in BANKS_SHAPES],
+    targets=(no_bank_conflicts(), coalesced()),
+    timing=_speed(BANKS_TILE),
+    draw=_draw_banks,
+    hints=(
+        "run transpose.exercises.banks.show(mine): which banks does one warp's load from the tile "
+        "hit, and how many words does each get?",
+        "a warp's load reads 8 tile rows × 4 columns. One word of padding shifts each row by one bank, "
+        "and 4 columns side by side then overlap their neighbours' rows: try other row lengths on paper",
+        "you may change how the tile is laid out (its row length, or where word [i][j] lives, as long "
+        "as the store and the load agree); keep the global loads and stores as they are",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 5. measure, then choose: transpose_rows' block
+
+CHOICE_SHAPE = (4096, 16384)  # int32: not the text's 8192² float32
+CHOICE_DTYPE = np.int32
+BLOCK_OPTIONS = (
+    (16, 16),
+    (32, 16),
+    (64, 16),
+    (32, 4),
+    (64, 4),
+)  # (TILE, ROWS): none the text timed but 32×16
+
+
+def resident_blocks(threads: int, shared: int) -> int:
+    """Blocks of `threads` threads and `shared` bytes of shared memory one SM holds at once: an SM
+    holds 2048 threads, 32 blocks and 228 KB of shared memory, 1 KB of it reserved per block.
+    (The one place this exercise counts it: the device model will answer it.)"""
+    return max(1, min(2048 // threads, 32, (228 * 1024) // (shared + 1024)))
+
+
+@functools.cache
+def _rows_module() -> gpu.Module:
+    names = tuple(f"transpose_rows<{bx}, {by}>" for bx, by in BLOCK_OPTIONS)
+    return gpu.Module.from_file("transpose.cu", options=("-DELEM=int",), name_expressions=names)
+
+
+def rows_kernel(block: tuple[int, int]) -> Kernel:
+    """transpose_rows<bx, by> for int32 matrices, any of BLOCK_OPTIONS."""
+    return _rows_module().get_function(f"transpose_rows<{block[0]}, {block[1]}>")
+
+
+def in_flight(block: tuple[int, int]) -> dict[str, int]:
+    """What transpose_rows with `block` keeps in flight per SM: the bytes one thread loads before
+    its barrier (counted from the trace of warp 0), times the threads an SM holds."""
+    bx, by = block
+    shape = (2 * bx, 2 * bx)
+    k = rows_kernel(block)
+    a = index_matrix(shape, I32)
+    with backend.using("emulator"):
+        args = (arrays.asarray(a), arrays.zeros(shape, I32), I32(shape[0]), I32(shape[1]))
+        t = k.trace((2, 2), block, args, blocks=[0], spaces={"global", "sync"})
+    loads = t.select((t.space == "global") & (t.op == "ld") & (t.warp == 0) & (t.epoch == 0))
+    per_thread = int(loads.size.sum())
+    threads = resident_blocks(bx * by, k.static_shared_bytes) * bx * by
+    return {"B per thread": per_thread, "threads per SM": threads, "B in flight per SM": per_thread * threads}
+
+
+def _allowed_block(block: Any) -> str:
+    if block not in BLOCK_OPTIONS:
+        shown = ", ".join(f"({bx}, {by})" for bx, by in BLOCK_OPTIONS)
+        return f"pick one of the blocks {shown} (a tuple (bx, by)); got {block!r}"
+    return ""
+
+
+def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, runs: int = 20) -> Verdict:
+    bx, by = block
+    if backend.device().backend == "cupy":
+        speeds = _gpu_block_speeds(shape, runs)
+        mine, best = speeds[block], max(speeds.values())
+        return Verdict(mine >= 0.9 * best, [
+            f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix: {mine:.0f} GB/s; the "
+            f"fastest of the {len(speeds)} blocks timed beside it: {best:.0f} GB/s (within 10 % passes)"
+        ])  # fmt: skip
+    fly = in_flight(block)
+    little = bytes_needed_per_sm()
+    need = 2 * little
+    lines = [
+        f"block {bx}×{by} (a {bx}×{bx} tile): {fly['B per thread']} B loaded per thread before the barrier "
+        f"× {fly['threads per SM']} threads per SM = {fly['B in flight per SM']} B in flight per SM",
+        f"Little's law with {backend.device().name}'s figures asks {little} B per SM; a block has loads in "
+        f"flight only until its barrier (none while it stores), so about twice that: {need} B",
+        "(no GPU here: the check is the launch's arithmetic, not a timing)",
+    ]
+    return Verdict(fly["B in flight per SM"] >= need, lines)
+
+
+def _gpu_block_speeds(shape: tuple[int, int], runs: int) -> dict[tuple[int, int], float]:
+    """GB/s of transpose_rows with each of BLOCK_OPTIONS on one int32 matrix (GPU only)."""
+    from .. import bench
+
+    m, n = shape
+    a = arrays.asarray(np.random.default_rng(0).integers(-(2**31), 2**31, size=shape, dtype=CHOICE_DTYPE))
+    out = arrays.zeros((n, m), CHOICE_DTYPE)
+    speeds = {}
+    for block in BLOCK_OPTIONS:
+        k, bx = rows_kernel(block), block[0]
+        grid = (_cdiv(n, bx), _cdiv(m, bx))
+        step = functools.partial(k, grid, block, (a, out, I32(m), I32(n)))
+        ms = float(np.median(bench.time_runs([step], runs=runs)))
+        speeds[block] = 2 * a.nbytes / ms / 1e6
+    del a, out
+    bench.free_gpu_memory()
+    return speeds
+
+
+block = Choice(
+    key="transpose.block",
+    title="choose transpose_rows' block for a 4096 × 16384 int32 matrix",
+    allowed=_allowed_block,
+    judge=_judge_block,
+    hints=(
+        "what keeps the memory busy is bytes in flight per SM: the loads each thread issues before "
+        "its barrier, times the threads an SM holds at once",
+        "transpose_rows with block (bx, by) moves a bx × bx tile: each thread loads bx / by words "
+        "before its barrier. An SM holds at most 2048 threads and 32 blocks",
+        "course.device() gives the memory's bandwidth and latency; transpose.bytes_needed_per_sm() "
+        "does Little's law with them. Count each block's bytes in flight and compare",
+    ),
+)
+
+EXERCISES = (sectors, store, ways, banks, block)
