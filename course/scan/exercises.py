@@ -189,7 +189,8 @@ def _draw_exclusive(fig: Any, k: Kernel) -> None:
     """The learner's steps as the notebook draws Kogge-Stone's: 50 elements, a block of 64."""
     n, block = 50, 64
     x = _ints(n, 1)
-    t = k.trace((1,), (block,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)), shared_mem=block * 4)
+    args = (arrays.asarray(x), arrays.zeros(n, I32), I32(n))
+    t = k.trace((1,), (block,), args, shared_mem=block * 4, budget=exercises.CASE_BUDGET)
     ax = fig.add_subplot()
     buffer = _shared_buffer(t)
     if buffer is None:
@@ -290,7 +291,7 @@ def _registers_only() -> Target:
             )
         bars = trace.where(op="bar")
         if len(bars):
-            return f"the trace has a barrier (line {int(bars.line[0])}): a shuffle needs none"
+            return f"the trace has a barrier (__syncthreads or __syncwarp, line {int(bars.line[0])}): a shuffle needs none"
         return ""
 
     return Target("no shared-memory access and no barrier", measure)
@@ -319,7 +320,7 @@ def _draw_warp(fig: Any, k: Kernel) -> None:
     """Warp 0's shuffles, one row per shuffle: an arrow from the lane each lane received from."""
     n = 32
     x = _ints(n, 3)
-    t = k.trace((1,), (32,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)))
+    t = k.trace((1,), (32,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)), budget=exercises.CASE_BUDGET)
     draw_shuffles(fig.add_subplot(), t)
 
 
