@@ -239,7 +239,8 @@ class KernelExercise(Exercise):
         except (CourseError, KeyError):
             return verdict
         try:
-            png = figure_png(lambda fig: self.draw(fig, k))  # type: ignore[misc]
+            with backend.using("emulator"):
+                png = figure_png(lambda fig: self.draw(fig, k))  # type: ignore[misc]
         except CourseError as exc:
             verdict.lines.append(f"(not drawn: {type(exc).__name__}: {first_lines(str(exc), 2)})")
             return verdict
@@ -249,16 +250,17 @@ class KernelExercise(Exercise):
 def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
     """One case on the emulator, checked: "" when the checker finds nothing, the answer is right and
     every target holds; else the first problem, in words."""
-    try:
-        args = case.args()
-        findings, trace = k.inspect(
-            case.grid, case.block, args, shared_mem=case.shared_mem, budget=CASE_BUDGET
-        )
-    except CourseError as exc:
-        return f"{type(exc).__name__}: {first_lines(str(exc))}"
-    if findings:
-        return "the checker found a bug:\n" + first_lines(str(findings[0]), 8)
-    problem = case.judge(args, trace)
+    with backend.using("emulator"):  # the case's arrays are the emulator's, whatever the machine
+        try:
+            args = case.args()
+            findings, trace = k.inspect(
+                case.grid, case.block, args, shared_mem=case.shared_mem, budget=CASE_BUDGET
+            )
+        except CourseError as exc:
+            return f"{type(exc).__name__}: {first_lines(str(exc))}"
+        if findings:
+            return "the checker found a bug:\n" + first_lines(str(findings[0]), 8)
+        problem = case.judge(args, trace)
     if problem:
         return problem
     for target in targets:

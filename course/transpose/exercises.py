@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw, exercises, gpu
+from .. import analysis, arrays, backend, draw, exercises, gpu, occupancy
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from .story import bytes_needed_per_sm, index_matrix
@@ -420,9 +420,9 @@ BLOCK_OPTIONS = (
 
 def resident_blocks(threads: int, shared: int) -> int:
     """Blocks of `threads` threads and `shared` bytes of shared memory one SM holds at once: an SM
-    holds 2048 threads, 32 blocks and 228 KB of shared memory, 1 KB of it reserved per block.
-    (The one place this exercise counts it: the device model will answer it.)"""
-    return max(1, min(2048 // threads, 32, (228 * 1024) // (shared + 1024)))
+    holds a limited number of threads and blocks and an amount of shared memory, some of it reserved
+    per block (the active device's occupancy calculation; registers left out)."""
+    return max(1, occupancy.calculate(backend.device(), threads, shared=shared).blocks)
 
 
 @functools.cache
