@@ -139,3 +139,14 @@ def test_readme_images_draws_a_picture(tmp_path: Path, capsys) -> None:
     png = tmp_path / "01_dot.png"
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 150_000
     assert "01_dot.png" in capsys.readouterr().out
+
+
+def test_the_readme_speed_figures_come_from_the_measurement() -> None:
+    text = " ".join(README.read_text().split())
+    page = (ROOT / "docs" / "notebook-times.md").read_text()
+    rows = re.findall(r"^\| (\d\d_\w+) \| (\d+) \| (\d+) \|$", page, re.M)
+    assert [name for name, *_ in rows] == [nb.stem for nb in NOTEBOOKS]
+    seconds = [int(s) for _, *both in rows for s in both]
+    assert f"({min(seconds)} to {max(seconds)} s per notebook on two cores, measured:" in text
+    assert "python scripts/notebook_times.py" in page and ", 2 cores," in page
+    assert not re.search(r"about (a|\w+) minutes? (per|on)", text)  # no figure that was never measured
