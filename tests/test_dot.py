@@ -596,82 +596,34 @@ def test_draw_errors(emulator_backend):
     assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS)
 
 
-# ---------------------------------------------------------------- exercises
-
-STRIDE_START = r"""
-#include "common.cuh"
-extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
-    __shared__ float scratch[32];
-    float sum = 0;
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
-        sum += a[i] * b[i];
-    }
-    sum = block_sum(sum, scratch);
-    if (threadIdx.x == 0) atomicAdd(out, sum);
-}"""
-
-KAHAN_START = r"""
-extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
-    unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
-    float s = 0;
-    for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
-        s += a[i] * b[i];
-    }
-    sums[g] = s;
-}"""
-
-KAHAN = KAHAN_START.replace("float s = 0;", "float s = 0, c = 0;").replace(
-    "s += a[i] * b[i];", "float y = a[i] * b[i] - c; float t = s + y; c = (t - s) - y; s = t;"
-)
+# ---------------------------------------------------------------- exercises (tests/test_exercises.py holds every
+# exercise to its solution, its notebook stub and its wrong answers; these are dot's own points)
 
 
-def test_exercise_atomics():
-    start = {"dot2_article, N / 256 blocks": (10000, 39, 1), "dot2, 8 blocks": (10000, 8, 5),
-             "dot_shfl, 8 blocks": (8, 8, 5)}  # fmt: skip
-    v = dot.exercise_atomics(start)
-    assert not v.ok and "9984" in str(v) and "hint" in str(v)
-    truth = {"dot2_article, N / 256 blocks": (9984, 39, 2), "dot2, 8 blocks": (2048, 8, 5),
-             "dot_shfl, 8 blocks": (8, 8, 5)}  # fmt: skip
-    assert dot.exercise_atomics(truth).ok
-    wrong_loads = {**truth, "dot2_article, N / 256 blocks": (9984, 39, 1)}
-    v = dot.exercise_atomics(wrong_loads)
-    assert not v.ok and "rounded down" in str(v)
-    assert "missing" in str(dot.exercise_atomics({}))
+def test_the_atomics_prediction_names_the_column_not_the_count():
+    truth = dot.exercises.atomic_truth()
+    wrong = {**truth, "dot2, 8 blocks": (9984, 8, 5)}
+    text = str(dot.exercises.atomics.check(wrong))
+    assert "'dot2, 8 blocks': 'atomics'" in text and "2048" not in text
 
 
-def test_exercise_stride():
-    v = dot.exercise_stride(STRIDE_START)
-    assert not v.ok and "loaded 2 times" in str(v) and "gridDim.x" in str(v) and "1 case(s) passed" in str(v)
-    fixed = STRIDE_START.replace("i += blockDim.x)", "i += blockDim.x * gridDim.x)")
-    assert dot.exercise_stride(fixed).ok
-    assert "does not compile" in str(dot.exercise_stride("this is not C"))
-
-
-def test_exercise_kahan():
-    v = dot.exercise_kahan(KAHAN_START)
-    assert not v.ok and "spacings off" in str(v) and "Kahan" in str(v)
-    assert dot.exercise_kahan(KAHAN).ok
-    double = KAHAN_START.replace("float s = 0;", "double s = 0;").replace(
+def test_the_kahan_exercise_refuses_the_double_route(emulator_backend):
+    double = dot.exercises.KAHAN_STUB.replace("float s = 0;", "double s = 0;").replace(
         "s += a[i] * b[i];", "s += (double)a[i] * b[i];"
     )
-    assert dot.exercise_kahan(double).ok  # the check wants the answer; the text asks for float32
+    v = dot.exercises.kahan.check(double)
+    assert not v.ok and "no double arithmetic" in str(v)
 
 
-def test_exercise_grid(emulator_backend):
-    v = dot.exercise_grid(2**26 // 256)
-    assert not v.ok and "hint" in str(v) and "1 product per thread" in str(v)
-    wave = course.device().sm_count * 8
-    assert dot.exercise_grid(wave).ok
-    assert not dot.exercise_grid(wave // 2).ok
-    assert "at least 1" in str(dot.exercise_grid(0))
-
-
-@pytest.mark.gpu
-def test_exercise_grid_on_a_gpu(cupy_backend):
-    wave = course.device().sm_count * 8
-    v = dot.exercise_grid(wave, n=2**24)
-    assert v.ok and "measured" in str(v)
-    assert not dot.exercise_grid(2**24 // 256, n=2**24).ok
+def test_the_grid_choice_reads_this_devices_occupancy(emulator_backend):
+    full = course.device().sm_count * dot.exercises.resident_blocks(384)
+    assert dot.exercises.resident_blocks(384) == 2048 // 384  # 5 blocks of 384 in 2048 threads
+    assert dot.exercises.grid.check(full).ok and dot.exercises.grid.check(2 * full).ok
+    assert not dot.exercises.grid.check(full - 1).ok
+    assert not dot.exercises.grid.check(full + full // 2).ok  # a partial second wave
+    with course.backend.using("emulator", model="t4"):
+        t4 = course.device().sm_count * dot.exercises.resident_blocks(384)
+        assert t4 != full and dot.exercises.grid.check(t4).ok
 
 
 @pytest.mark.gpu
