@@ -434,7 +434,7 @@ transpose.blocks_table("transpose_rows", a)
 # **Little's law**, bytes in flight = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for
 # the whole H200, or per SM:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 print(f"Little's law asks for about {transpose.bytes_needed_per_sm()} bytes in flight per SM")
 
 # %% [markdown]

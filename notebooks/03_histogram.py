@@ -298,7 +298,7 @@ histogram.article_grids()
 # 22 KB per SM. The trace shows how many bytes a thread of each kernel loads before it needs them
 # (its first atomic needs the byte just loaded): one, for the article's kernels. Launch by launch:
 
-# %%
+# %% tags=["nbval-ignore-output"]
 histogram.launch_table()
 
 # %% [markdown]
