@@ -15,7 +15,9 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_the_readme_example_runs(emulator_backend, capsys):
-    block = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
+    block = next(
+        b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if "course.Module(" in b
+    )
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     y = namespace["course"].asnumpy(namespace["y"])
