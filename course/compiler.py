@@ -10,12 +10,15 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any, TypeVar
 
 from .errors import CompileError
 
+T = TypeVar("T")
 DEFAULT_ARCH = "compute_90"
 KERNELS = resources.files("course") / "kernels"
 
@@ -93,26 +96,53 @@ def compile_ptx(
     if not isinstance(source, str) or not source.strip():
         raise TypeError("source must be a non-empty string of CUDA C")
     opts = compile_options(tuple(options))
-    key = hashlib.sha256(
-        json.dumps(
-            [source, filename, opts, list(name_expressions), nvrtc_version(), _course_headers(source)]
-        ).encode()
-    ).hexdigest()
-    path = cache_dir() / "ptx" / f"{key}.json"
+    names = tuple(name_expressions)
+
+    def compile_it() -> dict[str, Any]:
+        ptx, lowered = _nvrtc(source, filename, opts, names, _read_ptx)
+        return {"ptx": ptx, "lowered_names": lowered}
+
+    hit = cached(
+        "ptx",
+        cache_key(source, filename, opts, names),
+        compile_it,
+        lambda v: isinstance(v, dict) and {"ptx", "lowered_names"} <= v.keys(),
+    )
+    return Compiled(source, filename, opts, hit["ptx"], hit["lowered_names"])
+
+
+def compile_cubin(source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]) -> bytes:
+    """NVRTC's machine code (a cubin) for `source` compiled with `opts` as given (they name a real
+    architecture, -arch=sm_XY): what the register counts are read from. Not cached."""
+    return _nvrtc(source, filename, opts, names, _read_cubin)
+
+
+def cache_key(source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]) -> str:
+    """A hash of everything that changes what NVRTC makes of a source: the source, its options,
+    its name expressions, NVRTC's version and the course headers it includes."""
+    parts = [source, filename, list(opts), list(names), nvrtc_version(), _course_headers(source)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def cached(kind: str, key: str, make: Callable[[], Any], valid: Callable[[Any], bool] = bool) -> Any:
+    """`make()`'s JSON-able result, kept on disk under cache_dir()/kind/key.json; a cache that
+    cannot be read or written, or holds what `valid` refuses, only costs time."""
+    path = cache_dir() / kind / f"{key}.json"
     try:
         hit = json.loads(path.read_text())
-        return Compiled(source, filename, opts, hit["ptx"], hit["lowered_names"])
-    except (OSError, ValueError, KeyError):
+        if valid(hit):
+            return hit
+    except (OSError, ValueError):
         pass
-    ptx, lowered = _nvrtc(source, filename, opts, tuple(name_expressions))
+    value = make()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"ptx": ptx, "lowered_names": lowered}))
+        tmp.write_text(json.dumps(value))
         tmp.replace(path)
     except OSError:
-        pass  # a read-only cache only costs time
-    return Compiled(source, filename, opts, ptx, lowered)
+        pass
+    return value
 
 
 def _course_headers(source: str) -> list[str]:
@@ -122,8 +152,10 @@ def _course_headers(source: str) -> list[str]:
 
 
 def _nvrtc(
-    source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]
-) -> tuple[str, dict[str, str]]:
+    source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...], read: Callable[..., T]
+) -> T:
+    """Compile with NVRTC and `read(nvrtc, program, names)` what is wanted of the program; a
+    compile error raises CompileError with the first error explained and the whole log."""
     from cuda.bindings import nvrtc
 
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], [])
@@ -140,17 +172,29 @@ def _nvrtc(
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             text = bytes(log).decode(errors="replace").rstrip("\x00 \n")
             raise CompileError(explain_log(text, source, filename), log=text)
-        _, size = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = bytearray(size)
-        nvrtc.nvrtcGetPTX(prog, ptx)
-        lowered = {}
-        for name in names:
-            err, low = nvrtc.nvrtcGetLoweredName(prog, name.encode())
-            _check(err, name)
-            lowered[name] = low.decode()
-        return bytes(ptx).decode().rstrip("\x00"), lowered
+        return read(nvrtc, prog, names)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _read_ptx(nvrtc: Any, prog: Any, names: tuple[str, ...]) -> tuple[str, dict[str, str]]:
+    """The PTX and the mangled name of every name expression."""
+    _, size = nvrtc.nvrtcGetPTXSize(prog)
+    ptx = bytearray(size)
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    lowered = {}
+    for name in names:
+        err, low = nvrtc.nvrtcGetLoweredName(prog, name.encode())
+        _check(err, name)
+        lowered[name] = low.decode()
+    return bytes(ptx).decode().rstrip("\x00"), lowered
+
+
+def _read_cubin(nvrtc: Any, prog: Any, names: tuple[str, ...]) -> bytes:
+    _, size = nvrtc.nvrtcGetCUBINSize(prog)
+    cubin = bytearray(size)
+    _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+    return bytes(cubin)
 
 
 def _check(err: object, what: str) -> None:

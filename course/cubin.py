@@ -10,14 +10,9 @@ Results are cached on disk beside the PTX cache, keyed by everything that affect
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
-import os
-import re
 import struct
 
 from . import compiler
-from .errors import CompileError
 
 EIATTR_REGCOUNT = 0x2F  # in `.nv.info`: (symbol index, registers) of one kernel
 _EIFMT_NVAL, _EIFMT_BVAL, _EIFMT_HVAL, _EIFMT_SVAL = 1, 2, 3, 4  # how an attribute's value is stored
@@ -41,61 +36,13 @@ def _registers(
     source: str, filename: str, options: tuple[str, ...], names: tuple[str, ...], arch: str
 ) -> tuple[tuple[str, int], ...]:
     opts = compiler.compile_options((f"-arch={arch}", *options))
-    key = hashlib.sha256(
-        json.dumps([source, filename, opts, list(names), compiler.nvrtc_version(), _headers(source)]).encode()
-    ).hexdigest()
-    path = compiler.cache_dir() / "regs" / f"{key}.json"
-    try:
-        return tuple(sorted(json.loads(path.read_text()).items()))
-    except (OSError, ValueError):
-        pass
-    counts = read_regcounts(compile_cubin(source, filename, opts, names))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(counts))
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only cache only costs time
+    counts = compiler.cached(
+        "regs",
+        compiler.cache_key(source, filename, opts, names),
+        lambda: read_regcounts(compiler.compile_cubin(source, filename, opts, names)),
+        lambda v: isinstance(v, dict),
+    )
     return tuple(sorted(counts.items()))
-
-
-def _headers(source: str) -> list[str]:
-    """The text of every course header the source includes (they change the code, so the key)."""
-    names = re.findall(r'^\s*#\s*include\s*"([^"]+)"', source, re.M)
-    return [(compiler.KERNELS / n).read_text() for n in names if (compiler.KERNELS / n).is_file()]
-
-
-def compile_cubin(source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]) -> bytes:
-    """NVRTC's cubin for `source` compiled with `opts` (which name a real -arch=sm_XY)."""
-    from cuda.bindings import nvrtc
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], [])
-    _check(err, "nvrtcCreateProgram")
-    try:
-        for name in names:
-            _check(nvrtc.nvrtcAddNameExpression(prog, name.encode())[0], name)
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-            log = bytearray(max(size, 1))  # a fresh buffer: NVRTC writes into it
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise CompileError(
-                compiler.explain_log(bytes(log).decode(errors="replace").rstrip("\x00 \n"), source)
-            )
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = bytearray(size)
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
-        return bytes(cubin)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-def _check(err: object, what: str) -> None:
-    from cuda.bindings import nvrtc
-
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise CompileError(f"NVRTC failed at {what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
 
 
 def read_regcounts(cubin: bytes) -> dict[str, int]:

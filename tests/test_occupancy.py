@@ -176,7 +176,7 @@ def test_cubin_register_counts_agree_with_the_section_headers():
     source = compiler.read_kernel("reduction.cu")
     names = tuple(f"reduce7<{b}>" for b in reduction_topic.BLOCKS)
     opts = compiler.compile_options(("-arch=sm_75", *reduction_topic.options(np.dtype(np.float32))))
-    data = cubin.compile_cubin(source, "reduction.cu", opts, names)
+    data = compiler.compile_cubin(source, "reduction.cu", opts, names)
     counts = cubin.read_regcounts(data)
     assert counts == _text_section_registers(data)
     assert {"reduce1", "reduce_vec4"} <= counts.keys() and all(1 <= r <= 255 for r in counts.values())
@@ -193,7 +193,7 @@ def test_register_counts_are_cached_on_disk(tmp_path, monkeypatch):
     first = cubin.registers(code, filename="k.cu", options=(), name_expressions=(), arch="sm_90")
     assert list((tmp_path / "regs").glob("*.json"))
     cubin._registers.cache_clear()
-    monkeypatch.setattr(cubin, "compile_cubin", lambda *a: pytest.fail("compiled again despite the cache"))
+    monkeypatch.setattr(compiler, "compile_cubin", lambda *a: pytest.fail("compiled again despite the cache"))
     assert cubin.registers(code, filename="k.cu", options=(), name_expressions=(), arch="sm_90") == first
     cubin._registers.cache_clear()
 
