@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from . import backend, gpu, progress
 from .errors import CourseError
 
@@ -305,6 +307,37 @@ class Choice(Exercise):
         if problem := self.allowed(answer):
             return Verdict(False, [problem])
         return self.judge(answer)
+
+
+def blocks_of(grid: int, block: Any) -> str:
+    """A launch in words: "1 block of 32", "3 blocks of 64"."""
+    return f"{grid} block{'s' * (grid != 1)} of {block}"
+
+
+def grid_form(blocks: Any) -> str:
+    """ "" when `blocks` can be a 1-D grid (a whole number from 1 to 2^31 - 1), else what is wrong."""
+    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
+        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
+    return ""
+
+
+def wave_problem(blocks: int, full: int) -> str:
+    """What is wrong with the grid of a grid-stride loop, `blocks` where `full` fill every SM once:
+    "" when every SM holds all the blocks it can and the waves are whole (past four waves a partial
+    last one costs little)."""
+    dev = backend.device()
+    if blocks < full:
+        return (
+            "some SMs get fewer blocks than they can hold, so fewer loads are in flight (rule: an SM "
+            f"holds as many blocks as fit in its {dev.threads_per_sm} threads and {dev.blocks_per_sm} "
+            "block slots, and as its registers and shared memory allow; course.device().describe() lists them)"
+        )
+    if blocks % full and blocks < 4 * full:
+        return (
+            "the last wave is partly empty: the SMs that finish first idle while the rest work "
+            "(rule: a whole number of waves, a wave being every SM full)"
+        )
+    return ""
 
 
 # ---------------------------------------------------------------- targets most exercises name

@@ -85,10 +85,6 @@ def _normal(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return rng.standard_normal(n, dtype=F32), rng.standard_normal(n, dtype=F32)
 
 
-def _blocks(grid: int, block: int) -> str:
-    return f"{grid} block{'s' * (grid != 1)} of {block}"
-
-
 def _stride_case(n: int, grid: int, block: int) -> Case:
     a, b = _normal(n, n)
     want = ENGINE.reference(a, b)
@@ -103,7 +99,7 @@ def _stride_case(n: int, grid: int, block: int) -> Case:
             return "each element of a is loaded once, but the sum is wrong: is every product added?"
         return ""
 
-    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge)
+    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
 
 
 def _loaded_once(trace: Any, n: int) -> str:
@@ -198,7 +194,7 @@ def _kahan_case(data: str, n: int, grid: int, block: int) -> Case:
             f"thread {worst}'s sum is {off[worst]:.1f} float32 spacings from its exact sum (at most 1 wanted)"
         )
 
-    return Case(f"{data} data, N={n}, {_blocks(grid, block)}", grid, block, args, judge)
+    return Case(f"{data} data, N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
 
 
 kahan = KernelExercise(
@@ -232,12 +228,6 @@ def resident_blocks(block: int = GRID_BLOCK) -> int:
     return occupancy.resident_blocks(ENGINE.kernel("dot2", F32), block)  # not a template: one kernel
 
 
-def _allowed(blocks: Any) -> str:
-    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
-        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
-    return ""
-
-
 def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
     full = dev.sm_count * resident_blocks(block)
@@ -249,15 +239,8 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
                  f"it: {best:.0f} GB/s (within 10 % passes)"]  # fmt: skip
         return Verdict(ok, lines)
     lines = ["(no GPU here: the check is the launch's arithmetic, not a timing)"]
-    if blocks < full:
-        lines.insert(0, f"{blocks} blocks of {block}: some SMs get fewer blocks than they can hold "
-                     f"(rule: an SM holds as many blocks as fit in its {dev.threads_per_sm} threads, at most "
-                     f"{dev.blocks_per_sm}, and as its registers allow)")  # fmt: skip
-        return Verdict(False, lines)
-    if blocks % full and blocks < 4 * full:
-        lines.insert(0, f"{blocks} blocks of {block}: the last wave is partly empty: the SMs that "
-                     "finish first idle while the rest work (rule: a whole number of waves)")  # fmt: skip
-        return Verdict(False, lines)
+    if problem := exercises.wave_problem(blocks, full):
+        return Verdict(False, [f"{blocks} blocks of {block}: {problem}", *lines])
     if per_thread < MIN_PER_THREAD:
         lines.insert(0, f"{blocks} blocks of {block}: a thread adds only {per_thread} product{'s' * (per_thread != 1)} per atomic "
                      f"(at least {MIN_PER_THREAD} wanted: fewer blocks)")  # fmt: skip
@@ -290,7 +273,7 @@ def _gpu_grid_speed(blocks: int, wave: int, n: int, block: int, runs: int) -> tu
 grid = Choice(
     key="dot.grid",
     title="choose dot2's grid for blocks of 384",
-    allowed=_allowed,
+    allowed=exercises.grid_form,
     judge=_judge_grid,
     hints=(
         "a grid that fills the GPU once puts every SM to work and lets each thread add many products",

@@ -40,10 +40,6 @@ def _device_limits() -> tuple[int, int, int, int]:
             dev.shared_memory_per_sm, dev.shared_memory_reserved_per_block)  # fmt: skip
 
 
-def _blocks(grid: int, block: int) -> str:
-    return f"{grid} block{'s' * (grid != 1)} of {block}"
-
-
 def _wrong_bins(got: np.ndarray, want: np.ndarray) -> str:
     """Nothing, or which bins differ from NumPy's count, the first one named."""
     wrong = np.flatnonzero(got != want)
@@ -156,7 +152,14 @@ def _counting_case(n: int, grid: int, block: int, data: str, shared: int = 0) ->
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         return _wrong_bins(arrays.asnumpy(done[1]).astype(np.int64), want)
 
-    return Case(f"N={n}, {_blocks(grid, block)}, {data} bytes", grid, block, args, judge, shared_mem=shared)
+    return Case(
+        f"N={n}, {exercises.blocks_of(grid, block)}, {data} bytes",
+        grid,
+        block,
+        args,
+        judge,
+        shared_mem=shared,
+    )
 
 
 def _own_copy(trace: Any, k: Kernel) -> str:
@@ -398,12 +401,6 @@ def grid_shared() -> int:
     return 4 * GRID_BINS
 
 
-def _allowed(blocks: Any) -> str:
-    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
-        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
-    return ""
-
-
 def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
     dev = backend.device()
     blocks = int(blocks)
@@ -456,7 +453,7 @@ def _gpu_grid_speeds(blocks: int, wave: int, runs: int) -> dict[int, float]:
 grid = Choice(
     key="histogram.grid",
     title="choose hist_wide's grid for 9 600 bins",
-    allowed=_allowed,
+    allowed=exercises.grid_form,
     judge=_judge_grid,
     hints=(
         "three things limit how many blocks an SM runs at once: threads, blocks, and shared "

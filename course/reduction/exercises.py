@@ -28,10 +28,6 @@ OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
 ACC_BYTES = 8  # sizeof(acc_t): the dynamic shared memory of a block is block * 8 bytes
 
 
-def _blocks(grid: int, block: int) -> str:
-    return f"{grid} block{'s' * (grid != 1)} of {block}"
-
-
 def _input(n: int) -> np.ndarray:
     """1 to 999, scrambled: no element is zero, so a lost or doubled one changes the sum."""
     return (np.arange(n, dtype=np.uint64) * 2654435761 % 999 + 1).astype(np.uint32)
@@ -167,7 +163,9 @@ def _any_block_case(n: int, block: int) -> Case:
                          f"({counts[j]} times for sdata[{j}])")  # fmt: skip
         return f"block {b}: {'; '.join(words)} (rule: each of them must reach sdata[0] exactly once)"
 
-    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES)
+    return Case(
+        f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
+    )
 
 
 def _elements(idx: np.ndarray) -> str:
@@ -237,7 +235,7 @@ def _speed(block: int, per_thread: int, best: str, n: int = 2**24) -> Callable[[
             out = arrays.zeros(grid, np.int64)
             return lambda: k((grid,), (block,), (s[0], out, np.int32(n)), shared_mem=block * ACC_BYTES)
 
-        return [f"(yours at {_blocks(grid, block)}, N = 2^24)",
+        return [f"(yours at {exercises.blocks_of(grid, block)}, N = 2^24)",
                 *exercises.compare_speed(mine, ENGINE, best, (x,), 4 * n)]  # fmt: skip
 
     return timing
@@ -286,12 +284,6 @@ def bytes_needed_per_sm() -> int:
     return occupancy.bytes_needed_per_sm()
 
 
-def _allowed(blocks: Any) -> str:
-    if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
-        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
-    return ""
-
-
 def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
     per_sm = resident_blocks(block)
@@ -304,16 +296,8 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
             f"{head}: {mine:.0f} GB/s; the fastest of the grids timed beside it: {best:.0f} GB/s "
             "(within 10 % passes)"])  # fmt: skip
     note = "(no GPU here: the check is the launch's arithmetic on this device, not a timing)"
-    threads = getattr(dev, "threads_per_sm", 2048)
-    if blocks < full:
-        return Verdict(False, [
-            f"{head}: some SMs get fewer blocks than they can hold, so fewer loads are in flight "
-            f"(rule: an SM holds as many blocks as fit in its {threads} threads, at most "
-            f"{getattr(dev, 'blocks_per_sm', 32)}; course.device() has the SMs)", note])  # fmt: skip
-    if blocks % full and blocks < 4 * full:
-        return Verdict(False, [
-            f"{head}: the last wave is partly empty: the SMs that finish first idle while the rest "
-            "work (rule: a whole number of waves, a wave being every SM full)", note])  # fmt: skip
+    if problem := exercises.wave_problem(blocks, full):
+        return Verdict(False, [f"{head}: {problem}", note])
     if per_thread < MIN_PER_THREAD:
         return Verdict(False, [
             f"{head}: a thread loads only {per_thread} element{'s' * (per_thread != 1)} before its "
@@ -352,7 +336,7 @@ def _grid_speeds(grids: tuple[int, ...], n: int, block: int, runs: int) -> dict[
 grid = Choice(
     key="reduction.grid",
     title="choose reduce_shfl's grid for blocks of 640",
-    allowed=_allowed,
+    allowed=exercises.grid_form,
     judge=_judge_grid,
     hints=(
         "a grid-stride loop covers any N with any grid: the grid decides how many loads are in "
@@ -407,7 +391,9 @@ def _shuffle_case(n: int, block: int) -> Case:
         got = arrays.asnumpy(done[1])
         return "" if (got == want).all() else _wrong_block(got, want)
 
-    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES)
+    return Case(
+        f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
+    )
 
 
 def _last_warp() -> Target:

@@ -112,10 +112,6 @@ def segment_scan(x: np.ndarray, segment: int, *, inclusive: bool) -> np.ndarray:
     return out
 
 
-def _blocks(grid: int, block: int) -> str:
-    return f"{grid} block{'s' * (grid != 1)} of {block}"
-
-
 def _exclusive_case(n: int, block: int) -> Case:
     x = _ints(n, n + block)
     grid = -(-n // block)
@@ -147,7 +143,7 @@ def _exclusive_case(n: int, block: int) -> Case:
             f"segment, X[{b * block}] to X[{i - 1}], and nothing else"
         )
 
-    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge, shared_mem=block * 4)
+    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * 4)
 
 
 def _loads_bound(block: int) -> int:
@@ -278,7 +274,7 @@ def _warp_case(n: int, block: int) -> Case:
             f"{lane} of that warp, each counted once"
         )
 
-    return Case(f"N={n}, {_blocks(grid, block)}", grid, block, args, judge)
+    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
 
 
 def _registers_only() -> Target:
