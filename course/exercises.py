@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import backend, gpu, progress
+from . import backend, emulator, gpu, progress
 from .errors import CourseError
 
 Dim3 = tuple[int, int, int]
@@ -241,7 +241,7 @@ class KernelExercise(Exercise):
         except (CourseError, KeyError):
             return verdict
         try:
-            with backend.using("emulator"):
+            with backend.using("emulator"), emulator.budget(steps=CASE_BUDGET):  # as the cases ran
                 png = figure_png(lambda fig: self.draw(fig, k))  # type: ignore[misc]
         except CourseError as exc:
             verdict.lines.append(f"(not drawn: {type(exc).__name__}: {first_lines(str(exc), 2)})")

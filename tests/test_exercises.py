@@ -202,3 +202,18 @@ def test_on_a_gpu_the_solution_is_timed(topic, ex, cupy_backend):
         assert verdict.ok, text
     else:
         assert "GB/s" in text or "µs" in text, text  # measured on this GPU, whatever the verdict
+
+
+def test_show_draws_within_the_cases_budget(emulator_backend):
+    """An endless loop ends the picture as fast as it ended the check: the drawing runs under the
+    cases' budget, whatever launch the topic's drawing makes."""
+    import time
+
+    from course.dot import exercises as dot_ex
+
+    endless = dot_ex.STRIDE_STUB.replace("i += blockDim.x)", "i += 0)")
+    start = time.perf_counter()
+    shown = dot_ex.stride.show(endless)
+    assert not shown.ok and "not drawn" in str(shown)
+    assert time.perf_counter() - start < 20  # the default budget took ~30 s for the drawing alone
+    assert course.emulator.machine.DEFAULT_BUDGET > exercises.CASE_BUDGET  # restored after

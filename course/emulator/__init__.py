@@ -7,10 +7,10 @@ buffers, `machine` schedules warps, and `trace` records what every warp touched.
 from __future__ import annotations
 
 from .faults import FaultReport, StrayAccess, run_checked
-from .machine import Program, run_kernel, set_budget
+from .machine import Program, budget, run_kernel, set_budget
 from .trace import BufferInfo, Trace, TraceRecorder, id_ranges
 
 __all__ = [
-    "BufferInfo", "FaultReport", "Program", "StrayAccess", "Trace", "TraceRecorder", "id_ranges",
+    "BufferInfo", "FaultReport", "Program", "StrayAccess", "Trace", "TraceRecorder", "budget", "id_ranges",
     "run_checked", "run_kernel", "set_budget",
 ]  # fmt: skip

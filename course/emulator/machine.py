@@ -9,8 +9,10 @@ block may wait on a flag set by an earlier block (chained scans) and still finis
 
 from __future__ import annotations
 
+import contextlib
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +109,19 @@ def set_budget(steps: int | None = None, *, work: int | None = None) -> None:
             raise ValueError(f"the {name} budget must be positive, not {value}")
     DEFAULT_BUDGET = int(steps) if steps is not None else DEFAULT_BUDGET
     DEFAULT_WORK = int(work) if work is not None else DEFAULT_WORK
+
+
+@contextlib.contextmanager
+def budget(steps: int | None = None, *, work: int | None = None) -> Iterator[None]:
+    """The default budgets changed for a block of code (every launch in it that names none), then
+    restored: `with budget(steps=200_000): ...`."""
+    global DEFAULT_BUDGET, DEFAULT_WORK
+    saved = DEFAULT_BUDGET, DEFAULT_WORK
+    set_budget(steps, work=work)
+    try:
+        yield
+    finally:
+        DEFAULT_BUDGET, DEFAULT_WORK = saved
 
 
 def _storage(t: str) -> np.dtype:

@@ -227,9 +227,7 @@ def _draw_first_trip(fig: Any, k: Kernel, buffer: str, *, block: int, shared: in
     for ax, data in zip(axes, ("skewed", "all-equal")):
         x = histogram_bytes(16 * block, data, np.random.default_rng(3))
         args = (arrays.asarray(x), arrays.zeros(BINS, np.uint32), np.int64(x.size))
-        t = k.trace(
-            (1,), (block,), args, shared_mem=shared, spaces={"global", "shared"}, budget=exercises.CASE_BUDGET
-        )
+        t = k.trace((1,), (block,), args, shared_mem=shared, spaces={"global", "shared"})
         words = _first_trip(t, buffer, warps)
         labels = [f"warp {w}" for w in range(warps)]
         if buffer == "temp":  # bins by copy: the copy is word // 256

@@ -186,7 +186,7 @@ def _draw_exclusive(fig: Any, k: Kernel) -> None:
     n, block = 50, 64
     x = _ints(n, 1)
     args = (arrays.asarray(x), arrays.zeros(n, I32), I32(n))
-    t = k.trace((1,), (block,), args, shared_mem=block * 4, budget=exercises.CASE_BUDGET)
+    t = k.trace((1,), (block,), args, shared_mem=block * 4)
     ax = fig.add_subplot()
     buffer = _shared_buffer(t)
     if buffer is None:
@@ -316,7 +316,7 @@ def _draw_warp(fig: Any, k: Kernel) -> None:
     """Warp 0's shuffles, one row per shuffle: an arrow from the lane each lane received from."""
     n = 32
     x = _ints(n, 3)
-    t = k.trace((1,), (32,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)), budget=exercises.CASE_BUDGET)
+    t = k.trace((1,), (32,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)))
     draw_shuffles(fig.add_subplot(), t)
 
 

@@ -240,7 +240,7 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     with backend.using("emulator"):
         args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
     grid = (_cdiv(n, STORE_TILE[1]), _cdiv(m, STORE_TILE[0]))
-    findings, t = k.inspect(grid, BLOCK, args, budget=exercises.CASE_BUDGET)
+    findings, t = k.inspect(grid, BLOCK, args)
     acc = analysis.steps(t, "out")
     acc = acc[(acc.op == "st") & (acc.index >= 0) & (acc.index < m * n)]
     fig.set_size_inches(9, 5.5)
@@ -361,7 +361,7 @@ def _tile_trace(k: Kernel, shape: tuple[int, int] = (64, 64)) -> Any:
     with backend.using("emulator"):
         args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
     grid = (_cdiv(n, BANKS_TILE[1]), _cdiv(m, BANKS_TILE[0]))
-    return k.trace(grid, BLOCK, args, blocks=[0], spaces={"shared"}, budget=exercises.CASE_BUDGET)
+    return k.trace(grid, BLOCK, args, blocks=[0], spaces={"shared"})
 
 
 def _draw_banks(fig: Any, k: Kernel) -> None:
