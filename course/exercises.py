@@ -17,6 +17,7 @@ A check never raises for anything a learner types: every failure comes back as a
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -200,10 +201,7 @@ class KernelExercise(Exercise):
 
     def compile(self, source: str) -> gpu.Kernel:
         """The learner's kernel, compiled for the emulator (CompileError or KeyError if it is not there)."""
-        with backend.using("emulator"):
-            module = gpu.Module(code=source, options=self.options)
-            module.launch_notes = False  # the verdict says what the checker found; no notes beside it
-            return module.get_function(self.kernel)
+        return _compiled(source, self.kernel, self.options)
 
     def grade(self, answer: Any) -> Verdict:
         if not isinstance(answer, str) or not answer.strip():
@@ -247,6 +245,14 @@ class KernelExercise(Exercise):
             verdict.lines.append(f"(not drawn: {type(exc).__name__}: {first_lines(str(exc), 2)})")
             return verdict
         return Shown(verdict, png)
+
+
+@functools.lru_cache(maxsize=8)  # check() then show() of one answer compile it once
+def _compiled(source: str, kernel: str, options: tuple[str, ...]) -> gpu.Kernel:
+    with backend.using("emulator"):
+        module = gpu.Module(code=source, options=options)
+        module.launch_notes = False  # the verdict says what the checker found; no notes beside it
+        return module.get_function(kernel)
 
 
 def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
