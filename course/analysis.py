@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .emulator.ptx import source_name
-from .emulator.trace import LANES, Trace
+from .emulator.trace import LANES, Trace, id_ranges
 
 BANKS = 32
 BANK_BYTES = 4
@@ -545,6 +545,54 @@ def sectors(trace: Trace) -> np.recarray:
     cols = _event_columns(trace, ev)
     nbytes = cols["lanes"].astype(np.int64) * cols["lane_bytes"]
     return _table(**cols, bytes=nbytes, sectors=_sector_counts(trace, ev), ideal=-(-nbytes // SECTOR_BYTES))
+
+
+def summary(trace: Trace) -> str:
+    """Who touched what, as a small table: one row per buffer and operation (ld, st, atom, red),
+    with the .cu lines and the warp instructions (requests) that did it, the threads and the
+    distinct elements they touched (in shared memory, elements of a block's window), the bytes the
+    threads asked for and, in global memory, the 32-byte sectors each request fetched against the
+    fewest that could hold those bytes (`sectors`). A warp reading 32 neighbouring floats fetches
+    4 sectors; 32 floats a row apart, 32."""
+    head = f"{trace.kernel}: grid {trace.grid} x block {trace.block_dim}"
+    if trace.instructions[0]:
+        head += f", {trace.instructions[0]} warp instructions issued"
+    rows = [("buffer", "space", "op", "lines", "requests", "threads", "elements", "bytes", "sectors/request")]
+    memory = np.flatnonzero(np.isin(trace.op, MEMORY_OPS))
+    lanes = trace.lanes()[memory]
+    buffer = trace.buffer[memory]
+    cost = sectors(trace)
+    for b, info in enumerate(trace.buffers):
+        for op in MEMORY_OPS:
+            hit = lanes & (buffer == b) & (trace.op[memory] == op)[:, None]
+            events = np.flatnonzero(hit.any(axis=1))
+            if not len(events):
+                continue
+            hit = hit[events]
+            ev = memory[events]
+            # a thread is its block and its id in the block (a joined trace's launches have their
+            # own buffers, so one row never mixes launches)
+            who = [trace.columns[k][ev, None] for k in ("block", "warp")]
+            who = [np.broadcast_to(w, hit.shape)[hit].astype(np.int64) for w in who]
+            who[-1] = who[-1] * LANES + np.nonzero(hit)[1]
+            threads = len(np.unique(np.stack(who, axis=1), axis=0))
+            nbytes = int((hit * trace.size[ev, None]).sum())
+            fetched = "-"
+            if info.space == "global":
+                mine = np.isin(cost.event, ev)
+                fetched = f"{cost.sectors[mine].mean():.2f} (fewest {cost.ideal[mine].mean():.2f})"
+            rows.append((
+                source_name(info.name), info.space, op, id_ranges(trace.line[ev]), str(len(events)),
+                str(threads), str(len(np.unique(trace.index[ev][hit]))), str(nbytes), fetched,
+            ))  # fmt: skip
+    if len(rows) == 1:
+        return head + "\nno loads, stores or atomics were recorded"
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
+    return "\n".join([head, *lines])
 
 
 def sectors_by_line(trace: Trace) -> np.recarray:

@@ -13,11 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .ptx import source_name
-
 LANES = 32
-SECTOR_BYTES = 32  # the unit in which global memory is fetched (course.analysis counts the same)
-MEMORY_OPS = ("ld", "st", "atom", "red")
 
 # the per-event columns and their dtypes; per-lane ones are (events, 32)
 EVENT_COLUMNS: dict[str, Any] = {
@@ -128,56 +124,6 @@ class Trace:
             f"{ {str(k): int(v) for k, v in spaces.items()} }>"
         )
 
-    def summary(self) -> str:
-        """Who touched what, as a small table: one row per buffer and operation (ld, st, atom,
-        red), with the .cu lines and the warp instructions (requests) that did it, the threads and
-        the distinct elements they touched (in shared memory, elements of a block's window), the
-        bytes the threads asked for and, in global memory, the 32-byte sectors each request
-        fetched against the fewest that could hold those bytes. A warp reading 32 neighbouring
-        floats fetches 4 sectors; 32 floats a row apart, 32."""
-        head = f"{self.kernel}: grid {self.grid} x block {self.block_dim}"
-        if self.instructions[0]:
-            head += f", {self.instructions[0]} warp instructions issued"
-        rows = [
-            ("buffer", "space", "op", "lines", "requests", "threads", "elements", "bytes", "sectors/request")
-        ]
-        memory = np.flatnonzero(np.isin(self.op, MEMORY_OPS))
-        lanes = self.lanes()[memory]
-        buffer = self.buffer[memory]
-        for b, info in enumerate(self.buffers):
-            for op in MEMORY_OPS:
-                hit = lanes & (buffer == b) & (self.op[memory] == op)[:, None]
-                events = np.flatnonzero(hit.any(axis=1))
-                if not len(events):
-                    continue
-                hit = hit[events]
-                ev = memory[events]
-                # a thread is its block and its id in the block (a joined trace's launches have
-                # their own buffers, so one row never mixes launches)
-                who = [self.columns[k][ev, None] for k in ("block", "warp")]
-                who = [np.broadcast_to(w, hit.shape)[hit].astype(np.int64) for w in who]
-                who[-1] = who[-1] * LANES + np.nonzero(hit)[1]
-                threads = len(np.unique(np.stack(who, axis=1), axis=0))
-                nbytes = int((hit * self.size[ev, None]).sum())
-                cost = "-"
-                if info.space == "global":
-                    sectors = _sectors(self.addr[ev], self.size[ev], hit)
-                    ideal = -(-(hit.sum(axis=1) * self.size[ev].astype(np.int64)) // SECTOR_BYTES)
-                    cost = f"{sectors.mean():.2f} (fewest {ideal.mean():.2f})"
-                rows.append((
-                    source_name(info.name), info.space, op, id_ranges(self.line[ev]), str(len(events)),
-                    str(threads), str(len(np.unique(self.index[ev][hit]))),
-                    str(nbytes), cost,
-                ))  # fmt: skip
-        if len(rows) == 1:
-            return head + "\nno loads, stores or atomics were recorded"
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = [
-            "  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in rows
-        ]
-        return "\n".join([head, *lines])
-
     @property
     def threads_per_block(self) -> int:
         return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
@@ -216,17 +162,6 @@ class Trace:
         """(events, 32) linear thread id within the block of each lane (-1 if inactive)."""
         tid = self.columns["warp"][:, None].astype(np.int64) * LANES + np.arange(LANES)
         return np.where(self.lanes(), tid, -1)
-
-
-def _sectors(addr: np.ndarray, size: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-    """Distinct 32-byte sectors each event's chosen lanes touch (a lane may straddle two)."""
-    first = addr // SECTOR_BYTES
-    last = (addr + size.astype(np.int64)[:, None] - 1) // SECTOR_BYTES
-    unused = np.iinfo(np.int64).max
-    both = np.concatenate([lanes, lanes], axis=1)
-    sec = np.sort(np.where(both, np.concatenate([first, last], axis=1), unused), axis=1)
-    used = sec != unused
-    return used[:, 0] + ((sec[:, 1:] != sec[:, :-1]) & used[:, 1:]).sum(axis=1)
 
 
 class TraceRecorder:
