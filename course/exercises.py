@@ -315,11 +315,6 @@ class Choice(Exercise):
         return self.judge(answer)
 
 
-def blocks_of(grid: int, block: Any) -> str:
-    """A launch in words: "1 block of 32", "3 blocks of 64"."""
-    return f"{grid} block{'s' * (grid != 1)} of {block}"
-
-
 def grid_form(blocks: Any) -> str:
     """ "" when `blocks` can be a 1-D grid (a whole number from 1 to 2^31 - 1), else what is wrong."""
     if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, backend, exercises, occupancy
+from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Verdict
 from ..gpu import Kernel
 from . import pictures
@@ -99,7 +100,7 @@ def _stride_case(n: int, grid: int, block: int) -> Case:
             return "each element of a is loaded once, but the sum is wrong: is every product added?"
         return ""
 
-    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
+    return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
 
 
 def _loaded_once(trace: Any, n: int) -> str:
@@ -194,7 +195,7 @@ def _kahan_case(data: str, n: int, grid: int, block: int) -> Case:
             f"thread {worst}'s sum is {off[worst]:.1f} float32 spacings from its exact sum (at most 1 wanted)"
         )
 
-    return Case(f"{data} data, N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
+    return Case(f"{data} data, N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
 
 
 kahan = KernelExercise(

@@ -49,6 +49,11 @@ class Launch:
         return f"{self.kernel.name}({_dims(self.grid)}, {_dims(self.block)}, ({args}){shared})"
 
 
+def blocks_in_words(blocks: int, block: Any) -> str:
+    """A launch in words: "1 block of 32", "3 blocks of 64", "4 blocks of 32×16"."""
+    return f"{blocks} block{'s' * (blocks != 1)} of {block}"
+
+
 def _dims(d: Dim3) -> str:
     """(256,) for (256, 1, 1); (4, 8) for (4, 8, 1)."""
     kept = d[: max((i for i, x in enumerate(d) if x != 1), default=0) + 1]

@@ -25,6 +25,7 @@ import numpy as np
 from .. import arrays, backend
 from ..bench.timing import time_runs
 from ..errors import CourseError
+from .launch import blocks_in_words
 
 if TYPE_CHECKING:
     from ..emulator import Trace
@@ -259,7 +260,7 @@ class Panel:
         blocks, threads = int(np.prod(first.grid)), int(np.prod(first.block))
         n = inputs[0].size
         return blocks, {
-            "grid": _grid_words(blocks, _block_label(block)),
+            "grid": blocks_in_words(blocks, _block_label(block)),
             "elements per thread (at most)": -(-n // (blocks * threads)),
         }
 
@@ -383,7 +384,7 @@ def picture_caption(
     """What was run (N, its blocks and block size) and what the picture shows, read from the trace
     it was drawn from: the blocks drawn and, where the picture's launch was not the run's (a share
     of the input, another grid), what was traced instead."""
-    words = f"N = {n:,}: {_grid_words(*run)}; picture: {_blocks_words(drawn)}"
+    words = f"N = {n:,}: {blocks_in_words(*run)}; picture: {_blocks_words(drawn)}"
     traced = int(np.prod(trace.grid))
     if tuple(shown) == tuple(full) and traced == run[0]:
         return words
@@ -398,10 +399,6 @@ def _blocks_words(blocks: tuple[int, ...]) -> str:
     if list(blocks) == list(range(blocks[0], blocks[0] + len(blocks))):
         return f"blocks {blocks[0]}-{blocks[-1]}"
     return "blocks " + ", ".join(map(str, blocks))
-
-
-def _grid_words(blocks: int, block: str) -> str:
-    return f"{blocks} block{'s' * (blocks != 1)} of {block}"
 
 
 def _checker_verdict(findings: Any) -> str:

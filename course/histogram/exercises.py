@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, backend, exercises, occupancy
+from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from . import pictures
@@ -153,7 +154,7 @@ def _counting_case(n: int, grid: int, block: int, data: str, shared: int = 0) ->
         return _wrong_bins(arrays.asnumpy(done[1]).astype(np.int64), want)
 
     return Case(
-        f"N={n}, {exercises.blocks_of(grid, block)}, {data} bytes",
+        f"N={n}, {blocks_in_words(grid, block)}, {data} bytes",
         grid,
         block,
         args,

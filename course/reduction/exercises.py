@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, backend, draw, exercises, occupancy
+from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from .topic import ENGINE
@@ -164,7 +165,7 @@ def _any_block_case(n: int, block: int) -> Case:
         return f"block {b}: {'; '.join(words)} (rule: each of them must reach sdata[0] exactly once)"
 
     return Case(
-        f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
+        f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
     )
 
 
@@ -235,7 +236,7 @@ def _speed(block: int, per_thread: int, best: str, n: int = 2**24) -> Callable[[
             out = arrays.zeros(grid, np.int64)
             return lambda: k((grid,), (block,), (s[0], out, np.int32(n)), shared_mem=block * ACC_BYTES)
 
-        return [f"(yours at {exercises.blocks_of(grid, block)}, N = 2^24)",
+        return [f"(yours at {blocks_in_words(grid, block)}, N = 2^24)",
                 *exercises.compare_speed(mine, ENGINE, best, (x,), 4 * n)]  # fmt: skip
 
     return timing
@@ -392,7 +393,7 @@ def _shuffle_case(n: int, block: int) -> Case:
         return "" if (got == want).all() else _wrong_block(got, want)
 
     return Case(
-        f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
+        f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays, backend, draw, exercises, occupancy
+from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from .story import steps_vs_work
@@ -143,7 +144,7 @@ def _exclusive_case(n: int, block: int) -> Case:
             f"segment, X[{b * block}] to X[{i - 1}], and nothing else"
         )
 
-    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge, shared_mem=block * 4)
+    return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * 4)
 
 
 def _loads_bound(block: int) -> int:
@@ -274,7 +275,7 @@ def _warp_case(n: int, block: int) -> Case:
             f"{lane} of that warp, each counted once"
         )
 
-    return Case(f"N={n}, {exercises.blocks_of(grid, block)}", grid, block, args, judge)
+    return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
 
 
 def _registers_only() -> Target:
