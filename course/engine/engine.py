@@ -25,7 +25,7 @@ from ..emulator import Trace
 from ..errors import ArgumentError, InputError
 from ..gpu import Kernel, Module
 from .launch import Call, Launch, Plan, Step
-from .topic import BenchSpec, Block, Target, Topic, Version
+from .topic import BenchSpec, Block, Residency, Topic, Version
 
 if TYPE_CHECKING:
     from ..bench import Inputs
@@ -211,10 +211,10 @@ class Engine:
                 raise InputError(f"grid must be a number of blocks, at least 1; got {grid!r}")
             dims = (int(grid), 1, 1)
         else:
-            dims = v.grid(size, block, self.target(v, inputs[0].dtype))
+            dims = v.grid(size, block, self.residency(v, inputs[0].dtype))
         return self.topic.plan(Call(self, v, tuple(inputs), size, block, dims))
 
-    def target(self, version: str | Version, dtype: Any) -> Target:
+    def residency(self, version: str | Version, dtype: Any) -> Residency:
         """What `version`'s grid rule sees for inputs of `dtype` on the active device: the device,
         and how many blocks of the version's kernel (with its dynamic shared memory) an SM holds."""
         v, dt, dev = self.version(version), np.dtype(dtype), backend.device()
@@ -226,7 +226,7 @@ class Engine:
                 self._resident[key] = occupancy.resident_blocks(kernel, block, v.shared_bytes(block, dt), dev)
             return self._resident[key]
 
-        return Target(dev, resident)
+        return Residency(dev, resident)
 
     def grid(
         self, version: str | Version, size: Any, block: Block | None = None, dtype: Any = None
@@ -236,7 +236,7 @@ class Engine:
         v = self.version(version)
         if dtype is None:
             dtype = v.dtypes[0] if v.dtypes else self.topic.bench.dtypes[0] if self.topic.bench else "float32"
-        return v.grid(size, self.block_for(v, block), self.target(v, dtype))
+        return v.grid(size, self.block_for(v, block), self.residency(v, dtype))
 
     def kernel(self, version: str | Version, dtype: Any, block: Block | None = None) -> Kernel:
         """The compiled kernel of `version` for inputs of `dtype` (templates: for `block`), or any

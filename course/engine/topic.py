@@ -37,7 +37,7 @@ class Cover:
 
     per_thread: int = 1
 
-    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Residency) -> Dim3:
         return (max(1, -(-_elements(size) // (_threads(block) * self.per_thread))), 1, 1)
 
     def __str__(self) -> str:
@@ -46,7 +46,7 @@ class Cover:
 
 
 @dataclass(frozen=True)
-class Target:
+class Residency:
     """Where a version's launch runs, as its grid rule sees it: the device, and how many blocks of
     the version's kernel (its registers, its shared memory) one SM holds at once."""
 
@@ -65,9 +65,9 @@ class Target:
         return self.device.sm_count
 
 
-def target(where: Device | Target) -> Target:
-    """A grid rule's third argument as a `Target` (rules written for a bare Device keep working)."""
-    return where if isinstance(where, Target) else Target(where)
+def residency(where: Device | Residency) -> Residency:
+    """A grid rule's third argument as a `Residency` (rules written for a bare Device keep working)."""
+    return where if isinstance(where, Residency) else Residency(where)
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,12 @@ class OneWave:
     per_thread: int = 1  # elements a thread takes per loop iteration (to count the blocks N needs)
     per_sm: int | None = None  # blocks per SM; None: as many as fit (course.occupancy)
 
-    def resident(self, block: Block, where: Device | Target) -> int:
+    def resident(self, block: Block, where: Device | Residency) -> int:
         """Blocks in one wave: SMs × blocks an SM holds at once."""
-        t = target(where)
+        t = residency(where)
         return t.sm_count * (self.per_sm or t.blocks_per_sm(block))
 
-    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Residency) -> Dim3:
         needed = -(-_elements(size) // (_threads(block) * self.per_thread))
         return (max(1, min(needed, self.resident(block, where))), 1, 1)
 
@@ -100,7 +100,7 @@ class OneWave:
 class OneBlock:
     """A single block (the one-block versions of dot and scan)."""
 
-    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Residency) -> Dim3:
         return (1, 1, 1)
 
     def __str__(self) -> str:
@@ -113,7 +113,7 @@ class Tiles:
 
     tile: tuple[int, int] = (32, 32)
 
-    def __call__(self, size: Size, block: Block, where: Device | Target) -> Dim3:
+    def __call__(self, size: Size, block: Block, where: Device | Residency) -> Dim3:
         rows, cols = size if isinstance(size, tuple) else (1, size)
         return (max(1, -(-cols // self.tile[1])), max(1, -(-rows // self.tile[0])), 1)
 
@@ -123,7 +123,7 @@ class Tiles:
 
 # how many blocks for an input: (size, block, target) -> grid; the classes above, or any callable
 # (a rule that reads only the device may take the target's `device`, or a Device where one is passed)
-GridRule = Callable[[Size, Block, Target], Dim3]
+GridRule = Callable[[Size, Block, Residency], Dim3]
 
 
 def awkward_sizes(block: Block) -> list[Size]:

@@ -19,8 +19,8 @@ from .. import analysis, arrays, backend, draw, occupancy
 from ..backend import Device
 from ..bench import Goal, Inputs
 from ..emulator import Trace
-from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Size, Target, Topic, Version
-from ..engine.topic import target
+from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Residency, Size, Topic, Version
+from ..engine.topic import residency
 from ..errors import ArgumentError, InputError
 from .data import BINS, DISTS, histogram_bytes
 
@@ -36,12 +36,12 @@ class SharedWave(OneWave):
     """One wave of blocks, as many as an SM holds by threads, blocks, registers and shared memory
     (`shared` bytes a block, what the kernel declares): a block of hist5 takes 32 KiB, so on a
     Hopper SM at most 6 fit beside each other, not 2048 / threads. With the kernel known (a
-    `Target` from the engine) its own registers and shared memory count."""
+    `Residency` from the engine) its own registers and shared memory count."""
 
     shared: int = 0
 
-    def resident(self, block: Block, where: Device | Target) -> int:
-        t = target(where)
+    def resident(self, block: Block, where: Device | Residency) -> int:
+        t = residency(where)
         if t.resident is not None or self.per_sm:
             return super().resident(block, t)
         threads = math.prod(block) if isinstance(block, tuple) else int(block)
