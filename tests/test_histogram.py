@@ -678,8 +678,8 @@ extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, 
 
     def test_grid_is_the_device_models_arithmetic(self, emulator_backend):
         ex = histogram.exercises
-        assert ex.resident_blocks(256) == 8 and ex.resident_blocks(1024, 32 * 1024) == 2
-        assert ex.resident_blocks(ex.GRID_BLOCK, ex.grid_shared()) == 5  # 6 without the driver's 1 KiB
+        assert ex.blocks_per_sm(256, 0) == 8 and ex.blocks_per_sm(1024, 32 * 1024) == 2
+        assert ex.blocks_per_sm(ex.GRID_BLOCK, ex.grid_shared()) == 5  # 6 without the driver's 1 KiB
         assert 228 * 1024 // ex.grid_shared() == 6
         assert ex.grid.check(SMS * 5).ok
         for wrong in (SMS * 6, SMS * 8, SMS * 5 - 1, SMS):

@@ -15,23 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, exercises, occupancy
+from .. import analysis, arrays, backend, exercises
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from . import pictures
 from .data import BINS, histogram_bytes
-from .story import first_trace
+from .story import blocks_per_sm, first_trace
 from .topic import ENGINE, counting_line
 
 WARP = 32
-
-
-def resident_blocks(block: int, shared: int = 0) -> int:
-    """Blocks of `block` threads, each with `shared` bytes of shared memory, that one SM of the
-    active device holds at once: by its threads, by its blocks, and by its shared memory with the
-    driver's reservation per block (registers left out). The one place these exercises count it."""
-    return occupancy.calculate(backend.device(), block, shared=shared).blocks
 
 
 def _device_limits() -> tuple[int, int, int, int]:
@@ -250,7 +243,7 @@ def _warp_copies_speed(k: Kernel, n: int = 2**26, block: int = 256) -> list[str]
     """On a GPU: the learner's kernel (one wave, blocks of 256) against hist5_lanes and a copy."""
     x = histogram_bytes(n, "uniform", np.random.default_rng(1))
     shared = warp_copies_shared(block)
-    blocks = backend.device().sm_count * max(1, resident_blocks(block, shared))
+    blocks = backend.device().sm_count * max(1, blocks_per_sm(block, shared))
 
     def mine(s: tuple[Any, ...]) -> Any:
         hist = arrays.zeros(BINS, np.uint32)
@@ -351,7 +344,7 @@ def _draw_aggregate(fig: Any, k: Kernel) -> None:
 
 def _aggregate_speed(k: Kernel, n: int = 2**24, block: int = 256) -> list[str]:
     """On a GPU: the learner's kernel (one wave) against hist1 on all-equal and on uniform bytes."""
-    blocks = backend.device().sm_count * max(1, resident_blocks(block))
+    blocks = backend.device().sm_count * max(1, blocks_per_sm(block, 0))
     lines = []
     for data in ("all-equal", "uniform"):
         x = histogram_bytes(n, data, np.random.default_rng(2))
@@ -403,7 +396,7 @@ def grid_shared() -> int:
 def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
     dev = backend.device()
     blocks = int(blocks)
-    fit = max(1, resident_blocks(GRID_BLOCK, grid_shared()))
+    fit = max(1, blocks_per_sm(GRID_BLOCK, grid_shared()))
     wave = dev.sm_count * fit
     what = f"{blocks} blocks of {GRID_BLOCK} with {GRID_BINS} bins"
     if dev.backend == "cupy":
@@ -440,7 +433,7 @@ def _gpu_grid_speeds(blocks: int, wave: int, runs: int) -> dict[int, float]:
     sms = backend.device().sm_count
     keys = arrays.asarray(wide_keys(GRID_N // 2, "uniform", GRID_BINS))
     speeds = {}
-    for grid in dict.fromkeys((blocks, wave, sms * resident_blocks(GRID_BLOCK), 2 * wave, sms)):
+    for grid in dict.fromkeys((blocks, wave, sms * blocks_per_sm(GRID_BLOCK, 0), 2 * wave, sms)):
         (launch,) = wide_plan(keys, GRID_BINS, block=GRID_BLOCK, grid=grid).launches
         ms = float(np.median(bench.time_runs([launch], runs=runs)))
         speeds[grid] = GRID_N / ms / 1e6

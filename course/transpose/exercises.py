@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw, exercises, gpu, occupancy
+from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
-from .story import bytes_needed_per_sm, index_matrix
+from .story import bytes_needed_per_sm, index_matrix, resident_blocks
 from .topic import ENGINE, BlockTiles, kernel
 
 EXERCISE_OPTIONS = ("-Delem_t=int",)
@@ -418,13 +418,6 @@ BLOCK_OPTIONS = (
 )  # (TILE, ROWS): none the text timed but 32×16
 
 
-def resident_blocks(threads: int, shared: int) -> int:
-    """Blocks of `threads` threads and `shared` bytes of shared memory one SM holds at once: an SM
-    holds a limited number of threads and blocks and an amount of shared memory, some of it reserved
-    per block (the active device's occupancy calculation; registers left out)."""
-    return max(1, occupancy.calculate(backend.device(), threads, shared=shared).blocks)
-
-
 @functools.cache
 def _rows_module() -> gpu.Module:
     names = tuple(f"transpose_rows<{bx}, {by}>" for bx, by in BLOCK_OPTIONS)
@@ -448,7 +441,7 @@ def in_flight(block: tuple[int, int]) -> dict[str, int]:
         t = k.trace((2, 2), block, args, blocks=[0], spaces={"global", "sync"})
     loads = t.select((t.space == "global") & (t.op == "ld") & (t.warp == 0) & (t.epoch == 0))
     per_thread = int(loads.size.sum())
-    threads = resident_blocks(bx * by, k.static_shared_bytes) * bx * by
+    threads = max(1, resident_blocks(bx * by, k.static_shared_bytes)) * bx * by
     return {"B per thread": per_thread, "threads per SM": threads, "B in flight per SM": per_thread * threads}
 
 
