@@ -227,7 +227,7 @@ class TestExercises:
 
     def test_littles_law_reads_the_device(self, emulator_backend):
         dev = course.device()
-        need = reduction.exercises.bytes_needed_per_sm()
+        need = course.occupancy.bytes_needed_per_sm()
         peak, latency = getattr(dev, "memory_peak_gbps", 3350.0), getattr(dev, "dram_latency_ns", 600.0)
         assert need == int(peak * latency / dev.sm_count)
 

@@ -279,12 +279,6 @@ def resident_blocks(block: int = GRID_BLOCK) -> int:
     return occupancy.resident_blocks(ENGINE.kernel(GRID_VERSION, np.float32), block)
 
 
-def bytes_needed_per_sm() -> int:
-    """Little's law: the bytes of loads each SM must have in flight to keep DRAM busy, the device's
-    memory peak × its DRAM latency / its SMs. The one place those figures are read."""
-    return occupancy.bytes_needed_per_sm()
-
-
 def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
     per_sm = resident_blocks(block)
@@ -307,7 +301,7 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     return Verdict(True, [
         f"{head}: every SM full, whole waves, {per_thread} elements per thread",
         f"{per_sm} blocks per SM keep {fly} B of loads in flight on each; Little's law asks about "
-        f"{bytes_needed_per_sm()} B (this device's memory peak × DRAM latency / SMs)", note])  # fmt: skip
+        f"{occupancy.bytes_needed_per_sm()} B (this device's memory peak × DRAM latency / SMs)", note])  # fmt: skip
 
 
 def _gpu_grid_speed(blocks: int, wave: int, n: int, block: int, runs: int) -> tuple[float, float]:
