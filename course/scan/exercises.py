@@ -21,6 +21,7 @@ from .. import arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
+from . import pictures
 from .story import steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
 
@@ -318,43 +319,7 @@ def _draw_warp(fig: Any, k: Kernel) -> None:
     n = 32
     x = _ints(n, 3)
     t = k.trace((1,), (32,), (arrays.asarray(x), arrays.zeros(n, I32), I32(n)))
-    draw_shuffles(fig.add_subplot(), t)
-
-
-def draw_shuffles(ax: Any, t: Any, block: int = 0, warp: int = 0) -> None:
-    """One warp's shuffles as Kogge-Stone's steps are drawn: a row of the 32 lanes before the first
-    and after each shuffle, and an arrow from the lane whose register each lane received (none where
-    a lane got its own value back, as shfl.up gives the lanes below the offset)."""
-    sh = t.where(op="shfl", block=block, warp=warp)
-    rows = len(sh)
-    lanes, src = sh.lanes(), sh.columns["addr"]
-    colour = draw.group_color(0)
-    every = np.arange(32)
-    ax.scatter(every, np.full(32, rows), s=16, color="0.25")
-    ax.text(-1, rows, "registers", ha="right", va="center", fontsize=8)
-    for r in range(rows):
-        y = rows - 1 - r
-        moved = lanes[r] & (src[r] != every)
-        ax.scatter(every, np.full(32, y), s=16, color=np.where(lanes[r], "0.25", "0.85").tolist())
-        for lane in np.flatnonzero(moved):
-            ax.annotate("", xy=(lane, y + 0.1), xytext=(int(src[r, lane]), y + 0.9),
-                        arrowprops=dict(arrowstyle="->", color=colour, lw=0.7))  # fmt: skip
-        offset = f", d = {int(np.median(every[moved] - src[r][moved]))}" if moved.any() else ""
-        ax.text(
-            -1, y, f"shuffle {r + 1}{offset} (line {int(sh.line[r])})", ha="right", va="center", fontsize=8
-        )
-    shared, bars = len(t.where(space="shared")), len(t.where(op="bar"))
-    ax.set_xlim(-11, 32)
-    ax.set_ylim(-0.6, rows + 0.6)
-    ax.set_yticks([])
-    ax.set_xticks(range(0, 32, 4))
-    ax.set_xlabel("lane")
-    for side in ("left", "right", "top"):
-        ax.spines[side].set_visible(False)
-    ax.set_title(
-        f"your warp scan, warp 0: {rows} shuffle{'s' * (rows != 1)}, {shared} shared-memory accesses, "
-        f"{bars} barriers\n(an arrow: the lane whose register a lane received)"
-    )
+    pictures.shuffles(fig.add_subplot(), t)
 
 
 def _warp_speed(k: Kernel, n: int = 2**26, block: int = 256) -> list[str]:
