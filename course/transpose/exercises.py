@@ -182,9 +182,8 @@ def _case(shape: tuple[int, int], tile: tuple[int, int]) -> Case:
     a = _matrix(shape)
     grid = (_cdiv(n, tile[1]), _cdiv(m, tile[0]), 1)
 
-    def args() -> tuple[Any, ...]:  # emulator arrays whatever the backend: the checker runs there
-        with backend.using("emulator"):
-            return arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n)
+    def args() -> tuple[Any, ...]:  # made on the emulator (the frame runs every case there)
+        return arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n)
 
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         return _wrong(arrays.asnumpy(done[1]), a)
@@ -236,9 +235,8 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     """`out` of a 70 × 45 matrix (4 blocks): each element coloured by the block that stored it,
     white where nothing was stored; the checker's first finding in the title."""
     m, n = shape
-    a = _matrix(shape)
-    with backend.using("emulator"):
-        args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    a = _matrix(shape)  # the frame draws on the emulator: these are its arrays
+    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
     grid = (_cdiv(n, STORE_TILE[1]), _cdiv(m, STORE_TILE[0]))
     findings, t = k.inspect(grid, BLOCK, args)
     acc = analysis.steps(t, "out")
@@ -357,9 +355,8 @@ BANKS_SHAPES = ((64, 96), (1, 1), (1, 40), (40, 1), (7, 33), (9, 31), (33, 70), 
 def _tile_trace(k: Kernel, shape: tuple[int, int] = (64, 64)) -> Any:
     """The learner's kernel on a 64 × 64 matrix, block 0's shared-memory accesses."""
     m, n = shape
-    a = _matrix(shape)
-    with backend.using("emulator"):
-        args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    a = _matrix(shape)  # the frame draws on the emulator: these are its arrays
+    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
     grid = (_cdiv(n, BANKS_TILE[1]), _cdiv(m, BANKS_TILE[0]))
     return k.trace(grid, BLOCK, args, blocks=[0], spaces={"shared"})
 
