@@ -27,13 +27,6 @@ from .topic import ENGINE, counting_line
 WARP = 32
 
 
-def _device_limits() -> tuple[int, int, int, int]:
-    """(threads, blocks, shared bytes, reserved bytes per block) of one SM of the active device."""
-    dev = backend.device()
-    return (dev.threads_per_sm, dev.blocks_per_sm,
-            dev.shared_memory_per_sm, dev.shared_memory_reserved_per_block)  # fmt: skip
-
-
 def _wrong_bins(got: np.ndarray, want: np.ndarray) -> str:
     """Nothing, or which bins differ from NumPy's count, the first one named."""
     wrong = np.flatnonzero(got != want)
@@ -406,11 +399,11 @@ def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
         lines = [f"{what}: {speeds[blocks]:.0f} GB/s at 2^28 bytes; beside it {others} "
                  "(within 10 % of the fastest passes)"]  # fmt: skip
         return Verdict(speeds[blocks] >= 0.9 * best, lines)
-    threads, most, per_sm, reserved = _device_limits()
     rule = (
-        f"an SM holds as many blocks as fit in all of: its {threads} threads, {most} blocks, and "
-        f"{per_sm // 1024} KiB of shared memory, where each block takes what it asks for plus "
-        f"{reserved // 1024} KiB the driver keeps"
+        f"an SM holds as many blocks as fit in all of: its {dev.threads_per_sm} threads, "
+        f"{dev.blocks_per_sm} blocks, and {dev.shared_memory_per_sm // 1024} KiB of shared memory, where "
+        f"each block takes what it asks for plus {dev.shared_memory_reserved_per_block // 1024} KiB the "
+        "driver keeps"
     )
     lines = ["(no GPU here: the check is the launch's arithmetic on this device, not a timing)"]
     if blocks > wave:
