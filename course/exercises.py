@@ -322,6 +322,16 @@ def grid_form(blocks: Any) -> str:
     return ""
 
 
+def timed_verdict(speeds: Mapping[Any, float], answer: Any, what: str, tolerance: float = 0.10) -> Verdict:
+    """The verdict of a choice timed on a GPU: `speeds` (GB/s) of the answer and of the options timed
+    beside it; the answer passes within `tolerance` of the fastest. The fastest is given as a speed,
+    never as which option it was."""
+    mine, best = speeds[answer], max(speeds.values())
+    return Verdict(mine >= (1 - tolerance) * best, [
+        f"{what}: {mine:.0f} GB/s; the fastest of the {len(speeds)} options timed beside it: "
+        f"{best:.0f} GB/s (within {tolerance * 100:.0f} % passes)"])  # fmt: skip
+
+
 def wave_problem(blocks: int, full: int) -> str:
     """What is wrong with the grid of a grid-stride loop, `blocks` where `full` fill every SM once:
     "" when every SM holds all the blocks it can and the waves are whole (past four waves a partial

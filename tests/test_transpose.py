@@ -565,7 +565,7 @@ def test_the_block_choice_is_the_launch_arithmetic_on_the_emulator(emulator_back
 @pytest.mark.gpu
 def test_the_exercises_time_on_a_gpu(cupy_backend):
     verdict = tx._judge_block((32, 4), shape=(2048, 2048), runs=5)
-    assert "GB/s" in str(verdict) and "fastest of the 5 blocks" in str(verdict)
+    assert "GB/s" in str(verdict) and "fastest of the 5 options" in str(verdict)
     import importlib.util
     from pathlib import Path
 

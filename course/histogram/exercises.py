@@ -393,12 +393,7 @@ def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
     wave = dev.sm_count * fit
     what = f"{blocks} blocks of {GRID_BLOCK} with {GRID_BINS} bins"
     if dev.backend == "cupy":
-        speeds = _gpu_grid_speeds(blocks, wave, runs)
-        best = max(speeds.values())
-        others = ", ".join(f"{g} blocks {s:.0f} GB/s" for g, s in speeds.items() if g != blocks)
-        lines = [f"{what}: {speeds[blocks]:.0f} GB/s at 2^28 bytes; beside it {others} "
-                 "(within 10 % of the fastest passes)"]  # fmt: skip
-        return Verdict(speeds[blocks] >= 0.9 * best, lines)
+        return exercises.timed_verdict(_gpu_grid_speeds(blocks, wave, runs), blocks, f"{what}, 2^28 bytes")
     rule = (
         f"an SM holds as many blocks as fit in all of: its {dev.threads_per_sm} threads, "
         f"{dev.blocks_per_sm} blocks, and {dev.shared_memory_per_sm // 1024} KiB of shared memory, where "

@@ -385,11 +385,9 @@ def _allowed_block(block: Any) -> str:
 def _judge_block(block: int, n: int = BLOCK_N, runs: int = 50) -> Verdict:
     block = int(block)
     if backend.device().backend == "cupy":
-        speeds = block_speeds(n, runs)
-        best = max(speeds.values())
-        ok = speeds[block] >= 0.9 * best
-        return Verdict(ok, [f"lookback at N = {_spaced(n)} with block {block}: {speeds[block]:.0f} GB/s; the fastest "
-                            f"block timed beside it: {best:.0f} GB/s (within 10 % passes)"])  # fmt: skip
+        return exercises.timed_verdict(
+            block_speeds(n, runs), block, f"lookback at N = {_spaced(n)} with block {block}"
+        )
     return _model_verdict(block, n)
 
 

@@ -452,12 +452,11 @@ def _allowed_block(block: Any) -> str:
 def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, runs: int = 20) -> Verdict:
     bx, by = block
     if backend.device().backend == "cupy":
-        speeds = _gpu_block_speeds(shape, runs)
-        mine, best = speeds[block], max(speeds.values())
-        return Verdict(mine >= 0.9 * best, [
-            f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix: {mine:.0f} GB/s; the "
-            f"fastest of the {len(speeds)} blocks timed beside it: {best:.0f} GB/s (within 10 % passes)"
-        ])  # fmt: skip
+        return exercises.timed_verdict(
+            _gpu_block_speeds(shape, runs),
+            block,
+            f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix",
+        )
     fly = in_flight(block)
     little = bytes_needed_per_sm()
     need = 2 * little
