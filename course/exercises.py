@@ -420,23 +420,10 @@ def first_lines(text: str, n: int = 4) -> str:
 # ---------------------------------------------------------------- the course's exercises
 
 
-def all_exercises() -> dict[str, list[Exercise]]:
-    """Every topic's exercises, in the notebooks' order: {topic: [exercise, ...]}."""
-    import importlib
-
-    from .topics import TOPICS
-
-    return {
-        engine.name: list(importlib.import_module(f"course.{engine.name}.exercises").EXERCISES)
-        for engine in TOPICS
-    }
-
-
 class Progress:
-    """The course's exercises, done or not yet: a table in a notebook, lines in a terminal."""
+    """Exercises, done or not yet: a table in a notebook, lines in a terminal."""
 
-    def __init__(self, topic: str | None = None):
-        everything = all_exercises()
+    def __init__(self, everything: Mapping[str, Sequence[Exercise]], topic: str | None = None):
         if topic is not None and topic not in everything:
             raise ValueError(f"topic must be one of {list(everything)} or None; got {topic!r}")
         self.rows: list[tuple[str, str, bool]] = []
@@ -460,16 +447,8 @@ class Progress:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        import html
-
         rows = "".join(
             f"<tr><td>{'✓' if d else '·'}</td><td><code>{html.escape(k)}</code></td><td>{html.escape(t)}</td></tr>"
             for k, t, d in self.rows
         )
         return f"<table>{rows}</table><p>{html.escape(self._footer())}</p>"
-
-
-def my_progress(topic: str | None = None) -> Progress:
-    """The exercises of one topic (e.g. "dot"), or of the whole course, done or not yet
-    (`course.my_progress()`; the file is `course.progress.path()`).."""
-    return Progress(topic)

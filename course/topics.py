@@ -1,13 +1,16 @@
 """The course's topics, in the order the notebooks teach them: each topic module's engine.
 
-This list is the only place that names every topic; the benchmark's command line and the
-conformance test read it. A topic joins the course by being added here.
+This list is the only place that names every topic; the benchmark's command line, the
+conformance test and the list of exercises read it. A topic joins the course by being added here.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from . import dot, histogram, reduction, scan, transpose
 from .engine import Engine
+from .exercises import Exercise, Progress
 
 TOPICS: tuple[Engine, ...] = (
     dot.ENGINE,
@@ -16,3 +19,15 @@ TOPICS: tuple[Engine, ...] = (
     scan.ENGINE,
     reduction.ENGINE,
 )
+
+
+def exercises() -> dict[str, list[Exercise]]:
+    """Every topic's exercises, in the notebooks' order: {topic: [exercise, ...]} (each topic's
+    `exercises` module lists its own, in notebook order, in EXERCISES)."""
+    return {e.name: list(importlib.import_module(f"course.{e.name}.exercises").EXERCISES) for e in TOPICS}
+
+
+def my_progress(topic: str | None = None) -> Progress:
+    """The exercises of one topic (e.g. "dot"), or of the whole course, done or not yet
+    (`course.my_progress()`; the file is `course.progress.path()`)."""
+    return Progress(exercises(), topic)

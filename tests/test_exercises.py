@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 import course
+import course.topics
 from course import exercises, progress
 from course.exercises import Choice, KernelExercise, Prediction
 
 ROOT = Path(__file__).resolve().parents[1]
-EVERY = [(topic, ex) for topic, exs in exercises.all_exercises().items() for ex in exs]
+EVERY = [(topic, ex) for topic, exs in course.topics.exercises().items() for ex in exs]
 IDS = [ex.key for _, ex in EVERY]
 
 
@@ -59,7 +60,7 @@ def _isolated_progress(tmp_path, monkeypatch):
 
 
 def test_every_notebook_has_exercises():
-    counts = {topic: len(exs) for topic, exs in exercises.all_exercises().items()}
+    counts = {topic: len(exs) for topic, exs in course.topics.exercises().items()}
     assert set(counts) == {"dot", "transpose", "histogram", "scan", "reduction"}
     assert all(n >= 4 for n in counts.values()), counts
 
