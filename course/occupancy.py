@@ -101,6 +101,9 @@ def calculate(dev: Device, threads: int, *, registers: int = 0, shared: int = 0)
     )  # fmt: skip
 
 
+STATIC_SHARED_ALIGN = 16
+
+
 def usage(kernel: Kernel, dev: Device | None = None) -> tuple[int, int, str]:
     """(registers a thread, static shared bytes a block, where they came from) of `kernel` on `dev`."""
     dev = dev or device()
@@ -116,7 +119,10 @@ def usage(kernel: Kernel, dev: Device | None = None) -> tuple[int, int, str]:
     )
     if kernel.ptx_name not in regs:
         raise KeyError(f"NVRTC's {dev.arch} cubin has no kernel {kernel.ptx_name}; it has {sorted(regs)}")
-    return regs[kernel.ptx_name], kernel.static_shared_bytes, f"NVRTC's {dev.arch} cubin"
+    # ptxas rounds a kernel's static shared memory up to 16 bytes (the GPU's shared_size_bytes: 257
+    # bytes of variables take 272; the cubin's .nv.shared section shows the same layout)
+    static = -(-kernel.static_shared_bytes // STATIC_SHARED_ALIGN) * STATIC_SHARED_ALIGN
+    return regs[kernel.ptx_name], static, f"NVRTC's {dev.arch} cubin"
 
 
 def occupancy(kernel: Kernel, block: Any, dynamic_shared: int = 0, dev: Device | None = None) -> Occupancy:
