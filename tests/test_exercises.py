@@ -54,11 +54,6 @@ def run_cell(topic: str, cell: str) -> Any:
     return eval(compile(ast.Expression(last.value), "<cell>", "eval"), ns)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_progress(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
-
-
 def test_every_notebook_has_exercises():
     counts = {topic: len(exs) for topic, exs in course.topics.exercises().items()}
     assert set(counts) == {"dot", "transpose", "histogram", "scan", "reduction"}

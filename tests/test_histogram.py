@@ -589,15 +589,13 @@ class TestOnTheGpu:
             "hist5_lanes",
         }
 
-    def test_exercise_grid_is_timed(self, cupy_backend, tmp_path, monkeypatch):
-        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+    def test_exercise_grid_is_timed(self, cupy_backend):
         ex = histogram.exercises
         wave = course.device().sm_count * ex.blocks_per_sm(ex.GRID_BLOCK, ex.grid_shared())
         v = ex.grid.check(wave)
         assert "2^28 bytes: " in str(v) and "GB/s" in str(v) and "within 10 %" in str(v)
 
-    def test_exercise_kernels_are_timed_beside_the_course(self, cupy_backend, tmp_path, monkeypatch):
-        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
+    def test_exercise_kernels_are_timed_beside_the_course(self, cupy_backend):
         sol = _solutions()
         v = histogram.exercises.aggregate.check(sol.AGGREGATE)
         assert v.ok and "× hist1" in str(v) and "all-equal bytes" in str(v), str(v)
@@ -622,10 +620,6 @@ def _solutions() -> Any:
 
 
 class TestExercises:
-    @pytest.fixture(autouse=True)
-    def _progress(self, tmp_path, monkeypatch):
-        monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
-
     def test_patterns_are_counted_from_the_trace(self, emulator_backend):
         truth = histogram.exercises.pattern_truth()
         assert truth == {"l": (1, 1), "7": (32, 1), "l % 4": (8, 1), "8 * l": (1, 8), "32 * (l % 8)": (4, 8)}

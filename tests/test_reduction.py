@@ -161,11 +161,6 @@ def _solutions():
     return module
 
 
-@pytest.fixture
-def _progress(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
-
-
 class TestExercises:
     def test_the_ways_prediction_is_counted_at_a_block_the_text_never_used(self, emulator_backend):
         truth = reduction.exercises.ways_truth()
@@ -174,20 +169,18 @@ class TestExercises:
         assert any(truth[s] != text[s] for s in text)
         assert truth[16] == (1, 0, 32) and truth[512] == (1, 1, 1)  # 32 lanes, one bank; one lane
 
-    def test_the_committed_prediction_says_every_stride_is_open(self, emulator_backend, _progress):
+    def test_the_committed_prediction_says_every_stride_is_open(self, emulator_backend):
         verdict = reduction.exercises.ways.check(
             {s: (None, None, None) for s in reduction.exercises.ways_truth()}
         )
         assert not verdict.ok and "still open" in str(verdict)
 
-    def test_any_block_accepts_the_power_of_two_tree_too(self, emulator_backend, _progress):
+    def test_any_block_accepts_the_power_of_two_tree_too(self, emulator_backend):
         sol = _solutions()
         mine = reduction.exercises.ANY_BLOCK_STUB.replace(sol.STUB_TREE, sol.POW2_TREE)
         assert reduction.exercises.any_block.check(mine).ok
 
-    def test_any_block_tells_a_lost_sum_from_a_double_count_without_the_sum(
-        self, emulator_backend, _progress
-    ):
+    def test_any_block_tells_a_lost_sum_from_a_double_count_without_the_sum(self, emulator_backend):
         sol = _solutions()
         lost = str(reduction.exercises.any_block.check(reduction.exercises.ANY_BLOCK_STUB))
         twice = str(reduction.exercises.any_block.check(sol.WRONG["any_block"][1][0]))
@@ -196,27 +189,27 @@ class TestExercises:
         want = str(reduction.reference(reduction.exercises._input(95)))
         assert want not in lost and want not in twice and "NumPy says" not in lost + twice
 
-    def test_any_block_names_the_barrier_only_part_of_the_block_reaches(self, emulator_backend, _progress):
+    def test_any_block_names_the_barrier_only_part_of_the_block_reaches(self, emulator_backend):
         wrong = _solutions().WRONG["any_block"][2][0]
         verdict = str(reduction.exercises.any_block.check(wrong))
         line = 1 + next(i for i, s in enumerate(wrong.splitlines(), 1) if "sdata[tid + half];" in s)
         assert "barrier-divergence" in verdict and f"line {line}" in verdict
         assert len(verdict.splitlines()) <= 12
 
-    def test_shuffle_accepts_both_natural_answers(self, emulator_backend, _progress):
+    def test_shuffle_accepts_both_natural_answers(self, emulator_backend):
         sol = _solutions()
         assert "out[blockIdx.x] = sdata[0]" in sol.SHUFFLE  # the stub's last line kept
         assert reduction.exercises.shuffle.check(sol.SHUFFLE).ok
         assert "out[blockIdx.x] = sdata[0]" not in sol.SHUFFLE_REGISTER  # out from the register
         assert reduction.exercises.shuffle.check(sol.SHUFFLE_REGISTER).ok
 
-    def test_shuffle_holds_the_warp_to_registers(self, emulator_backend, _progress):
+    def test_shuffle_holds_the_warp_to_registers(self, emulator_backend):
         sol = _solutions()
         shared = reduction.exercises.SHUFFLE_STUB.replace(sol.STUB_WARP, sol.SHARED_WARP)
         verdict = str(reduction.exercises.shuffle.check(shared))
         assert "the answer is right" in verdict and "warp 0 made 0 shuffles" in verdict
 
-    def test_the_grid_is_posed_where_the_text_never_launched(self, emulator_backend, _progress):
+    def test_the_grid_is_posed_where_the_text_never_launched(self, emulator_backend):
         ex = reduction.exercises
         assert ex.GRID_BLOCK not in reduction.ENGINE.version(ex.GRID_VERSION).blocks
         wave = course.device().sm_count * ex.resident_blocks()
@@ -231,7 +224,7 @@ class TestExercises:
         peak, latency = getattr(dev, "memory_peak_gbps", 3350.0), getattr(dev, "dram_latency_ns", 600.0)
         assert need == int(peak * latency / dev.sm_count)
 
-    def test_show_draws_the_learners_tree(self, emulator_backend, _progress):
+    def test_show_draws_the_learners_tree(self, emulator_backend):
         shown = reduction.exercises.any_block.show(reduction.exercises.ANY_BLOCK_STUB)
         assert not shown.verdict.ok and shown.png.startswith(b"\x89PNG")
         shown = reduction.exercises.shuffle.show(_solutions().SHUFFLE)

@@ -385,12 +385,6 @@ def test_pictures_draw(emulator_backend):
 # (tests/test_exercises.py checks every solution, stub and wrong answer in solutions/scan.py)
 
 
-@pytest.fixture(autouse=False)
-def own_progress(tmp_path, monkeypatch):
-    """A check records progress: in a file of the test's own, not the learner's."""
-    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path / "progress.json"))
-
-
 def _solutions():
     import importlib.util
     from pathlib import Path
@@ -402,7 +396,6 @@ def _solutions():
     return module
 
 
-@pytest.mark.usefixtures("own_progress")
 def test_exercise_work_counts_follow_the_formulas(emulator_backend):
     """The trace's counts are the text's formulas: Kogge-Stone log2 N steps, the sum of (N - d)
     adds, two barriers a step (one double buffered); Brent-Kung 2 log2 N - 1 steps, 2N - 2 - log2 N
@@ -419,7 +412,6 @@ def test_exercise_work_counts_follow_the_formulas(emulator_backend):
     assert "'steps' is still open" in str(scan.exercises.work.check({k: (None, 1, 1) for k in truth}))
 
 
-@pytest.mark.usefixtures("own_progress")
 def test_exercise_kernels_take_their_natural_answers(emulator_backend):
     sol = _solutions()
     for answer in sol.EXCLUSIVE_ALSO:
@@ -436,7 +428,6 @@ def test_exercise_cases_are_awkward():
     assert any(n > b for n, b in scan.exercises.EXCLUSIVE_CASES if b == 96)  # several blocks
 
 
-@pytest.mark.usefixtures("own_progress")
 def test_exercise_show_draws_the_learners_kernel(emulator_backend):
     sol = _solutions()
     for ex, answer in ((scan.exercises.exclusive, sol.EXCLUSIVE), (scan.exercises.warp, sol.WARP)):
@@ -446,7 +437,6 @@ def test_exercise_show_draws_the_learners_kernel(emulator_backend):
     assert not stub.verdict.ok and stub.png.startswith(b"\x89PNG")
 
 
-@pytest.mark.usefixtures("own_progress")
 def test_exercise_block_on_the_emulator(emulator_backend):
     sms = course.device().sm_count
     for b in (32, 64, 128, 256):
@@ -458,14 +448,12 @@ def test_exercise_block_on_the_emulator(emulator_backend):
     assert "takes a block of" in str(scan.exercises.block.check(96))
 
 
-@pytest.mark.usefixtures("own_progress")
 @pytest.mark.gpu
 def test_exercise_block_on_a_gpu(cupy_backend):
     verdict = scan.exercises.block.check(64)
     assert "GB/s" in str(verdict) and "within 10 %" in str(verdict)
 
 
-@pytest.mark.usefixtures("own_progress")
 @pytest.mark.gpu
 def test_exercise_kernels_are_timed_on_a_gpu(cupy_backend):
     sol = _solutions()
