@@ -14,5 +14,10 @@ os.environ["COURSE_PROGRESS_FILE"] = os.path.join(
 
 
 @pytest.fixture(autouse=True)
-def _own_progress_file(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("COURSE_PROGRESS_FILE", str(tmp_path_factory.mktemp("progress") / "progress.json"))
+def _own_progress_file(tmp_path_factory):
+    # not through monkeypatch: an autouse fixture that takes it is set up first and so torn down
+    # last, after fixtures that read the environment the test's own monkeypatch changed
+    session = os.environ["COURSE_PROGRESS_FILE"]
+    os.environ["COURSE_PROGRESS_FILE"] = str(tmp_path_factory.mktemp("progress") / "progress.json")
+    yield
+    os.environ["COURSE_PROGRESS_FILE"] = session
