@@ -1,5 +1,5 @@
 """The configuration an instructor serves the course to a class with (README, "Teaching a class"):
-binder/ for Binder or any repo2docker build, docker/ for a JupyterHub single-user image. Building
+environment.yml and postBuild for Binder or any repo2docker build, docker/ for a JupyterHub single-user image. Building
 either needs conda-forge or quay.io, so these tests read the files and run the small scripts."""
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-BINDER = ROOT / "binder"
 DOCKER = ROOT / "docker"
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 CUDA = ("cuda-bindings", "nvidia-")  # left to pip: PyPI's wheels, the versions pyproject.toml pins
@@ -45,7 +44,7 @@ def _pyproject_needs() -> dict[str, str]:
 
 
 def _environment() -> dict:
-    return yaml.safe_load((BINDER / "environment.yml").read_text())
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
 
 
 def test_the_environment_holds_what_pyproject_asks_for_with_the_same_bounds() -> None:
@@ -68,8 +67,8 @@ def test_the_environment_installs_this_checkout_with_pip() -> None:
     (line,) = pip
     flag, path = shlex.split(line, comments=True)
     assert flag == "-e"
-    # conda runs pip in the environment file's folder, so the path is relative to binder/
-    assert (BINDER / path).resolve() == ROOT and (ROOT / "pyproject.toml").is_file()
+    # conda runs pip in the environment file's folder, so the path is relative to the root
+    assert (ROOT / path).resolve() == ROOT and (ROOT / "pyproject.toml").is_file()
 
 
 def test_post_build_puts_the_class_settings_where_jupyterlab_reads_them(tmp_path: Path) -> None:
@@ -78,12 +77,12 @@ def test_post_build_puts_the_class_settings_where_jupyterlab_reads_them(tmp_path
     jupyter = prefix / "bin" / "jupyter"  # says what `jupyter lab path` says
     jupyter.write_text(f"#!/bin/sh\necho 'Application directory:   {app}'\necho 'Workspaces directory: /x'\n")
     jupyter.chmod(0o755)
-    assert os.access(BINDER / "postBuild", os.X_OK)  # repo2docker runs it only if executable
+    assert os.access(ROOT / "postBuild", os.X_OK)  # repo2docker runs it only if executable
     subprocess.run(
-        [str(BINDER / "postBuild")], cwd=ROOT, env=os.environ | {"NB_PYTHON_PREFIX": str(prefix)},
+        [str(ROOT / "postBuild")], cwd=ROOT, env=os.environ | {"NB_PYTHON_PREFIX": str(prefix)},
         check=True, timeout=30,
     )  # fmt: skip
-    assert (app / "settings" / "overrides.json").read_bytes() == (BINDER / "overrides.json").read_bytes()
+    assert (app / "settings" / "overrides.json").read_bytes() == (DOCKER / "overrides.json").read_bytes()
 
 
 def test_the_class_settings_are_the_ones_the_browser_test_runs_with() -> None:
@@ -93,7 +92,7 @@ def test_the_class_settings_are_the_ones_the_browser_test_runs_with() -> None:
     spec.loader.exec_module(learner_path)
     tested = learner_path.USER_SETTINGS["@jupyterlab/apputils-extension/notification.jupyterlab-settings"]
     # overrides.json names a plugin by its id (package:plugin); user settings by a path
-    overrides = json.loads((BINDER / "overrides.json").read_text())
+    overrides = json.loads((DOCKER / "overrides.json").read_text())
     assert overrides == {"@jupyterlab/apputils-extension:notification": tested}
 
 
@@ -126,7 +125,7 @@ def test_the_image_copies_what_exists_and_what_pip_needs_to_build() -> None:
     assert all(copied.get(n, "").startswith("/opt/course") for n in needed), copied
     assert copied["notebooks/*.ipynb"] == "/opt/course/notebooks/"
     assert copied["docker/course-notebooks.sh"].startswith("/usr/local/bin/before-notebook.d/")
-    assert copied["binder/overrides.json"].endswith("/share/jupyter/lab/settings/overrides.json")
+    assert copied["docker/overrides.json"].endswith("/share/jupyter/lab/settings/overrides.json")
 
 
 def test_the_image_installs_the_course_with_extras_pyproject_has() -> None:

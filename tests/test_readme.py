@@ -85,9 +85,9 @@ def test_the_binder_link_opens_a_notebook_of_this_repository() -> None:
     )[0]
     assert f"https://github.com/{repo}" in (ROOT / "pyproject.toml").read_text()
     assert (ROOT / notebook).is_file()
-    for command in ("docker build -f docker/Dockerfile", "conda env create -f binder/environment.yml"):
+    for command in ("docker build -f docker/Dockerfile", "conda env create -f environment.yml"):
         assert command in " ".join(text.split())
-    assert (ROOT / "docker" / "Dockerfile").is_file() and (ROOT / "binder" / "environment.yml").is_file()
+    assert (ROOT / "docker" / "Dockerfile").is_file() and (ROOT / "environment.yml").is_file()
 
 
 def test_the_maintainer_commands_are_in_the_readme() -> None:
