@@ -30,10 +30,16 @@ def repository_url() -> str:
     return found[1]
 
 
+def source_of(ipynb: Path) -> Path:
+    """The notebook's py:percent source: sources/NN_topic.py beside it (out of the learner's way in
+    the file browser), as its jupytext metadata pairs them."""
+    return ipynb.parent / "sources" / f"{ipynb.stem}.py"
+
+
 def out_of_sync(ipynb: Path) -> list[str]:
     """How the notebook and its .py pair differ, cell by cell (type, source, tags), as jupytext reads
     them; empty when they say the same."""
-    py = ipynb.with_suffix(".py")
+    py = source_of(ipynb)
     if not py.exists():
         return [f"{ipynb.name} has no {py.name}"]
 
@@ -63,7 +69,10 @@ def test_there_are_five_notebooks_each_with_its_source() -> None:
         "04_scan",
         "05_reduction",
     ]
-    assert sorted(p.stem for p in (ROOT / "notebooks").glob("*.py")) == [p.stem for p in NOTEBOOKS]
+    assert sorted(p.stem for p in (ROOT / "notebooks" / "sources").glob("*.py")) == [p.stem for p in NOTEBOOKS]
+    assert not list((ROOT / "notebooks").glob("*.py"))  # nothing beside the notebooks but notebooks
+    for ipynb in NOTEBOOKS:  # jupytext (in JupyterLab too) saves each into its source
+        assert jupytext.read(ipynb).metadata["jupytext"]["formats"] == "ipynb,sources//py:percent"
 
 
 @pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: p.stem)
@@ -71,18 +80,19 @@ def test_notebook_and_source_say_the_same(ipynb: Path) -> None:
     diffs = out_of_sync(ipynb)
     assert not diffs, (
         f"{ipynb.name} is out of date with its .py; regenerate it, keeping its outputs:\n"
-        f"  jupytext --to ipynb --update notebooks/{ipynb.stem}.py -o notebooks/{ipynb.name}\n"
+        f"  jupytext --to ipynb --update notebooks/sources/{ipynb.stem}.py -o notebooks/{ipynb.name}\n"
         + "\n".join(diffs)
     )
 
 
 def test_the_check_catches_a_source_changed_without_regenerating(tmp_path: Path) -> None:
     ipynb = NOTEBOOKS[0]
-    for p in (ipynb, ipynb.with_suffix(".py")):
-        shutil.copy(p, tmp_path / p.name)
+    shutil.copy(ipynb, tmp_path / ipynb.name)
+    (tmp_path / "sources").mkdir()
+    shutil.copy(source_of(ipynb), tmp_path / "sources" / f"{ipynb.stem}.py")
     copy = tmp_path / ipynb.name
     assert out_of_sync(copy) == []
-    py = copy.with_suffix(".py")
+    py = source_of(copy)
     py.write_text(py.read_text().replace("import numpy as np\n", "import numpy as np  # edited\n", 1))
     diffs = out_of_sync(copy)
     assert len(diffs) == 1 and "# edited" in diffs[0]

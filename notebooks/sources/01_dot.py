@@ -5,7 +5,7 @@
 #     gpuType: T4
 #     provenance: []
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,sources//py:percent
 #     notebook_metadata_filter: accelerator,colab
 #     text_representation:
 #       extension: .py
