@@ -27,7 +27,10 @@ SOLUTIONS = {
 WRONG = {
     "atomics": [
         # every element makes an atomic (the article's view): 'atomics' named, not the count
-        ({k: (10_000, v[1], v[2]) for k, v in atomic_truth().items()}, "'atomics' is not what the trace counts"),
+        (
+            {k: (10_000, v[1], v[2]) for k, v in atomic_truth().items()},
+            "'atomics' is not what the trace counts",
+        ),
         ({k: (v[0], v[1], v[2] + 1) for k, v in atomic_truth().items()}, "'loads of a per thread (most)'"),
         ({}, "fill in every launch"),
     ],

@@ -69,7 +69,9 @@ def test_there_are_five_notebooks_each_with_its_source() -> None:
         "04_scan",
         "05_reduction",
     ]
-    assert sorted(p.stem for p in (ROOT / "notebooks" / "sources").glob("*.py")) == [p.stem for p in NOTEBOOKS]
+    assert sorted(p.stem for p in (ROOT / "notebooks" / "sources").glob("*.py")) == [
+        p.stem for p in NOTEBOOKS
+    ]
     assert not list((ROOT / "notebooks").glob("*.py"))  # nothing beside the notebooks but notebooks
     for ipynb in NOTEBOOKS:  # jupytext (in JupyterLab too) saves each into its source
         assert jupytext.read(ipynb).metadata["jupytext"]["formats"] == "ipynb,sources//py:percent"
