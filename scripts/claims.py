@@ -1,0 +1,212 @@
+"""Claims that hold: every GPU figure a notebook's markdown quotes is tied to the table it reads.
+
+    python scripts/claims.py            # each marked figure: written, printed, and what disagrees
+    python scripts/claims.py --update   # rewrite the disagreeing figures in notebooks/sources/*.py
+                                        # (then re-read each sentence, and jupytext --update)
+
+
+A figure is marked by an HTML comment right after its number and unit (invisible when rendered):
+
+    the copy reaches 90 %<!-- from latency_table: % of copy @ blocks=1056 --> of ...
+
+`latency_table` names the one code cell whose source calls `latency_table(`; its committed text
+output holds the table in the course's printed form (a header line, a line of dash runs, rows).
+After the colon the column's header; after `@`, `column=cell text` pairs that pick one row. The
+number as written must be the cell's value rounded to the decimals written. A figure that comes
+from no run says where it comes from: `<!-- given: article -->` (or datasheet, model, reference).
+Every number followed by µs, ms, GB/s, TB/s or "% of (the) copy" carries one of the two markers.
+
+The notebooks are checked as committed (executed on a GPU), so a re-run that moves a figure past
+the sentence's rounding fails here until the sentence is read again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+GIVEN = ("article", "datasheet", "model", "reference")
+
+NUMBER = r"[-+−]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+MARKER = re.compile(r"<!--\s*(from|given)\b\s*:?(.*?)-->", re.S)
+# a figure with a GPU unit: µs, ms, GB/s, TB/s, or a percentage of the copy
+UNIT = r"(?:µs|us|ms|[GT]B/s)\b|%(?=\s*(?:<!--.*?-->\s*)?of (?:the )?(?:device )?copy)"
+FIGURE = re.compile(rf"({NUMBER})\s*({UNIT})(\s*<!--)?", re.S)
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+def tables(text: str) -> list[Table]:
+    """The course's printed tables in an output's text: a header, a line of dash runs (one run per
+    column: its span is the column's), rows up to the first blank or shorter line."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if i == 0 or not re.fullmatch(r"\s*-+(?:\s+-+)*\s*", line):
+            continue
+        spans = [m.span() for m in re.finditer(r"-+", line)]
+
+        def cut(row: str, spans: list[tuple[int, int]] = spans) -> list[str]:
+            edges = [s for s, _ in spans[1:]] + [max(len(row), spans[-1][1])]
+            starts = [0] + [e + 1 for _, e in spans[:-1]]
+            return [row[a:b].strip() for a, b in zip(starts, edges)]
+
+        rows = []
+        for row in lines[i + 1 :]:
+            if not row.strip() or len(row.rstrip()) < spans[-1][0]:
+                break
+            rows.append(cut(row))
+        found.append(Table(cut(lines[i - 1]), rows))
+    return found
+
+
+def output_text(cell: dict) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append("".join(out["text"]))
+        elif "text/plain" in out.get("data", {}):
+            parts.append("".join(out["data"]["text/plain"]))
+    return "\n".join(parts)
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").replace("−", "-"))
+
+
+def _decimals(written: str) -> int:
+    mantissa = re.split(r"[eE]", written)[0]
+    return len(mantissa.split(".")[1]) if "." in mantissa else 0
+
+
+def read(cells: list[dict], source: str) -> str:
+    """The cell a `from` marker names, read: its value as printed, or why it cannot be read."""
+    name, _, rest = source.partition(":")
+    column, _, where = rest.partition("@")
+    name, column = name.strip(), column.strip()
+    calls = [c for c in cells if c["cell_type"] == "code" and f"{name}(" in "".join(c["source"])]
+    if len(calls) != 1:
+        raise LookupError(f"{len(calls)} code cells call {name}(, not 1")
+    pairs = [p.split("=", 1) for p in where.split(",") if p.strip()] if where.strip() else []
+    if any(len(p) != 2 for p in pairs):
+        raise LookupError(f"the row is picked by column=text pairs, not {where.strip()!r}")
+    picked = []
+    for table in tables(output_text(calls[0])):
+        if column not in table.header:
+            continue
+        index = {h: k for k, h in enumerate(table.header)}
+        if any(k.strip() not in index for k, _ in pairs):
+            continue
+        for row in table.rows:
+            if all(row[index[k.strip()]] == v.strip() for k, v in pairs):
+                picked.append(row[index[column]])
+    if len(picked) != 1:
+        raise LookupError(
+            f"{len(picked)} rows of {name}'s tables have a {column!r} column and {where.strip()!r}"
+        )
+    return picked[0]
+
+
+def problems(cells: list[dict]) -> list[str]:
+    """Each figure of the markdown that is unmarked, or that its table does not say."""
+    found = []
+    for k, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        for m in FIGURE.finditer(text):
+            if not m.group(3):
+                found.append(
+                    f"cell {k}: {m.group(1)} {m.group(2)} has no <!-- from ... --> or <!-- given ... -->"
+                )
+        for m in MARKER.finditer(text):
+            kind, body = m.group(1), m.group(2).strip()
+            before = re.search(rf"({NUMBER})\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*$", text[: m.start()])
+            if kind == "given":
+                if (body.split() or [""])[0] not in GIVEN:
+                    found.append(f"cell {k}: 'given' says {body!r}; it is one of {', '.join(GIVEN)}")
+                continue
+            if not before:
+                found.append(f"cell {k}: no number before <!-- from {body} -->")
+                continue
+            written = before.group(1)
+            try:
+                printed = read(cells, body)
+                value = _number(printed)
+            except (LookupError, ValueError) as e:
+                found.append(f"cell {k}: {written} <!-- from {body} -->: {e}")
+                continue
+            if abs(round(value, _decimals(written)) - _number(written)) > 1e-9 * max(1.0, abs(value)):
+                found.append(f"cell {k}: the text says {written}, {body} prints {printed}")
+    return found
+
+
+def disagreements(path: Path) -> list[tuple[str, str, str]]:
+    """(written, the marker's body, the value to write) for each marked figure its table does not
+    say, rounded as the text rounds it."""
+    cells = json.loads(path.read_text())["cells"]
+    out = []
+    for cell in cells:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"])
+        for m in MARKER.finditer(text):
+            before = re.search(rf"({NUMBER})\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*$", text[: m.start()])
+            if m.group(1) != "from" or not before:
+                continue
+            try:
+                value = _number(read(cells, m.group(2).strip()))
+            except (LookupError, ValueError):
+                continue
+            written, places = before.group(1), _decimals(before.group(1))
+            if abs(round(value, places) - _number(written)) > 1e-9 * max(1.0, abs(value)):
+                out.append((written, m.group(2).strip(), f"{value:.{places}f}"))
+    return out
+
+
+def update(path: Path) -> list[str]:
+    """Rewrite the disagreeing figures in the notebook's py:percent source; what changed."""
+    source = path.parent / "sources" / f"{path.stem}.py"
+    text, changed = source.read_text(), []
+    for written, body, new in disagreements(path):
+        pattern = re.compile(
+            rf"(?<![\d.]){re.escape(written)}(\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*<!--\s*from\s*:?\s*{re.escape(body)}\s*-->)"
+        )
+        text, n = pattern.subn(lambda m, new=new: new + m.group(1), text)
+        if n:
+            changed.append(f"{written} -> {new}  ({body})")
+    source.write_text(text)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="rewrite disagreeing figures in the sources")
+    args = parser.parse_args(argv)
+    bad = 0
+    for path in NOTEBOOKS:
+        if args.update:
+            for line in update(path):
+                print(f"{path.stem}: {line}")
+        for line in problems(json.loads(path.read_text())["cells"]):
+            print(f"{path.stem}: {line}")
+            bad += 1
+    if args.update:
+        print(
+            "re-read each changed sentence, then: jupytext --to ipynb --update notebooks/sources/NN.py -o notebooks/NN.ipynb"
+        )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
