@@ -8,6 +8,7 @@ the emulator they are empty and say why).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -213,14 +214,15 @@ def draw_banks(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64)
 # ---------------------------------------------------------------- the article's errors
 
 
-def article_conflicts(shape: tuple[int, int] = (64, 64)) -> dict[str, int]:
+def article_conflicts(shape: tuple[int, int] = (64, 64)) -> Table:
     """Ways of the article's tile read (smem_matrix[threadIdx.x][threadIdx.y]), counted from the
     trace of block 0: BLOCK_SIZE 32 as in its code, 16 as in its text."""
-    out = {}
-    for size, label in ((32, "BLOCK_SIZE 32 (the code)"), (16, "BLOCK_SIZE 16 (the text)")):
+    rows = Table()
+    for size, where in ((32, "its code"), (16, "its text")):
         bc = analysis.bank_conflicts(_shared_trace("transpose_article", (size, size), shape))
-        out[label] = int(bc.ways[bc.op == "ld"].max())
-    return out
+        rows.append({"BLOCK_SIZE": size, "as in the article's": where, "tile read: worst conflict":
+                     f"{int(bc.ways[bc.op == 'ld'].max())}-way"})  # fmt: skip
+    return rows
 
 
 def wide_block_fault(shape: tuple[int, int] = (100, 70), block: tuple[int, int] = WIDE_BLOCK) -> str:
@@ -376,6 +378,7 @@ def launch_table(
 
 
 IN_FLIGHT_CASES = (
+    ("copy", (32, 8)), ("copy", (32, 32)),
     ("transpose_padded", (32, 32)), ("transpose_padded", (32, 8)),
     ("transpose_rows", (32, 32)), ("transpose_rows", (32, 16)), ("transpose_rows", (32, 8)),
     ("transpose_rows", (64, 8)), ("transpose_vec", (32, 16)),
@@ -389,27 +392,67 @@ def bytes_needed_per_sm() -> int:
     return occupancy.bytes_needed_per_sm()
 
 
+def littles_law() -> Table:
+    """Little's law with the device's figures (datasheet peak, the course's DRAM latency): the bytes
+    each SM must keep in flight for the whole traffic at the peak, and for the loads alone. A
+    transpose or a copy moving at the peak reads half of it and writes half; a thread waits for its
+    loads, never for its stores, so what must be in flight to sustain it is the loads."""
+    dev = backend.device()
+    rows = Table()
+    for what, share in (
+        ("reads + writes (the whole traffic)", 1.0),
+        ("reads only (a transpose's loads)", 0.5),
+    ):
+        gbps = dev.memory_peak_gbps * share
+        rows.append({
+            "traffic at the datasheet peak": what, "GB/s": round(gbps), "DRAM latency ns": round(dev.dram_latency_ns),
+            "SMs": dev.sm_count, "B in flight per SM": int(gbps * dev.dram_latency_ns / dev.sm_count),
+        })  # fmt: skip
+    return rows
+
+
+def read_bytes_needed_per_sm() -> int:
+    """Little's law for the loads of a kernel that reads and writes as much (a copy, a transpose) at
+    the device's peak: half of `bytes_needed_per_sm`."""
+    return int(littles_law()[1]["B in flight per SM"])
+
+
 def loads_before_barrier(name: str, block: Any, shape: tuple[int, int] = (128, 128)) -> int:
     """Bytes one thread loads from `a` before its first __syncthreads() (warp 0 of block 0, from
-    the trace): the loads it has in flight together, since none is used before the barrier."""
+    the trace; the copy has no barrier: everything it loads). The most it can have in flight at
+    once: whether the loads really are in flight together is the compiled code's business
+    (scripts/gpu_facts_transpose.py reads the SASS)."""
     t = first_trace(name, index_matrix(shape), block, blocks=[0], spaces={"global", "sync"})
     loads = t.select((t.space == "global") & (t.op == "ld") & (t.warp == 0) & (t.epoch == 0))
     return int(loads.size.sum())
 
 
+def _copy_facts(block: tuple[int, int]) -> dict[str, Any]:
+    k = copy_kernel()
+    return {"block": f"{block[0]}×{block[1]}", "blocks per SM": occupancy.resident_blocks(k, block, 0),
+            "threads per block": block[0] * block[1]}  # fmt: skip
+
+
 def in_flight(name: str, block: Any) -> dict[str, Any]:
-    """What a launch of version `name` keeps in flight per SM: the bytes one thread loads before
-    its barrier (counted from the trace) times the threads an SM holds (`course.occupancy`)."""
-    facts = launch_facts(name, (8192, 8192), block)
-    per_thread = loads_before_barrier(name, ENGINE.block_for(name, block))
+    """What a launch of `name` (a version, or "copy": transpose.cu's one-word copy, no barrier) keeps
+    in flight per SM at most: the bytes one thread loads before its barrier (counted from the trace)
+    times the threads an SM holds (`course.occupancy`)."""
+    if name == "copy":
+        facts, b = _copy_facts(block), block
+    else:
+        facts, b = launch_facts(name, (8192, 8192), block), ENGINE.block_for(name, block)
+    per_thread = loads_before_barrier(name, b)
     threads = facts["blocks per SM"] * facts["threads per block"]
     return {
         "version": name, "block": facts["block"], "tile": _tile_text(name, block),
-        "B loaded per thread": per_thread, "threads per SM": threads, "B in flight per SM": threads * per_thread,
+        "barrier": "no" if name == "copy" else "yes", "blocks per SM": facts["blocks per SM"],
+        "B loaded per thread": per_thread, "threads per SM": threads, "B in flight per SM, at most": threads * per_thread,
     }  # fmt: skip
 
 
 def _tile_text(name: str, block: Any) -> str:
+    if name == "copy":
+        return "none"
     bx, by = launch_facts(name, (1, 1), block)["block"].split("×")
     if name in ("transpose_vec", "transpose_grouped"):
         return "64×64"
@@ -417,7 +460,8 @@ def _tile_text(name: str, block: Any) -> str:
 
 
 def in_flight_table(cases: Sequence[tuple[str, Any]] = IN_FLIGHT_CASES) -> Table:
-    """`in_flight` of each case: bytes in flight per SM, to hold against `bytes_needed_per_sm`."""
+    """`in_flight` of each case: the most bytes of loads each launch can have in flight per SM, to
+    hold against `littles_law`; the copy (one word per thread, no barrier) first."""
     return Table(in_flight(name, block) for name, block in cases)
 
 
@@ -444,7 +488,7 @@ def on_gpu() -> bool:
 
 
 def _case_label(name: str, block: Any) -> str:
-    return f"{name} {'×'.join(map(str, block))}"
+    return f"{'copy kernel' if name == 'copy' else name} {'×'.join(map(str, block))}"
 
 
 def timed(
@@ -457,13 +501,28 @@ def timed(
 
 
 def _launches(name: str, block: Any) -> Any:
+    if name == "copy":
+        return functools.partial(_copy_launch, block)
     return lambda inputs: list(ENGINE.plan(name, *inputs.arrays, block=block).steps)
 
 
+def _copy_launch(block: tuple[int, int], inputs: Any) -> list[Any]:
+    """transpose.cu's `copy` (one word per thread, no tile, no barrier) on the inputs: a kernel
+    that moves the same bytes as a transpose, launched as the naive kernels are."""
+    (a,) = inputs.arrays
+    m, n = a.shape
+    out = arrays.zeros((m, n), a.dtype)
+    grid = BlockTiles()((m, n), block, backend.device())
+    return [functools.partial(copy_kernel(a.dtype), grid, block, (a, out, np.int32(m), np.int32(n)))]
+
+
 def speed_rows(records: Sequence[Record]) -> Table:
-    """Records as a table: shape, what ran, µs, GB/s, % of the copy, × CuPy."""
+    """Records as a table: shape, what ran, µs, GB/s, % of the copy, × CuPy. The device copy
+    (cudaMemcpy of the same bytes, the 100 % of every row) is named so, apart from transpose.cu's
+    copy kernel."""
     return Table({
-        "shape": "×".join(map(str, r["shape"])), "dtype": r["dtype"], "kernel": r["kernel"], "µs": 1e3 * r["ms"],
+        "shape": "×".join(map(str, r["shape"])), "dtype": r["dtype"],
+        "kernel": "device copy" if r["kind"] == "copy" else r["kernel"], "µs": 1e3 * r["ms"],
         "GB/s": r["gbps"], "% of copy": r["pct_of_copy"], "× CuPy": r["x_cupy"],
     } for r in records)  # fmt: skip
 
