@@ -34,6 +34,7 @@ from .story import (
     draw_lane_bins,
     every_version,
     first_trace,
+    global_atomics_timing,
     gpu_table,
     grid_timing,
     int_index_bug,
@@ -66,7 +67,7 @@ kernel = ENGINE.kernel
 __all__ = [
     "BINS", "DISTS", "ENGINE", "STORY", "TOPIC", "VERSIONS", "WIDE_BINS", "Report", "article_grids", "article_timing",
     "block_bug", "blocks_per_sm", "check", "contention", "contention_table", "copies_table", "draw_banks",
-    "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercises", "first_trace", "gpu_table",
+    "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercises", "first_trace", "global_atomics_timing", "gpu_table",
     "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
     "lane_bins", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
     "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "shared_table", "speed_against_n", "trace",

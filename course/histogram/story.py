@@ -10,6 +10,7 @@ timings need a GPU (on the emulator the timing helpers return a table that says 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -318,6 +319,47 @@ def grid_timing(n: int = ARTICLE_N, block: int = ARTICLE_BLOCK, runs: int = 20) 
     return rows
 
 
+SPREAD = 32  # words between bins in hist1_spread: one bin per 128-byte line
+
+
+@functools.cache
+def _study_module() -> Module:
+    return Module.from_file("histogram.cu", options=("-DLOAD_BYTES=16",))
+
+
+def global_atomics_timing(n: int = 2**26, block: int = 1024, runs: int = 10) -> Table:
+    """Where hist1's global atomics queue, timed on this GPU on n uniform and n all-equal bytes, all
+    with the same launch (one wave of blocks of `block`): hist1 (256 bins in 1 KiB, eight 128-byte
+    lines), hist1 with its bins one line apart (`hist1_spread`: 256 lines), and hist1_agg (one atomic
+    per distinct byte of a warp). On the emulator: an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    grid = backend.device().sm_count * blocks_per_sm(block, 0)
+    spread = _study_module().get_function("hist1_spread")
+    times: dict[str, dict[str, float]] = {}
+    labels = {
+        "hist1": "hist1: 256 bins in 8 lines of 128 bytes",
+        "hist1_spread": "hist1, one line a bin (bins 128 bytes apart)",
+        "hist1_agg": "hist1_agg: lanes agree, 1 atomic per distinct byte",
+    }
+    for data in ("uniform", "all-equal"):
+        xs = _device_copies(_bytes(n, data))
+        wide = arrays.zeros(BINS * SPREAD, np.uint32)
+        times.setdefault("hist1", {})[data] = _ms("hist1", xs, block, grid, runs)
+        steps = [
+            lambda x=x, h=wide: spread((grid,), (block,), (x, h, np.int64(n), np.int32(SPREAD))) for x in xs
+        ]
+        times.setdefault("hist1_spread", {})[data] = float(np.median(bench.time_runs(steps, runs=runs)))
+        times.setdefault("hist1_agg", {})[data] = _ms("hist1_agg", xs, block, grid, runs)
+        xs, wide = [], None
+        bench.free_gpu_memory()
+    rows = Table()
+    for name, t in times.items():
+        rows.append({"launch": labels[name], "uniform ms": t["uniform"], "uniform GB/s": n / t["uniform"] / 1e6,
+                     "all-equal ms": t["all-equal"], "all-equal GB/s": n / t["all-equal"] / 1e6})  # fmt: skip
+    return rows
+
+
 def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
     """What the article's 29.22 ms holds, on this GPU: its whole timed span (allocation, the 100 MiB
     copy from pageable host memory, the device properties, the kernel, the copy back), and each
@@ -349,6 +391,10 @@ def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
         {"what": "the article's timed span, with hist2_article", "ms": float(np.median(spans))},
         {"what": f"of it: cudaMemcpy of {n // 2**20} MiB from pageable host memory", "ms": float(np.median(copies))},
     ])  # fmt: skip
+    start = time.perf_counter()
+    np.bincount(host, minlength=BINS)  # the article's CPU loop, in C, on one core
+    rows.append({"what": f"the CPU loop: np.bincount of the {n // 2**20} MiB on the host",
+                 "ms": 1e3 * (time.perf_counter() - start)})  # fmt: skip
     for name in ("hist2_article", "hist1_article", "hist5_lanes"):
         block = ARTICLE_BLOCK if name.endswith("article") else None
         launch = "blocks = SMs, 256 threads" if block else "one wave"
@@ -456,8 +502,8 @@ def contention_table(
             shared = shared[shared.op == "atom"]
             rows.append({
                 "version": name, "data": data, "atomic warp instructions": len(c),
-                "lanes on one bin (mean)": round(float(c.max_lanes.mean()), 2) if len(c) else 0.0,
-                "distinct bins (mean)": round(float(c.bins.mean()), 1) if len(c) else 0.0,
+                "lanes on one word (mean)": round(float(c.max_lanes.mean()), 2) if len(c) else 0.0,
+                "distinct words (mean)": round(float(c.bins.mean()), 1) if len(c) else 0.0,
                 "bank conflict (mean ways)": round(float(shared.ways.mean()), 2) if len(shared) else "-",
                 "atomics": analysis.totals(t)["atomics"],
             })  # fmt: skip

@@ -69,6 +69,8 @@ VERSIONS = (
       bug="indexes with int, so N must stay below 2^31 minus the threads of the grid; launched with "
       "one block per SM where its text says two"),
     H("hist1", "global atomics, 64-bit indices, a full GPU of blocks", SharedWave(1), BLOCKS, counts_in="hist"),
+    H("hist1_agg", "hist1 with warp-aggregated global atomics: one per distinct byte of a warp", SharedWave(1),
+      BLOCKS, counts_in="hist"),
     H("hist2_article", "a shared-memory histogram per block, as in the article", ARTICLE_GRID, ARTICLE_BLOCKS,
       listed=False, int_index=True,
       bug="assumes 256 threads a block: at 128, bins 128..255 are never zeroed nor added to hist; "

@@ -201,6 +201,22 @@ __device__ __forceinline__ void for_each_key_warp(const Key* __restrict__ x, lon
     }
 }
 
+// ---- 1, aggregated: hist1 whose lanes agree before the global atomic.
+// Global atomics are where equal bytes cost: the 256 bins are 1 KiB, eight 128-byte lines, and
+// every atomic on a line is carried out one after another by the L2 slice that holds it. Here the
+// lanes of a warp holding the same byte find each other (__match_any_sync) and the lowest adds the
+// group's size: one global atomic per distinct byte of the warp, 1 instead of 32 on all-equal bytes.
+// The loop runs the same trips in every lane of a warp (lanes past n pass valid = false), because
+// every lane must take part in the match. Blocks: multiples of 32 threads; any grid.
+extern "C" __global__ void hist1_agg(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
+    const long long lane = threadIdx.x & 31;
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x - lane; base < n; base += stride) {
+        const bool valid = base + lane < n;
+        add_aggregated(hist, valid ? x[base + lane] : 0u, valid);
+    }
+}
+
 // ---- 4. hist3 with warp-aggregated shared atomics, for skewed data.
 // Blocks: multiples of 32 threads (32..1024); any grid.
 extern "C" __global__ void hist4_warp_agg(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
@@ -315,6 +331,50 @@ extern "C" __global__ void hist_wide(const unsigned short* __restrict__ x, unsig
     __syncthreads();
     for (int b = threadIdx.x; b < bins; b += blockDim.x) {
         if (counts[b]) atomicAdd(&hist[b], counts[b]);
+    }
+}
+
+// hist_wide without warp aggregation: each lane adds its own key (plain shared atomicAdd). Not a
+// version: scripts/gpu_facts_histogram.py times it beside hist_wide to measure what the
+// __match_any_sync per key costs on uniform keys, and hist_wide_load (the loads and the merge,
+// no counting) to measure what the rest costs. Same launch rules as hist_wide.
+extern "C" __global__ void hist_wide_plain(const unsigned short* __restrict__ x, unsigned int* hist, long long n,
+                                           int bins) {
+    extern __shared__ unsigned int counts[];
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) counts[b] = 0;
+    __syncthreads();
+    for_each_key(x, n, [&](unsigned int key) { if (key < (unsigned int)bins) atomicAdd(&counts[key], 1u); });
+    __syncthreads();
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+        if (counts[b]) atomicAdd(&hist[b], counts[b]);
+    }
+}
+
+// The loads and the merge of hist_wide without the counting: each thread ORs its keys into one
+// register and writes it to counts[threadIdx.x] once (so the loads cannot be optimised away).
+extern "C" __global__ void hist_wide_load(const unsigned short* __restrict__ x, unsigned int* hist, long long n,
+                                          int bins) {
+    extern __shared__ unsigned int counts[];
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) counts[b] = 0;
+    __syncthreads();
+    unsigned int seen = 0;
+    for_each_key(x, n, [&](unsigned int key) { seen |= key; });
+    if (threadIdx.x < bins) counts[threadIdx.x] = seen & 1u;
+    __syncthreads();
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+        if (counts[b]) atomicAdd(&hist[b], counts[b]);
+    }
+}
+
+// hist1 with its bins `spacing` words apart (hist holds 256 * spacing words; bin b is word
+// b * spacing). Not a version: it measures where hist1's global atomics queue. With spacing 1 the
+// 256 bins are 1 KiB, eight 128-byte lines, so every atomic of the grid goes to one of eight
+// lines, held by a few L2 slices; with spacing 32 every bin has a line of its own.
+extern "C" __global__ void hist1_spread(const unsigned char* __restrict__ x, unsigned int* hist, long long n,
+                                        int spacing) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        atomicAdd(&hist[(unsigned int)x[i] * spacing], 1u);
     }
 }
 

@@ -1,0 +1,250 @@
+"""Hardware facts notebook 03 (histogram) states that no notebook cell prints, measured on the GPU.
+
+    python3 scripts/gpu_facts_histogram.py OUT_DIR      # about a minute; writes OUT_DIR/gpu_facts_histogram.md
+
+1. SASS (cuobjdump -sass on the cubin NVRTC makes for this GPU): which instructions hist1, hist1_agg,
+   hist3_vec, hist4_warp_agg and hist_wide use for their loads, atomics and the lanes' agreement
+   (LDG.E.128, MATCH.ANY, RED/ATOMG global atomics, ATOMS shared atomics, POPC).
+2. The spread of hist1's time on 2^28 uniform bytes (review H3: 33 ms in one H200 run, 69 ms in
+   another): several rounds of runs, each on a freshly allocated histogram and input, so that a
+   round lands its 1 KiB of bins at another address; min, median, max and max / min, and the time
+   of each round beside the bins' address.
+3. Why hist_wide is slow on uniform keys (review H12): hist_wide (warp-aggregated shared atomics)
+   beside hist_wide_plain (the same kernel with one plain shared atomic per key) and hist_wide_load
+   (its loads and merge, no counting), on uniform, all-equal and real keys; the difference between
+   the first two is what the __match_any_sync per key costs or saves.
+
+Without a GPU (or without cuobjdump) it says so loudly and exits 1 after writing what it could.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
+LINES: list[str] = []
+PROBLEMS: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def table(rows: list[dict], cols: list[str]) -> None:
+    say("| " + " | ".join(cols) + " |")
+    say("|" + "---|" * len(cols))
+    for r in rows:
+        say("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+    say()
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+# ---------------------------------------------------------------- 1. SASS
+
+SASS_KERNELS = ("hist1", "hist1_agg", "hist3_vec", "hist4_warp_agg", "hist_wide", "hist_wide_plain")
+SASS_PATTERNS = {
+    "LDG.E.128 (16-byte loads)": r"\bLDG\.E\.128\b",
+    "LDG.E.U8 (1-byte loads)": r"\bLDG\.E\.U8\b",
+    "MATCH.ANY": r"\bMATCH\.ANY\b",
+    "global atomics (RED / ATOMG)": r"\b(RED|ATOMG)\.",
+    "shared atomics (ATOMS)": r"\bATOMS\.",
+    "POPC": r"\bPOPC\b",
+    "BAR.SYNC": r"\bBAR\.SYNC\b",
+}
+
+
+def sass_facts(arch: str) -> None:
+    from course import compiler
+
+    say(f"## 1. SASS of the histogram kernels ({arch}, NVRTC cubin, cuobjdump -sass)")
+    say()
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        PROBLEMS.append("cuobjdump not found: no SASS facts")
+        say("**cuobjdump not found: no SASS facts.**")
+        say()
+        return
+    src = compiler.read_kernel("histogram.cu")
+    opts = compiler.compile_options((f"-arch={arch}", "-DLOAD_BYTES=16"))
+    cubin = compiler.compile_cubin(src, "histogram.cu", opts, ())
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "histogram.cubin"
+        path.write_bytes(cubin)
+        sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    # cuobjdump prints "Function : name" before each kernel's code
+    parts = re.split(r"^\s*Function : (\S+)\s*$", sass, flags=re.M)
+    bodies = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    rows = []
+    for k in SASS_KERNELS:
+        body = bodies.get(k)
+        if body is None:
+            PROBLEMS.append(f"{k} not found in the SASS (functions: {sorted(bodies)[:12]})")
+            continue
+        row = {"kernel": k}
+        for what, pat in SASS_PATTERNS.items():
+            row[what] = len(re.findall(pat, body))
+        rows.append(row)
+        if k == "hist1_agg":  # the instructions around the agreement, as they are
+            keep = [
+                ln.strip() for ln in body.splitlines() if re.search(r"MATCH|POPC|RED\.|ATOMG|FLO|BREV", ln)
+            ]
+            say("hist1_agg's agreement and atomic, as cuobjdump prints them:")
+            say()
+            say("```")
+            for ln in keep[:12]:
+                say(re.sub(r"\s+", " ", ln))
+            say("```")
+            say()
+    say("Instructions of each kind in each kernel (static count in the SASS):")
+    say()
+    table(rows, ["kernel", *SASS_PATTERNS])
+
+
+# ---------------------------------------------------------------- 2. the spread of hist1's uniform time
+
+
+def spread_facts(rounds: int = 8, runs: int = 5, n: int = 2**28) -> None:
+    import cupy
+
+    from course import bench, histogram
+    from course.histogram.story import _bytes
+
+    say(f"## 2. hist1 on 2^28 uniform bytes: the spread between rounds ({rounds} rounds of {runs} runs)")
+    say()
+    say("Each round allocates a fresh input and a fresh 1 KiB histogram (so the bins may sit at another")
+    say("address, in other L2 slices) and times `runs` launches with CUDA events; the same launch as the")
+    say("notebook's GPU table (hist1's own: one wave of blocks of 1024).")
+    say()
+    host = _bytes(n, "uniform")
+    rows, meds = [], []
+    keep = []  # allocations kept alive, so the next round gets other addresses
+    for r in range(rounds):
+        if r % 2:  # shift the allocator: an odd-sized block in between
+            keep.append(cupy.empty(1 + 4096 * r, np.uint8))
+        x = cupy.asarray(host)
+        plan = histogram.ENGINE.plan("hist1", x)
+        (launch,) = plan.launches
+        hist_ptr = int(launch.args[1].data.ptr)  # (x, hist, n)
+        ms = bench.time_runs([launch], runs=runs, warmup=1)
+        meds.append(float(np.median(ms)))
+        rows.append({"round": r, "bins at (address mod 2 MiB)": hex(hist_ptr % (2 << 20)),
+                     "min ms": min(ms), "median ms": float(np.median(ms)), "max ms": max(ms)})  # fmt: skip
+        keep += [x, plan]  # alive: the next round's input and bins go elsewhere
+    table(rows, ["round", "bins at (address mod 2 MiB)", "min ms", "median ms", "max ms"])
+    lo, hi = min(meds), max(meds)
+    within = max(max(r["max ms"] / r["min ms"] for r in rows), 1.0)
+    say(f"median of the rounds: {np.median(meds):.3g} ms; fastest round {lo:.3g} ms, slowest {hi:.3g} ms: "
+        f"max / min = {hi / lo:.2f}; within a round at most {within:.2f}")  # fmt: skip
+    say()
+    del keep, x
+    bench.free_gpu_memory()
+
+
+# ---------------------------------------------------------------- 3. hist_wide on uniform keys
+
+
+def wide_facts(n: int = 2**27, runs: int = 10) -> None:
+    from course import arrays, backend, bench
+    from course.histogram.story import _device_copies, _study_module, wide_keys
+    from course.histogram.wide import WIDE_BINS, wide_plan
+
+    say(f"## 3. hist_wide on 2^27 16-bit keys, {WIDE_BINS} bins: what its time on uniform keys is made of")
+    say()
+    module = _study_module()
+    plain, load = module.get_function("hist_wide_plain"), module.get_function("hist_wide_load")
+    rows = []
+    copy = float(np.median(bench.time_copy(2 * n, runs=runs)))
+    for data in ("uniform", "all-equal", "real"):
+        xs = _device_copies(wide_keys(n, data, WIDE_BINS))
+        launches = [wide_plan(x, WIDE_BINS).launches[0] for x in xs]
+        grid, block = launches[0].grid, launches[0].block
+        shared = 4 * WIDE_BINS
+        agg = float(np.median(bench.time_runs(launches, runs=runs)))
+        out = arrays.zeros(WIDE_BINS, np.uint32)
+
+        def steps(k, xs=xs, out=out, grid=grid, block=block, shared=shared):
+            args = [(x, out, np.int64(n), np.int32(WIDE_BINS)) for x in xs]
+            return [lambda a=a: k(grid, block, a, shared_mem=shared) for a in args]
+
+        ms_plain = float(np.median(bench.time_runs(steps(plain), runs=runs)))
+        ms_load = float(np.median(bench.time_runs(steps(load), runs=runs)))
+        rows.append({"keys": data, "hist_wide (aggregated) ms": agg, "hist_wide_plain ms": ms_plain,
+                     "loads + merge only ms": ms_load, "copy ms": copy,
+                     "aggregated / plain": agg / ms_plain})  # fmt: skip
+        xs, out = [], None
+        bench.free_gpu_memory()
+    say(f"grid {grid}, block {block}, {4 * WIDE_BINS // 1024} KiB of shared memory a block; "
+        f"device {backend.device().name}")  # fmt: skip
+    say()
+    table(rows, ["keys", "hist_wide (aggregated) ms", "hist_wide_plain ms", "loads + merge only ms", "copy ms",
+                 "aggregated / plain"])  # fmt: skip
+    u = rows[0]
+    verdict = (
+        "the __match_any_sync per key costs time on uniform keys"
+        if u["aggregated / plain"] > 1.2
+        else ("the __match_any_sync per key is NOT what makes uniform keys slow (plain is as slow or slower)")
+    )
+    say(f"uniform keys: aggregated / plain = {u['aggregated / plain']:.2f}: {verdict}; loads and merge alone "
+        f"take {u['loads + merge only ms']:.3g} ms of the {u['hist_wide_plain ms']:.3g} ms without aggregation")  # fmt: skip
+    say()
+
+
+def main() -> int:
+    start = time.time()
+    OUT.mkdir(parents=True, exist_ok=True)
+    say("# GPU facts for notebook 03 (histogram)")
+    say()
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        say(f"**NO GPU: {type(exc).__name__}: {exc}. Nothing below is measured.**")
+        PROBLEMS.append("no GPU")
+        cupy = None
+    os.environ.setdefault("COURSE_BACKEND", "cupy" if cupy else "emulator")
+    from course import backend
+
+    dev = backend.device()
+    say(f"device: {dev.name} ({dev.backend} backend, {dev.sm_count} SMs)")
+    say()
+    arch = "sm_90"
+    if cupy is not None:
+        arch = f"sm_{cupy.cuda.Device().compute_capability}"  # CuPy gives "90" for 9.0
+    try:
+        sass_facts(arch)
+    except Exception as exc:
+        PROBLEMS.append(f"SASS: {type(exc).__name__}: {exc}")
+        say(f"**SASS failed: {type(exc).__name__}: {exc}**")
+    if cupy is not None:
+        for part in (spread_facts, wide_facts):
+            try:
+                part()
+            except Exception as exc:
+                PROBLEMS.append(f"{part.__name__}: {type(exc).__name__}: {exc}")
+                say(f"**{part.__name__} failed: {type(exc).__name__}: {exc}**")
+    say(f"({time.time() - start:.0f} s)")
+    if PROBLEMS:
+        say()
+        say("**PROBLEMS: " + "; ".join(PROBLEMS) + "**")
+    (OUT / "gpu_facts_histogram.md").write_text("\n".join(LINES) + "\n")
+    return 1 if PROBLEMS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
