@@ -742,3 +742,51 @@ def test_the_emulator_refuses_a_size_it_would_trace_for_minutes(emulator_backend
 def test_a_sweep_on_the_emulator_counts_at_the_emulator_sizes(emulator_backend) -> None:
     records = bench.sweep([reduction.ENGINE], mode="quick")  # quick sizes reach 2^28: not traced here
     assert {r["n"] for r in records} == set(reduction.ENGINE.bench.emulator_sizes)
+
+
+def test_the_table_gains_a_cub_column_where_cub_was_timed() -> None:
+    kw = {"bytes_moved": 4 * 2**24, "copy_ms": 0.1, "cupy_ms": 0.4, "baseline": "cupy.sum", "env": ENV}
+    args = ("reduction", 2**24, "float32", None)
+    records = [
+        bench.make_record(
+            "reduction", "cub::DeviceReduce::Sum", "cub", *args[1:], [0.125], **kw, cub_ms=0.125
+        ),
+        bench.make_record("reduction", "reduce7", "kernel", *args[1:], [0.1], **kw, cub_ms=0.125),
+    ]
+    assert records[1]["x_cub"] == pytest.approx(1.25) and records[0]["x_cub"] == pytest.approx(1.0)
+    lines = bench.table(records).splitlines()
+    assert lines[0].endswith("| × CuPy | × CUB |")
+    assert lines[3].endswith("| 4.00× | 1.25× |")
+    plain = bench.make_record("transpose", "t1", "kernel", 2**20, "float32", None, [1.0], **kw)
+    assert plain["x_cub"] is None and "× CUB" not in bench.table([plain])  # no CUB algorithm: no column
+
+
+def test_the_cub_steps_call_cupys_cub_as_its_wrappers_expect(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from course.bench import cub as library
+
+    calls: list[tuple] = []
+    fake = ModuleType("cupy.cuda.cub")
+    fake.CUPY_CUB_SUM, fake.CUPY_CUB_CUMSUM = 0, 5  # type: ignore[attr-defined]
+    fake.device_reduce = lambda *a: calls.append(("reduce", *a))  # type: ignore[attr-defined]
+    fake.device_scan = lambda *a: calls.append(("scan", *a))  # type: ignore[attr-defined]
+    fake.device_histogram = lambda *a: calls.append(("histogram", *a))  # type: ignore[attr-defined]
+    cupy = ModuleType("cupy")
+    cupy.cuda = SimpleNamespace(cub=fake)  # type: ignore[attr-defined]
+    cupy.int64 = "int64"  # type: ignore[attr-defined]
+    cupy.zeros = lambda n, dtype: ("zeros", n, dtype)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.cub", fake)
+    x = np.arange(10, dtype=np.float32)
+    inputs = bench.Inputs("reduction", 10, x.dtype, None, (x,))
+    library.device_sum(inputs)()
+    library.device_inclusive_sum(inputs)()
+    library.device_histogram_even(256)(inputs)()
+    assert calls[0] == ("reduce", x, 0, (0,), ())
+    assert (
+        calls[1][0] == "scan" and calls[1][1] is not x and np.array_equal(calls[1][1], x) and calls[1][2] == 5
+    )
+    assert calls[2] == ("histogram", x, ("zeros", 256, "int64"), 257)

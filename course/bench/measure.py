@@ -138,19 +138,23 @@ def _time_inputs(
     topic: Benchable, size: Size, dtype: str, dist: str | None, copy_times: Sequence[float],
     kernels: Sequence[str] | None, runs: int, warmup: int, seed: int, env: Mapping[str, Any],
 ) -> list[Record]:  # fmt: skip
-    """Records of the copy, CuPy's built-ins and the topic's kernels on one kind of input."""
+    """Records of the copy, CuPy's built-ins, CUB and the topic's kernels on one kind of input."""
     spec = _spec(topic)
     count = rotation_sets(spec.moved(size, np.dtype(dtype)), device().l2_cache_bytes)
     sets = input_sets(topic, size, dtype, dist, count, seed)
     copy_ms = statistics.median(copy_times)
     timed = {name: _time_setup(_as_setup(b), sets, runs, warmup) for name, b in spec.baselines.items()}
+    cub = {name: _time_setup(_as_setup(c), sets, runs, warmup) for name, c in spec.cub.items()}
     cupy_ms = statistics.median(timed[spec.baseline])
+    cub_ms = statistics.median(next(iter(cub.values()))) if cub else None
 
     def row(kernel: str, kind: str, times: Sequence[float]) -> Record:
         return make_record(topic.name, kernel, kind, size, dtype, dist, times, bytes_moved=bytes_moved(topic, size, dtype),
-                           copy_ms=copy_ms, cupy_ms=cupy_ms, baseline=spec.baseline, env=env, rotating_sets=count)  # fmt: skip
+                           copy_ms=copy_ms, cupy_ms=cupy_ms, baseline=spec.baseline, env=env, rotating_sets=count,
+                           cub_ms=cub_ms)  # fmt: skip
 
     records = [row("copy", "copy", copy_times)] + [row(name, "cupy", times) for name, times in timed.items()]
+    records += [row(name, "cub", times) for name, times in cub.items()]
     for name, setup in _cases(topic, dtype, kernels):
         records.append(row(name, "kernel", _time_setup(setup, sets, runs, warmup)))
     return records

@@ -65,7 +65,7 @@ def pct_of_copy(kernel_gbps: float, copy_gbps: float) -> float:
 
 
 def x_cupy(ms: float, cupy_ms: float) -> float:
-    """How many times faster than CuPy's built-in (above 1: faster)."""
+    """How many times faster than CuPy's built-in, or than CUB (above 1: faster)."""
     return cupy_ms / ms
 
 
@@ -146,9 +146,11 @@ def make_record(
     baseline: str,
     env: Mapping[str, Any],
     rotating_sets: int = 1,
+    cub_ms: float | None = None,
 ) -> Record:
-    """One row of results: `kind` is "kernel", "cupy" (a built-in) or "copy"; ms is the median.
-    `baseline` names CuPy's built-in that `cupy_ms` timed."""
+    """One row of results: `kind` is "kernel", "cupy" (a built-in), "cub" (CUB itself) or "copy";
+    ms is the median. `baseline` names CuPy's built-in that `cupy_ms` timed; `cub_ms` is CUB's
+    time of the same work (None where the topic has no CUB algorithm)."""
     fields = _size_fields(topic, size, dtype, dist, bytes_moved)
     ms = statistics.median(times)
     rate = gbps(fields["bytes"], ms)
@@ -168,6 +170,8 @@ def make_record(
         "cupy_baseline": baseline,
         "cupy_ms": cupy_ms,
         "x_cupy": x_cupy(ms, cupy_ms) if cupy_ms else None,
+        "cub_ms": cub_ms,
+        "x_cub": x_cupy(ms, cub_ms) if cub_ms else None,
     }
 
 

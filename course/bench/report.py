@@ -48,15 +48,17 @@ def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def timing_table(records: Sequence[Record]) -> str:
-    """Markdown: kernel, N or shape, input, ms, GB/s, % of copy, × CuPy."""
+    """Markdown: kernel, N or shape, input, ms, GB/s, % of copy, × CuPy, and × CUB where CUB was timed."""
     header = ["kernel", "N", "input", "ms", "GB/s", "% of copy", "× CuPy"]
+    with_cub = any(r.get("cub_ms") for r in records)
     rows = (
         [
             r["kernel"], format_size(_record_size(r)), _input_label(r), format_value(r["ms"], ".4g"),
             format_value(r["gbps"], ".1f"), format_value(r["pct_of_copy"], ".1f", " %"), format_value(r["x_cupy"], ".2f", "×"),
-        ]
+        ] + ([format_value(r.get("x_cub"), ".2f", "×")] if with_cub else [])
         for r in records
     )  # fmt: skip
+    header += ["× CUB"] if with_cub else []
     return _markdown(header, rows)
 
 
@@ -206,7 +208,9 @@ def _about(records: Sequence[Record]) -> str:
         f"CUB {cub} (routine accelerators {acc.get('routine')}, reduction accelerators {acc.get('reduction')}). "
         f"Each time is the median of {', '.join(map(str, runs)) or '—'} runs timed with CUDA events; "
         "GB/s counts the bytes that must move; % of copy compares with a device-to-device copy of the "
-        "same bytes, timed in the same run; × CuPy is CuPy's time over the kernel's. "
+        "same bytes, timed in the same run; × CuPy is CuPy's time over the kernel's, × CUB CUB's "
+        "(`cub::DeviceReduce::Sum`, `DeviceScan::InclusiveSum`, `DeviceHistogram::HistogramEven` through "
+        "`cupy.cuda.cub`); dot's CuPy built-in, `cupy.dot`, is cuBLAS. "
         "[How these numbers are produced](README.md)."
     )
 

@@ -196,6 +196,8 @@ class BenchSpec:
     goals: tuple[Goal, ...] = ()
     dists: tuple[str | None, ...] = (None,)  # input distributions (histogram: uniform, all-equal, ...)
     block: Block | None = None  # the block size versions are timed with (None: each version's default)
+    # CUB itself (course.bench.cub), where the topic is one of its device-wide algorithms; × CUB uses the first
+    cub: Mapping[str, Callable[[Inputs], Callable[[], Any]]] = field(default_factory=dict)
 
     @property
     def baseline(self) -> str:
