@@ -1,6 +1,14 @@
 """Notebook 02's exercises: answers that pass, and wrong answers a learner writes."""
 
-from course.transpose.exercises import BANKS_STUB, STORE_STUB, sector_truth, ways_truth
+from course.transpose.exercises import (
+    BANKS_STUB,
+    BATCHED_STUB,
+    STORE_STUB,
+    flight_truth,
+    order_truth,
+    sector_truth,
+    ways_truth,
+)
 
 LOAD_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store"
 STORE = STORE_STUB.replace(LOAD_TEST, "if (c0 + y + j < n && r0 + x + k < m)")
@@ -9,16 +17,32 @@ STORE = STORE_STUB.replace(LOAD_TEST, "if (c0 + y + j < n && r0 + x + k < m)")
 # rows must be 4 banks apart: a row stride of 36 (4 mod 32) puts the 32 words in 32 banks
 BANKS = BANKS_STUB.replace("tile[8][32];   ", "tile[8][32 + 4];")
 
+FILL = """    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
+    // any value is used), then stash v into the tile"""
+assert FILL in BATCHED_STUB
+BATCHED = BATCHED_STUB.replace(
+    FILL,
+    """    for (int k = 0; k < 4; ++k)                      // load: every word into a register first
+        v[k] = r0 + y + 8 * k < m && c0 + x < n ? in[(r0 + y + 8 * k) * n + c0 + x] : 0;
+    for (int k = 0; k < 4; ++k)                      // stash: then the registers into the tile
+        tile[y + 8 * k][x] = v[k];""",
+)
+
 SOLUTIONS = {
     "sectors": sector_truth(),  # {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
     "store": STORE,
     "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x32: (2, 1), 64x16: (1, 2), 16x8: (2, 2)
     "banks": BANKS,
+    "flight": flight_truth(),  # padded 64x4: (4, 8); vec 32x32: (16, 2), 16x32: (32, 4), 8x32: (64, 8)
+    "batched": BATCHED,
+    "order": order_truth(),  # vec 1024x512: (512, 256); grouped 1024x512: (64, 2048), 256x1024: (128, 1024)
     "block": (32, 4),  # 64 KB in flight per SM; (64, 16) and (64, 4) pass too
 }
 
 _SECTORS = sector_truth()
 _WAYS = ways_truth()
+_FLIGHT = flight_truth()
+_ORDER = order_truth()
 
 WRONG = {
     "sectors": [
@@ -71,6 +95,40 @@ WRONG = {
             .replace("= tile[i][j];", "= tile[j][i];"),
             "bank conflict",
         ),
+    ],
+    "flight": [
+        # one word per thread everywhere ("each thread moves its element"): vec's tile is 64 x 64
+        ({k: (4, v[1]) for k, v in _FLIGHT.items()}, "'B loaded per thread before the barrier'"),
+        # every launch fills the SM's 32 block slots: the thread limit forgotten
+        ({k: (v[0], 32) for k, v in _FLIGHT.items()}, "'blocks per SM'"),
+        ({}, "fill in every launch"),
+    ],
+    "batched": [
+        # the course's transpose_rows: each load stashed at once (the compiler may batch it; the source does not)
+        (
+            BATCHED_STUB.replace(
+                FILL,
+                """    for (int k = 0; k < 4; ++k)
+        if (r0 + y + 8 * k < m && c0 + x < n) tile[y + 8 * k][x] = in[(r0 + y + 8 * k) * n + c0 + x];""",
+            ),
+            "batched",
+        ),
+        # no bounds test on the loads: the edge blocks read past the matrix
+        (BATCHED.replace("r0 + y + 8 * k < m && c0 + x < n ? in", "true ? in"), "out-of-bounds"),
+        # the stash down a column of the tile: the store reads the wrong words
+        (
+            BATCHED.replace("tile[y + 8 * k][x] = v[k];", "tile[x][y + 8 * k] = v[k];"),
+            "elements of out are wrong",
+        ),
+        # the stub as it is: the tile is never written
+        (BATCHED_STUB, "uninitialized"),
+    ],
+    "order": [
+        # the 2-D grid's answer for every launch: the tile order changes nothing
+        ({k: _ORDER[("transpose_vec", (1024, 512))] for k in _ORDER}, "is not what the trace counts"),
+        # the 1-D grid always 8 tiles down a column: the short matrix forgotten
+        ({**_ORDER, ("transpose_grouped", (256, 1024)): (64, 2048)}, "is not what the trace counts"),
+        ({}, "fill in every launch"),
     ],
     "block": [
         ((32, 16), "B in flight per SM"),  # the text's 16 KB: Little's law alone, not twice it

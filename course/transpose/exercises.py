@@ -1,7 +1,8 @@
-"""Notebook 02's exercises, on the frame of `course.exercises`: two predictions counted from traces
-(sectors per request, bank-conflict ways), two kernels to fix (a store's bounds test on a
-rectangular tile, a tile with no bank conflicts) and a block to choose by the bytes it keeps in
-flight. The learner's kernels see the element type as a macro, `elem_t` (int here), so their
+"""Notebook 02's exercises, on the frame of `course.exercises`, in the order the notebook teaches
+them: four predictions counted from traces (sectors per request, bank-conflict ways, the bytes a
+launch keeps in flight, the rows of `out` the first blocks write), three kernels (a store's bounds
+test on a rectangular tile, a tile with no bank conflicts, loads batched before the barrier) and a
+block to choose by the bytes it keeps in flight. The learner's kernels see the element type as a macro, `elem_t` (int here), so their
 line numbers stay their own.
 
     transpose.exercises.banks.check(mine)   # the verdict: what is wrong, never the answer
@@ -16,11 +17,19 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
-from .story import bytes_needed_per_sm, index_matrix, resident_blocks
+from .story import (
+    first_trace,
+    index_matrix,
+    launch_facts,
+    loads_before_barrier,
+    read_bytes_needed_per_sm,
+    resident_blocks,
+)
 from .topic import ENGINE, BlockTiles, kernel
 
 EXERCISE_OPTIONS = ("-Delem_t=int",)
@@ -405,6 +414,7 @@ banks = KernelExercise(
 # ---------------------------------------------------------------- 5. measure, then choose: transpose_rows' block
 
 CHOICE_SHAPE = (4096, 16384)  # int32: not the text's 8192² float32
+NEED_TIMES = 4  # without a GPU: at least this many times the read side's Little's law, at the launch's peak
 CHOICE_DTYPE = np.int32
 BLOCK_OPTIONS = (
     (16, 16),
@@ -458,13 +468,14 @@ def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, 
             f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix",
         )
     fly = in_flight(block)
-    little = bytes_needed_per_sm()
-    need = 2 * little
+    little = read_bytes_needed_per_sm()
+    need = NEED_TIMES * little
     lines = [
         f"block {bx}×{by} (a {bx}×{bx} tile): {fly['B per thread']} B loaded per thread before the barrier "
-        f"× {fly['threads per SM']} threads per SM = {fly['B in flight per SM']} B in flight per SM",
-        f"Little's law with {backend.device().name}'s figures asks {little} B per SM; a block has loads in "
-        f"flight only until its barrier (none while it stores), so about twice that: {need} B",
+        f"× {fly['threads per SM']} threads per SM = {fly['B in flight per SM']} B in flight per SM, at most",
+        f"Little's law for the reads with {backend.device().name}'s figures asks {little} B per SM; the rule "
+        f"the in-flight table showed: a launch with a barrier wants about {NEED_TIMES} times that at its peak, "
+        f"{need} B (its loads stop at the barrier, and a busy memory answers later than an idle one)",
         "(no GPU here: the check is the launch's arithmetic, not a timing)",
     ]
     return Verdict(fly["B in flight per SM"] >= need, lines)
@@ -499,9 +510,199 @@ block = Choice(
         "its barrier, times the threads an SM holds at once",
         "transpose_rows with block (bx, by) moves a bx × bx tile: each thread loads bx / by words "
         "before its barrier. An SM holds at most 2048 threads and 32 blocks",
-        "course.device() gives the memory's bandwidth and latency; transpose.bytes_needed_per_sm() "
-        "does Little's law with them. Count each block's bytes in flight and compare",
+        "transpose.littles_law() does Little's law with the device's figures; the in-flight table and its "
+        "timings show how far past it a launch with a barrier must go. Count each block's bytes in flight",
     ),
 )
 
-EXERCISES = (sectors, store, ways, banks, block)
+
+# ---------------------------------------------------------------- predict, then check: bytes in flight
+
+FLIGHT_CASES = (("transpose_padded", (64, 4)), ("transpose_vec", (32, 32)), ("transpose_vec", (16, 32)),
+                ("transpose_vec", (8, 32)))  # fmt: skip  # launches the in-flight table does not show
+FLIGHT_COLUMNS = ("B loaded per thread before the barrier", "blocks per SM")
+
+
+def flight_truth() -> dict[tuple[str, tuple[int, int]], tuple[int, int]]:
+    """(version, block) -> (bytes a thread loads before its barrier, counted from the trace; blocks
+    an SM holds, `course.occupancy` with the device's limits)."""
+    out = {}
+    for name, block in FLIGHT_CASES:
+        per_sm = int(launch_facts(name, (8192, 8192), block)["blocks per SM"])
+        out[(name, block)] = (loads_before_barrier(name, block), per_sm)
+    return out
+
+
+flight = Prediction(
+    key="transpose.flight",
+    title="predict the bytes four launches keep in flight per SM",
+    truth=flight_truth,
+    columns=FLIGHT_COLUMNS,
+    what="launch",
+    rules={
+        "B loaded per thread before the barrier": "a thread loads every word it will stash in the tile before "
+        "the barrier: the tile's words divided by the block's threads, 4 bytes each. transpose_tiled and "
+        "transpose_padded have a by × bx tile (one word per thread); transpose_vec's tile is always 64 × 64",
+        "blocks per SM": "the fewest of: 2048 threads per SM / threads per block; 32 blocks; the SM's 233472 "
+        "bytes of shared memory / (the block's shared bytes + 1024 reserved per block), rounded down. The "
+        "tiles are padded by one word per row: by × (bx + 1) words, and transpose_vec's 64 × 65",
+    },
+    hints=(
+        "two numbers per launch: how much one thread has asked for when it reaches __syncthreads(), and "
+        "how many blocks share an SM",
+        "transpose_vec's block (32 / VEC, ROWS) only decides how the fixed 64 × 64 tile is shared out: "
+        "4096 words over bx · by threads",
+        "course.device().describe() lists the SM's limits; the in-flight table above made the same count "
+        "for other launches: check your method on its rows first",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 6. write: loads batched before the barrier
+
+BATCHED_TILE = (32, 32)  # one block of 32 × 8 threads per 32 × 32 tile: 4 words per thread
+BATCHED_STUB = r"""
+extern "C" __global__ void transpose_batched(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[32][33];                  // a 32 x 32 tile of in, padded
+    int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: tile rows y, y + 8, y + 16, y + 24
+    elem_t v[4];                                     // this thread's 4 words of in, in registers
+    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
+    // any value is used), then stash v into the tile
+    __syncthreads();
+    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
+        if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
+}"""
+BATCHED_SHAPES = ((64, 96), (1, 1), (1, 40), (40, 1), (31, 33), (33, 31), (70, 45), (250, 197))
+
+
+def _program_order(trace: Any) -> list[tuple[int, int, np.ndarray]]:
+    """(block, warp, the warp's events in program order) for each warp in the trace."""
+    keys = sorted(set(zip(trace.block.tolist(), trace.warp.tolist())))
+    out = []
+    for b, w in keys:
+        rows = np.flatnonzero((trace.block == b) & (trace.warp == w))
+        out.append((b, w, rows[np.argsort(trace.step[rows], kind="stable")]))
+    return out
+
+
+def batched() -> Target:
+    """Every warp issues all its global loads before its first store to shared memory: the loads
+    are in flight together whatever the compiler does."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        for b, w, rows in _program_order(trace):
+            ld = rows[(trace.op[rows] == "ld") & (trace.space[rows] == "global")]
+            st = rows[(trace.op[rows] == "st") & (trace.space[rows] == "shared")]
+            if not len(ld) or not len(st):
+                continue
+            pos = {int(r): i for i, r in enumerate(rows.tolist())}
+            first_st = pos[int(st[0])]
+            late = [r for r in ld.tolist() if pos[int(r)] > first_st]
+            if late:
+                return (
+                    f"warp {w} of block {b} stores to the tile (line {trace.line[st[0]]}) before its load on line "
+                    f"{trace.line[late[0]]} is issued: {len(late)} of its {len(ld)} loads wait for a "
+                    "store that waits for a load. Rule: issue every load into registers first, then stash"
+                )
+        return ""
+
+    return Target("batched: every load of a warp issued before its first store to the tile", measure)
+
+
+def _draw_batched(fig: Any, k: Kernel, shape: tuple[int, int] = (64, 64)) -> None:
+    """Warp 0 of block 0, instruction by instruction in program order: global loads, shared stores,
+    the barrier, shared loads, global stores; batched loads are one run of blue before any orange."""
+    m, n = shape
+    a = _matrix(shape)
+    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    grid = (_cdiv(n, BATCHED_TILE[1]), _cdiv(m, BATCHED_TILE[0]))
+    t = k.trace(grid, BLOCK, args, blocks=[0])
+    rows = next(r for b, w, r in _program_order(t) if w == 0)
+    kinds = {("ld", "global"): ("load in", draw.group_color(0)), ("st", "shared"): ("store tile", draw.group_color(1)),
+             ("ld", "shared"): ("load tile", draw.group_color(2)), ("st", "global"): ("store out", draw.group_color(3))}  # fmt: skip
+    fig.set_size_inches(10, 2.4)
+    ax = fig.add_subplot()
+    seen = set()
+    for i, r in enumerate(rows.tolist()):
+        what = (str(t.op[r]), str(t.space[r]))
+        label, colour = kinds.get(what, ("barrier", "black")) if what[1] != "sync" else ("barrier", "black")
+        ax.add_patch(Rectangle((i, 0), 0.9, 1, color=colour, label=None if label in seen else label))
+        seen.add(label)
+    ax.set_xlim(0, max(len(rows), 1))
+    ax.set_ylim(0, 1.6)
+    ax.set_yticks([])
+    ax.set_xlabel("warp 0's memory instructions, in program order (from the trace)")
+    ax.legend(loc="upper left", ncol=5, fontsize=8, frameon=False)
+    ax.set_title("your kernel, warp 0 of block 0: are the loads (blue) all issued before the first store to the tile?",
+                 fontsize=9)  # fmt: skip
+
+
+batched_loads = KernelExercise(
+    key="transpose.batched",
+    title="write the load phase: 4 loads per thread, batched before the tile is written",
+    kernel="transpose_batched",
+    stub=BATCHED_STUB,
+    options=EXERCISE_OPTIONS,
+    cases=lambda: [_case(s, BATCHED_TILE) for s in BATCHED_SHAPES],
+    targets=(batched(), no_bank_conflicts(), coalesced()),
+    timing=_speed(BATCHED_TILE),
+    draw=_draw_batched,
+    hints=(
+        "two loops: the first only reads in (into v), the second only writes the tile",
+        "thread (x, y) moves tile rows y, y + 8, y + 16, y + 24 of column x: word k is in[r0 + y + 8k][c0 + x]. "
+        "A word past the matrix must not be read: give v[k] something harmless instead",
+        "show(mine) draws warp 0's instructions in order; the load loop must not touch the tile, and the "
+        "stash writes tile[y + 8k][x] (a row, as the loads walk)",
+    ),
+)
+
+
+# ---------------------------------------------------------------- predict, then check: the order of the tiles
+
+ORDER_CASES = (
+    ("transpose_vec", (1024, 512)),
+    ("transpose_grouped", (1024, 512)),
+    ("transpose_grouped", (256, 1024)),
+)
+ORDER_COLUMNS = ("rows of out that blocks 0-7 write", "bytes each of those rows gets from them")
+ORDER_BLOCKS = 8
+
+
+def order_counts(name: str, shape: tuple[int, int]) -> tuple[int, int]:
+    """The rows of `out` blocks 0-7 of version `name` write on an m × n matrix, and the bytes each
+    row gets from them, counted from the trace of those blocks (64 × 64 tiles, block 32 × 16)."""
+    a = index_matrix(shape)
+    with backend.using("emulator"):
+        t = first_trace(name, a, (32, 16), blocks=list(range(ORDER_BLOCKS)), spaces={"global"})
+    acc = analysis.steps(t, t.buffers[1].name)
+    acc = acc[acc.op == "st"]
+    rows, per_row = np.unique(acc.index // shape[0], return_counts=True)
+    return len(rows), int(per_row.max()) * 4
+
+
+def order_truth() -> dict[tuple[str, tuple[int, int]], tuple[int, int]]:
+    return {case: order_counts(*case) for case in ORDER_CASES}
+
+
+order = Prediction(
+    key="transpose.order",
+    title="predict which rows of out the first 8 blocks write",
+    truth=order_truth,
+    columns=ORDER_COLUMNS,
+    what="launch",
+    rules={
+        "rows of out that blocks 0-7 write": "a block moves the 64 × 64 tile of a at tile row r, tile column c "
+        "into rows 64c .. 64c + 63 of out. The 2-D grid numbers blocks along a tile row of a first; the 1-D "
+        "grid down a tile column of a (as many tiles as a has tile rows), then the next column",
+        "bytes each of those rows gets from them": "each tile gives each of its 64 rows of out 64 words of 4 "
+        "bytes; a row gets that once for every tile of the 8 that lands in it",
+    },
+    hints=(
+        "first count a's tiles: m / 64 tile rows and n / 64 tile columns",
+        "list the (tile row, tile column) of blocks 0-7 for each grid; the tile column decides the rows of out",
+        "the 1-D grid of a matrix with fewer than 8 tile rows moves on to the next tile column before block 7",
+    ),
+)
+
+EXERCISES = (sectors, store, ways, banks, flight, batched_loads, order, block)
