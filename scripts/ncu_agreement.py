@@ -284,6 +284,42 @@ CASES: tuple[Case, ...] = (
         (r"ld\.shared\.v4\.f32",),
     ),
 )
+
+
+def _version(engine: Any, version: str) -> Callable[[], Launch]:
+    """A topic version's first launch on its panel's input (the panel's N, seed SEED, the version's
+    default block). A grid that depends on the device (one wave) is taken from the emulator's device
+    model, so the traced launch and the profiled one are the same launch."""
+
+    def build() -> Launch:
+        inputs = engine.topic.panel.make_input(engine.topic.panel.n, np.random.default_rng(SEED))
+        v = engine.version(version)
+        block = engine.block_for(v, None)
+        with course.backend.using("emulator"):
+            dims = engine.grid(v, engine.topic.size(*inputs), block, inputs[0].dtype)
+        grid = dims[0] if dims[1:] == (1, 1) else None
+        return engine.plan(v, *(course.asarray(a) for a in inputs), block=block, grid=grid).launches[0]
+
+    return build
+
+
+def _topic_cases() -> tuple[Case, ...]:
+    """Every listed version of every topic (course.topics), except those a hand-made case above
+    already measures: a new version joins the table by existing."""
+    from course.topics import TOPICS
+
+    named = {c.name for c in CASES}
+    return tuple(
+        Case(
+            name, name, _version(engine, name), f"{engine.name}: the panel's input, N={engine.topic.panel.n}"
+        )
+        for engine in TOPICS
+        for name in engine.versions()
+        if name not in named
+    )
+
+
+CASES = CASES + _topic_cases()
 BY_NAME = {c.name: c for c in CASES}
 
 
@@ -603,6 +639,17 @@ def render(
         f"| {HEADINGS['global_st_requests']} | `{METRICS['global_st_requests']}` | global `st` warp instructions |",
         "",
         "Atomics (`atom`, `red`) are counted by neither side of this table (ncu: `_op_atom`, `_op_red`).",
+        "",
+        "The cases are the hand-made ones (reductions at chosen sizes, small kernels whose counts are known "
+        "by hand) and then every listed version of every topic (`course.topics`), each version's first launch "
+        "on its panel's input: a new version joins the table by existing.",
+        "",
+        "Where the two disagree it is the limit of tracing PTX: ptxas, which turns PTX into the GPU's "
+        "machine code (SASS), may fuse neighbouring 4-byte accesses into one 8- or 16-byte access, or keep a "
+        "value in a register instead of reloading it. The emulator counts the accesses the PTX makes, so a "
+        "panel's shared or global counts for such a kernel are what the source asks for: an upper bound on "
+        "the accesses (and wavefronts) the hardware makes. The bold cells below are such cases; the notes "
+        "name the PTX the fused cases compile to.",
         "",
         "| case | kernel | grid × block | " + " | ".join(HEADINGS.values()) + " | agrees |",
         "|---|---|---|" + "---:|" * len(HEADINGS) + "---|",

@@ -310,3 +310,17 @@ def test_predict_command_prints_every_case(capsys):
     out = capsys.readouterr().out
     assert "| tile_column | 8192 | 256 | 1024 | 256 | 1024 | 256 | 0 |" in out
     assert "| fused_pair |" in out and "reduce1" not in out
+
+
+def test_every_listed_version_of_every_topic_is_a_case() -> None:
+    from course.topics import TOPICS
+
+    listed = {name for engine in TOPICS for name in engine.versions()}
+    assert listed <= set(na.BY_NAME)
+    assert len(na.CASES) == len(na.BY_NAME)  # no name twice
+
+
+def test_a_topic_case_traces_the_launch_the_gpu_would_profile() -> None:
+    pred = na.predict(na.BY_NAME["transpose_padded"])
+    assert pred.counts["shared_ld_wavefronts"] > 0 and pred.counts["global_st_requests"] > 0
+    assert pred.grid[0] * pred.block[0] >= 1  # a real launch of the panel's input
