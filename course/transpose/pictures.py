@@ -254,6 +254,8 @@ def draw_tile(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64),
     width = bx + 1 if name == "transpose_padded" else bx
     buffer = next(b.name for b in t.buffers if b.space == "shared")
     draw.transpose_tile(ax, t, buffer, width=width, warps=warps)
+    if width > 16:  # draw.transpose_tile writes lane numbers into narrow tiles only
+        ax.set_title(ax.get_title().replace(", number = lane", ""), fontsize=ax.title.get_fontsize())
 
 
 def draw_tile_read(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> None:

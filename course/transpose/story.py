@@ -204,11 +204,27 @@ def bank_table(cases: Sequence[tuple[str, Any]] = BANK_CASES, shape: tuple[int, 
     return rows
 
 
-def draw_banks(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> None:
+WAYS_SCALE = 32  # the heat maps' shared colour scale: 0 (white) to a 32-way conflict
+
+
+def draw_banks(
+    ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64), colorbar: bool = True
+) -> None:
     """The bank heat map of block 0's worst shared-memory line (the tile read, for the article):
     one row per warp instruction, distinct words per bank. Unpadded 32 × 32: a column of 32s;
-    padded (use block 32 × 32): every bank once."""
+    padded (use block 32 × 32): every bank once. Every map on one colour scale, 0 to 32 words in
+    a bank, so that 1 (no conflict) stays pale beside a 32-way tower; `colorbar` draws the scale."""
     draw.bank_heatmap(ax, _shared_trace(name, block, shape))
+    cells = [c for c in ax.collections if c.get_array() is not None]
+    for c in cells:
+        c.set_clim(0, WAYS_SCALE)
+    for text in ax.texts:  # a cell's count: dark text on a pale cell, whatever the map's own maximum
+        if text.get_text().isdigit():
+            text.set_color("white" if int(text.get_text()) > 0.6 * WAYS_SCALE else "black")
+    if colorbar and cells:
+        bar = ax.figure.colorbar(cells[0], ax=ax, shrink=0.7, pad=0.01)
+        bar.set_label("distinct words in one bank (ways)", fontsize=8)
+        bar.ax.tick_params(labelsize=8)
 
 
 # ---------------------------------------------------------------- the article's errors
