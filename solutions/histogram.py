@@ -2,7 +2,17 @@
 
 import numpy as np
 
-from course.histogram.exercises import AGGREGATE_STUB, WARP_COPIES_STUB, pattern_bytes, pattern_truth
+from course.histogram.exercises import (
+    AGGREGATE_STUB,
+    VEC4_STUB,
+    WARP_COPIES_STUB,
+    WIDE_STUB,
+    agg_truth,
+    copies_truth,
+    in_flight_truth,
+    pattern_bytes,
+    pattern_truth,
+)
 
 # 2: zero every warp's copy, and let the whole block finish counting before the merge reads
 ZEROED = WARP_COPIES_STUB.replace("k < 256;", "k < warps * 256;")
@@ -10,15 +20,15 @@ WARP_COPIES = ZEROED.replace(
     "atomicAdd(&mine[x[i]], 1u);\n", "atomicAdd(&mine[x[i]], 1u);\n    __syncthreads();\n"
 )
 
-# 3: the lanes with the same byte find each other; the lowest adds the group's size
-AGGREGATE = AGGREGATE_STUB.replace(
+# aggregate, the way hist1_agg does it (shown in the notebook): __match_any_sync, which the exercise rules out
+MATCHED = AGGREGATE_STUB.replace(
     "        atomicAdd(&hist[byte], 1u);\n",
     "        const unsigned int peers = __match_any_sync(__activemask(), byte);\n"
     "        if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[byte], __popc(peers));\n",
 )
 
-# 3, another natural answer: groups built one at a time with __ballot_sync (no __match_any_sync)
-AGGREGATE_BALLOT = AGGREGATE_STUB.replace(
+# aggregate: groups built one at a time with __shfl_sync and __ballot_sync (no __match_any_sync)
+AGGREGATE = AGGREGATE_STUB.replace(
     "        atomicAdd(&hist[byte], 1u);\n",
     """        const unsigned int lane = threadIdx.x & 31;
         unsigned int left = __activemask();
@@ -32,16 +42,111 @@ AGGREGATE_BALLOT = AGGREGATE_STUB.replace(
 """,
 )
 
+# vec4: whole words first, four keys each, then the n % 4 bytes after the last whole word
+VEC4 = VEC4_STUB.replace(
+    "    for (long long i = first; i < n; i += stride) atomicAdd(&temp[x[i]], 1u);\n",
+    """    const long long nw = n / 4;
+    for (long long i = first; i < nw; i += stride) {
+        const unsigned int w = words[i];
+        atomicAdd(&temp[w & 255], 1u);
+        atomicAdd(&temp[(w >> 8) & 255], 1u);
+        atomicAdd(&temp[(w >> 16) & 255], 1u);
+        atomicAdd(&temp[w >> 24], 1u);
+    }
+    for (long long i = 4 * nw + first; i < n; i += stride) atomicAdd(&temp[x[i]], 1u);
+""",
+)
+
+# wide_bins: hist2's zero, count, merge over `bins` bins, keys past the last bin skipped
+WIDE_COUNT = """    for (int b = threadIdx.x; b < bins; b += blockDim.x) counts[b] = 0;
+    __syncthreads();
+    for (long long i = first; i < n; i += stride) {
+        const unsigned int key = x[i];
+        if (key < (unsigned int)bins) atomicAdd(&counts[key], 1u);
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < bins; b += blockDim.x)
+        if (counts[b]) atomicAdd(&hist[b], counts[b]);
+"""
+WIDE_LINE = "    for (long long i = first; i < n; i += stride) atomicAdd(&hist[x[i]], 1u);\n"
+WIDE = WIDE_STUB.replace(WIDE_LINE, WIDE_COUNT)
+
+_AGG = agg_truth()
+_COPIES = copies_truth()
+_FLIGHT = in_flight_truth()
+
 SOLUTIONS = {
     "patterns": pattern_truth(),
     "warp_copies": WARP_COPIES,
     "aggregate": AGGREGATE,
+    "agg_atomics": _AGG,
+    "in_flight": _FLIGHT,
+    "copies_banks": _COPIES,
+    "vec4": VEC4,
+    "wide_bins": WIDE,
     "grid": 660,  # 132 SMs x 5 blocks: 228 KiB / (37.5 KiB + 1 KiB) on the emulator's H100 model
 }
 
 _TRUTH = pattern_truth()
 
 WRONG = {
+    "agg_atomics": [
+        ({k: (32, v[1]) for k, v in _AGG.items()}, "'7': 'global atomics of the warp'"),  # hist1's count
+        (
+            {k: (v[0], v[0]) for k, v in _AGG.items()},
+            "'l': 'largest number one atomic adds'",
+        ),  # groups, not size
+        ({"l": (32, 1)}, "fill in every pattern"),
+    ],
+    "in_flight": [
+        # the threads of one block, not of the SM
+        (
+            {k: (v[0] // int(k.split(", ")[2].split()[0]), v[1]) for k, v in _FLIGHT.items()},
+            "'bytes in flight an SM'",
+        ),
+        ({k: (v[0], 10 * v[1]) for k, v in _FLIGHT.items()}, "'% of Little's law'"),
+        ({}, "fill in every launch"),
+    ],
+    "copies_banks": [
+        (
+            {k: (32 // int(k[2:].split(",")[0]), v[1]) for k, v in _COPIES.items()},
+            "'lanes on one word (most)'",
+        ),
+        # ways counted as lanes in the fullest bank, lanes on one word counted apart
+        (
+            {k: (v[0], 4 if k == "C=8, byte 7" else v[1]) for k, v in _COPIES.items()},
+            "'C=8, byte 7': 'bank ways",
+        ),
+        ({"C=1, byte 4*l": (1, 4)}, "fill in every case"),
+    ],
+    "vec4": [
+        (VEC4_STUB, "narrower than 4 bytes"),  # one byte a load, as hist2
+        (
+            VEC4.replace(
+                "    for (long long i = 4 * nw + first; i < n; i += stride) atomicAdd(&temp[x[i]], 1u);\n", ""
+            ),
+            "fewer than the bytes hold",
+        ),  # the tail forgotten
+        (VEC4.replace("long long i = 4 * nw + first", "long long i = first"), "more than the bytes hold"),
+    ],
+    "wide_bins": [
+        (WIDE_STUB, "the checker found a bug"),  # keys past the last bin write past hist
+        (WIDE.replace("        if (key < (unsigned int)bins) ", "        "), "the checker found a bug"),
+        (
+            WIDE.replace(
+                "    __syncthreads();\n    for (int b = threadIdx.x; b < bins; b += blockDim.x)\n        if",
+                "    for (int b = threadIdx.x; b < bins; b += blockDim.x)\n        if",
+            ),
+            "race",
+        ),
+        (
+            WIDE_STUB.replace(
+                WIDE_LINE,
+                "    for (long long i = first; i < n; i += stride) if (x[i] < bins) atomicAdd(&hist[x[i]], 1u);\n",
+            ),
+            "one global atomic per bin and block",
+        ),
+    ],
     "patterns": [
         # lanes counted as the distinct bytes of the warp, not the lanes on the commonest one
         (
@@ -73,8 +178,9 @@ WRONG = {
     ],
     "aggregate": [
         (AGGREGATE_STUB, "at most one atomic per distinct byte"),  # hist1 as it is
-        (AGGREGATE.replace("if ((threadIdx.x & 31) == __ffs(peers) - 1) ", ""), "more than the bytes hold"),
-        (AGGREGATE.replace("__popc(peers)", "1u"), "fewer than the bytes hold"),
+        (MATCHED, "no __match_any_sync"),  # hist1_agg's way, copied from the notebook
+        (AGGREGATE.replace("if (lane == leader) ", ""), "more than the bytes hold"),
+        (AGGREGATE.replace("__popc(same)", "1u"), "fewer than the bytes hold"),
         # the full mask in a loop whose last trip only some lanes of the warp take
         (
             AGGREGATE.replace("__activemask()", "0xffffffffu"),

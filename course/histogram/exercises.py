@@ -10,6 +10,7 @@ The learner's kernels count bytes into 256 `unsigned int` bins, as the notebook'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -269,16 +270,16 @@ warp_copies = KernelExercise(
 )
 
 
-# ---------------------------------------------------------------- 3. write: warp-aggregated global atomics
+# ---------------------------------------------------------------- write: warp aggregation without __match_any_sync
 
 AGGREGATE_STUB = r"""
 extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
     const long long stride = (long long)blockDim.x * gridDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const unsigned int byte = x[i];
-        // ---- your code: the lanes holding the same byte agree, and one of them adds for all
+        // FILL ME IN (about 8 lines): the lanes holding the same byte agree, without __match_any_sync,
+        // and one of them adds for all of them
         atomicAdd(&hist[byte], 1u);
-        // ---- end of your code
     }
 }"""
 
@@ -331,12 +332,22 @@ def _no_shared(trace: Any, k: Kernel) -> str:
     return ""
 
 
+def _no_match(trace: Any, k: Kernel) -> str:
+    """The agreement is built from ballots and shuffles: no match.any in the compiled kernel."""
+    if re.search(r"\bmatch\.any", k.module.compiled.ptx):
+        return (
+            "the kernel uses __match_any_sync (hist1_agg's way); here the lanes find their group with "
+            "the older warp votes and shuffles, one distinct byte at a time"
+        )
+    return ""
+
+
 def _draw_aggregate(fig: Any, k: Kernel) -> None:
     _draw_first_trip(fig, k, "hist", block=128)
 
 
 def _aggregate_speed(k: Kernel, n: int = 2**24, block: int = 256) -> list[str]:
-    """On a GPU: the learner's kernel (one wave) against hist1 on all-equal and on uniform bytes."""
+    """On a GPU: the learner's kernel (one wave) against hist1_agg on all-equal and on uniform bytes."""
     blocks = backend.device().sm_count * max(1, blocks_per_sm(block, 0))
     lines = []
     for data in ("all-equal", "uniform"):
@@ -346,30 +357,34 @@ def _aggregate_speed(k: Kernel, n: int = 2**24, block: int = 256) -> list[str]:
             hist = arrays.zeros(BINS, np.uint32)
             return lambda: k((blocks,), (block,), (s[0], hist, np.int64(n)))
 
-        lines += [f"{data} bytes, 2^24 of them:", *exercises.compare_speed(mine, ENGINE, "hist1", (x,), n)]
+        lines += [
+            f"{data} bytes, 2^24 of them:",
+            *exercises.compare_speed(mine, ENGINE, "hist1_agg", (x,), n),
+        ]
     return lines
 
 
 aggregate = KernelExercise(
     key="histogram.aggregate",
-    title="warp-aggregate hist1's global atomics",
+    title="warp-aggregate hist1's global atomics with ballots",
     kernel="hist_agg",
     stub=AGGREGATE_STUB,
     cases=lambda: [_counting_case(*c) for c in AGGREGATE_CASES],
     targets=(
         Target("at most one atomic per distinct byte in each trip of a warp", _one_atomic_per_byte),
         Target("no shared memory", _no_shared),
+        Target("no __match_any_sync", _no_match),
     ),
     timing=_aggregate_speed,
     draw=_draw_aggregate,
     hints=(
-        "on all-equal bytes the 32 lanes of a warp all add 1 to the same bin, one after another: "
-        "what if one lane added 32 instead?",
-        "a lane must find out which other lanes of its warp hold the same byte (a mask of lanes), "
-        "then exactly one lane of each such group adds the group's size",
-        "kernel 4's `add_aggregated` does this on shared memory. A warp intrinsic waits for every "
-        "lane its mask names: in this loop the lanes of a warp may not all be in the same trip "
-        "(`for_each_key_warp` keeps them together; `__activemask()` names only the lanes that are here)",
+        "take one byte at a time: pick a lane that has not been counted yet, let every lane compare "
+        "its byte with that lane's, and repeat until every lane is counted",
+        "__shfl_sync hands one lane's value to all lanes; __ballot_sync turns a per-lane yes/no into a "
+        "mask of lanes; __popc of a mask is how many lanes said yes; __ffs finds the lowest set bit",
+        "keep a mask of the lanes still to count, starting from __activemask() (in the last trip not "
+        "every lane is here), and use that mask in every intrinsic; clear the group's lanes from it "
+        "after each round",
     ),
 )
 
@@ -444,4 +459,314 @@ grid = Choice(
     ),
 )
 
-EXERCISES: Sequence[exercises.Exercise] = (patterns, warp_copies, aggregate, grid)
+
+# ---------------------------------------------------------------- predict: bytes in flight (Little's law)
+
+# (launch in words) -> (version, threads a block, blocks an SM runs)
+IN_FLIGHT_LAUNCHES = {
+    "hist2, blocks of 512, 4 blocks an SM": ("hist2", 512, 4),
+    "hist3_vec, blocks of 128, 16 blocks an SM": ("hist3_vec", 128, 16),
+    "hist3_vec, blocks of 1024, 1 block an SM": ("hist3_vec", 1024, 1),
+    "hist1, blocks of 64, 12 blocks an SM": ("hist1", 64, 12),
+}
+IN_FLIGHT_COLUMNS = ("bytes in flight an SM", "% of Little's law")
+
+
+def in_flight_truth() -> dict[str, tuple[int, float]]:
+    """Per launch: threads an SM runs x bytes a thread loads before its first atomic (from the
+    trace), and that as a % of Little's law on this device (rounded to 0.1)."""
+    from .story import little_bytes_per_sm, loaded_before_use
+
+    need = little_bytes_per_sm()
+    out = {}
+    for label, (name, block, per_sm) in IN_FLIGHT_LAUNCHES.items():
+        flying = block * per_sm * loaded_before_use(name)
+        out[label] = (flying, round(100 * flying / need, 1))
+    return out
+
+
+in_flight = Prediction(
+    key="histogram.in_flight",
+    title="predict the bytes in flight an SM of four launches",
+    truth=in_flight_truth,
+    columns=IN_FLIGHT_COLUMNS,
+    what="launch",
+    tolerance=0.02,
+    rules={
+        "bytes in flight an SM": "every thread an SM runs has the bytes of its load in flight before it "
+        "needs them: threads an SM runs (threads a block x blocks an SM) x bytes a thread loads ahead "
+        "(the launch table's column for that kernel)",
+        "% of Little's law": "100 x bytes in flight / the bytes an SM needs in flight on this device "
+        "(bandwidth x latency / SMs, the launch table's last column is the same ratio)",
+    },
+    hints=(
+        "the launch table above has one column for each step: bytes a thread loads ahead, warps an SM "
+        "runs, bytes in flight an SM, % of Little's law",
+        "hist1 and hist2 load one byte before they use it, hist3_vec sixteen",
+        "read the Little's law figure off a row of the launch table: its bytes in flight divided by its % "
+        "gives the bytes an SM needs, times 100",
+    ),
+)
+
+
+# ---------------------------------------------------------------- predict: what hist1_agg's atomics do
+
+AGG_PATTERNS = {
+    "l": lambda lane: lane,
+    "7": lambda lane: np.full_like(lane, 7),
+    "l % 4": lambda lane: lane % 4,
+    "l // 4": lambda lane: lane // 4,
+    "l % 3": lambda lane: lane % 3,
+}
+AGG_COLUMNS = ("global atomics of the warp", "largest number one atomic adds")
+
+
+def agg_bytes(pattern: str) -> np.ndarray:
+    return np.asarray(AGG_PATTERNS[pattern](np.arange(WARP)), np.int64).astype(np.uint8)
+
+
+def agg_truth() -> dict[str, tuple[int, int]]:
+    """hist1_agg on one warp of 32 bytes: the atomics on hist from the trace, and the largest group
+    (what __popc(peers) adds) from the bytes."""
+    out = {}
+    for p in AGG_PATTERNS:
+        x = agg_bytes(p)
+        t = first_trace("hist1_agg", x, block=WARP, grid=1)
+        out[p] = (int(analysis.contention(t, "hist").lanes.sum()), int(np.bincount(x).max()))
+    return out
+
+
+agg_atomics = Prediction(
+    key="histogram.agg_atomics",
+    title="predict hist1_agg's atomics on five warps of bytes",
+    truth=agg_truth,
+    columns=AGG_COLUMNS,
+    what="pattern",
+    rules={
+        "global atomics of the warp": "one atomic per distinct byte the warp holds: the lowest lane of "
+        "each group of equal bytes adds for the group",
+        "largest number one atomic adds": "an atomic adds its group's size, __popc(peers): the most lanes "
+        "holding one byte",
+    },
+    hints=(
+        "write out the 32 bytes of each pattern (l = 0 ... 31; // is integer division)",
+        "group the lanes by byte: how many groups are there, and how big is the biggest?",
+    ),
+)
+
+
+# ---------------------------------------------------------------- predict: copies and banks
+
+COPIES_CASES = {  # (C copies, the byte lane l holds)
+    "C=1, byte 4*l": (1, lambda lane: 4 * lane),
+    "C=8, byte 4*l": (8, lambda lane: 4 * lane),
+    "C=32, byte 4*l": (32, lambda lane: 4 * lane),
+    "C=2, byte l": (2, lambda lane: lane),
+    "C=8, byte 7": (8, lambda lane: np.full_like(lane, 7)),
+}
+COPIES_COLUMNS = ("lanes on one word (most)", "bank ways (worst)")
+
+
+def copies_case_bytes(case: str) -> np.ndarray:
+    """512 bytes: lane l's 16-byte vector holds its byte 16 times, so every counting instruction of
+    hist5_copies<C>'s warp has lane l on byte COPIES_CASES[case](l)."""
+    _, f = COPIES_CASES[case]
+    return np.repeat(np.asarray(f(np.arange(WARP)), np.int64).astype(np.uint8), 16)
+
+
+def copies_truth() -> dict[str, tuple[int, int]]:
+    from .story import copies_kernel
+
+    out = {}
+    for case, (c, _) in COPIES_CASES.items():
+        x = copies_case_bytes(case)
+        with backend.using("emulator"):
+            args = (arrays.asarray(x), arrays.zeros(BINS, np.uint32), np.int64(x.size))
+            t = copies_kernel(c).trace((1,), (WARP,), args)
+        con = analysis.contention(t, "temp")
+        line = int(np.bincount(con.line).argmax())
+        atoms = analysis.bank_conflicts(t.where(space="shared", op=["atom", "red"]))
+        out[case] = (int(con.max_lanes.max()), int(atoms[atoms.line == line].ways.max()))
+    return out
+
+
+copies_banks = Prediction(
+    key="histogram.copies_banks",
+    title="predict words and banks of hist5_copies<C>",
+    truth=copies_truth,
+    columns=COPIES_COLUMNS,
+    what="case",
+    rules={
+        "lanes on one word (most)": "lane l counts bin b in copy l % C, word b * C + l % C: lanes meet on a "
+        "word only if they hold the same byte AND use the same copy",
+        "bank ways (worst)": "word w is in bank w % 32, so bin b of copy c is in bank (b * C + c) % 32; the "
+        "ways are the distinct words in the fullest bank",
+    },
+    hints=(
+        "for each lane work out its copy (l % C), its word (byte * C + copy) and that word's bank",
+        "with C copies the bins are C words apart: more copies can move two bins into the same bank, "
+        "as well as out of it",
+        "count distinct words per bank, not lanes: two lanes on one word are one word",
+    ),
+)
+
+
+# ---------------------------------------------------------------- write: 4-byte loads
+
+VEC4_STUB = r"""
+extern "C" __global__ void hist_vec4(const unsigned char* x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[256];
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) temp[b] = 0;
+    __syncthreads();
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    const unsigned int* words = (const unsigned int*)x;  // x starts on a 16-byte boundary
+    // FILL ME IN (about 8 lines): count every byte of x into temp, four bytes a load
+    for (long long i = first; i < n; i += stride) atomicAdd(&temp[x[i]], 1u);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+        if (temp[b]) atomicAdd(&hist[b], temp[b]);
+}"""
+
+VEC4_CASES = (
+    (1, 1, 32, "uniform"), (3, 1, 64, "skewed"), (1027, 2, 128, "all-equal"), (4099, 3, 96, "real"),
+    (255, 1, 256, "uniform"), (5001, 4, 64, "skewed"),
+)  # fmt: skip
+
+
+def _four_bytes_a_load(trace: Any, k: Kernel) -> str:
+    """Every byte of x is loaded once; all but the last n % 4 by 4-byte loads."""
+    n = int(trace.buffers[analysis.buffer_index(trace, "x")].nbytes)
+    loads = analysis.sectors(trace.where(space="global", op="ld"))
+    total = int(loads.bytes.sum()) if len(loads) else 0
+    narrow = loads[loads.lane_bytes < 4]
+    small = int(narrow.bytes.sum()) if len(narrow) else 0
+    if total != n:
+        return f"the kernel loaded {total} bytes of x for N = {n}: load every byte once (no byte twice)"
+    if small > n % 4:
+        return (
+            f"{small} bytes of x came in loads narrower than 4 bytes: only the last N % 4 bytes, after the "
+            "last whole word, need one-byte loads"
+        )
+    return ""
+
+
+vec4 = KernelExercise(
+    key="histogram.vec4",
+    title="count with 4-byte loads",
+    kernel="hist_vec4",
+    stub=VEC4_STUB,
+    cases=lambda: [_counting_case(*c) for c in VEC4_CASES],
+    targets=(Target("four bytes a load, each byte once", _four_bytes_a_load),),
+    hints=(
+        "x holds n / 4 whole words and n % 4 bytes after them: a grid-stride loop over the words, and "
+        "another over the leftover bytes",
+        "a word w holds four keys: w & 255, (w >> 8) & 255, (w >> 16) & 255 and w >> 24 (the GPU is "
+        "little-endian: the lowest byte is the first)",
+        "the leftover bytes start at 4 * (n / 4); a thread's share of them is i = first, first + stride, "
+        "... below n % 4, as in hist3_vec's tail loop",
+    ),
+)
+
+
+# ---------------------------------------------------------------- write: many bins in dynamic shared memory
+
+WIDE_STUB = r"""
+extern "C" __global__ void hist_bins(const unsigned short* x, unsigned int* hist, long long n, int bins) {
+    extern __shared__ unsigned int counts[];  // bins words, sized at launch: shared_mem = 4 * bins
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    // FILL ME IN (about 10 lines): zero the block's bins, count the keys below `bins` into them,
+    // then add them to hist
+    for (long long i = first; i < n; i += stride) atomicAdd(&hist[x[i]], 1u);
+}"""
+
+# (N, blocks, block, bins, data): keys of 16 bits, some past `bins` (they are not counted)
+WIDE_CASES = (
+    (257, 1, 96, 7, "uniform"), (1, 1, 32, 100, "uniform"), (1000, 2, 64, 300, "all-equal"),
+    (3001, 3, 128, 1000, "uniform"), (5003, 2, 256, 4096, "real"), (4097, 4, 32, 2500, "real"),
+)  # fmt: skip
+
+
+def wide_case_keys(n: int, bins: int, data: str) -> np.ndarray:
+    """n uint16 keys, about a fifth of them >= bins (uniform and real); all-equal: bins - 1."""
+    rng = np.random.default_rng(n + bins)
+    if data == "all-equal":
+        return np.full(n, bins - 1, np.uint16)
+    if data == "real":
+        from .story import wide_keys
+
+        return (wide_keys(n, "real") % (bins + bins // 4 + 1)).astype(np.uint16)
+    return rng.integers(0, bins + bins // 4 + 1, n, dtype=np.uint16)
+
+
+def _wide_case(n: int, grid: int, block: int, bins: int, data: str) -> Case:
+    x = wide_case_keys(n, bins, data)
+    want = np.bincount(x[x < bins], minlength=bins)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(x), arrays.zeros(bins, np.uint32), np.int64(n), np.int32(bins)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        got = arrays.asnumpy(done[1]).astype(np.int64)
+        wrong = np.flatnonzero(got != want)
+        if not len(wrong):
+            return ""
+        b = int(wrong[0])
+        return (
+            f"{len(wrong)} of {bins} bins wrong: bin {b} holds {got[b]}, {abs(int(got[b]) - int(want[b]))} "
+            f"{'more' if got[b] > want[b] else 'fewer'} than the keys hold (keys >= bins are not counted)"
+        )
+
+    return Case(
+        f"N={n}, {bins} bins, {blocks_in_words(grid, block)}, {data} keys", grid, block, args, judge,
+        shared_mem=4 * bins,
+    )  # fmt: skip
+
+
+def _counts_in_shared(trace: Any, k: Kernel) -> str:
+    """The keys are counted with atomics on the block's shared bins, and each block adds a bin to
+    hist with one global atomic at most."""
+    at = analysis.atomics(trace, "hist")
+    if len(at):
+        keys, inverse = np.unique(at.block.astype(np.int64) * 2**20 + at.index, return_inverse=True)
+        lanes = np.bincount(inverse, weights=at.lanes).astype(int)
+        if (lanes > 1).any():
+            i = int(np.flatnonzero(lanes > 1)[0])
+            b, bin_ = divmod(int(keys[i]), 2**20)
+            return (
+                f"block {b} made {lanes[i]} global atomics on hist[{bin_}]: count in the block's shared "
+                "bins first, then one atomicAdd per bin and block"
+            )
+    return ""
+
+
+wide_bins = KernelExercise(
+    key="histogram.wide_bins",
+    title="write a histogram of `bins` bins in dynamic shared memory",
+    kernel="hist_bins",
+    stub=WIDE_STUB,
+    cases=lambda: [_wide_case(*c) for c in WIDE_CASES],
+    targets=(Target("one global atomic per bin and block, at most", _counts_in_shared),),
+    hints=(
+        "three steps, as in hist2: zero, count, merge; what changes is that the block has `bins` bins, "
+        "not 256, and that some keys are past the last bin",
+        "a block of any size must zero and merge every one of the bins: each thread takes bins "
+        "threadIdx.x, threadIdx.x + blockDim.x, ...",
+        "two barriers: after zeroing (before any thread counts) and after counting (before any thread "
+        "reads a bin for the merge); skip the global atomic of an empty bin",
+    ),
+)
+
+
+EXERCISES: Sequence[exercises.Exercise] = (
+    patterns,
+    agg_atomics,
+    in_flight,
+    vec4,
+    copies_banks,
+    warp_copies,
+    aggregate,
+    wide_bins,
+    grid,
+)
