@@ -135,3 +135,78 @@ WRONG = {
         (None, "lookback takes a block of"),
     ],
 }
+
+
+# ---------------------------------------------------------------- exercises 5 to 8 (banks, tile, moved, propagate)
+
+from course.scan.exercises import PROPAGATE_STUB, bank_truth, bytes_truth, tile_truth  # noqa: E402
+
+PROPAGATE_MARK = "    // FILL ME IN (about 3 lines): one thread per element of y past the first tile\n"
+PROPAGATE = PROPAGATE_STUB.replace(
+    PROPAGATE_MARK,
+    """    int i = tile + blockIdx.x * blockDim.x + threadIdx.x;   // past the first tile
+    if (i < n) y[i] += scanned_totals[i / tile - 1];
+""",
+)
+PROPAGATE_ALSO = [
+    # a 64-bit index and the tile computed first
+    PROPAGATE_STUB.replace(
+        PROPAGATE_MARK,
+        """    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x + tile;
+    if (i >= n) return;
+    int t = (int)(i / tile);
+    y[i] = y[i] + scanned_totals[t - 1];
+""",
+    ),
+]
+
+SOLUTIONS.update({
+    "banks": bank_truth(),
+    "moved": bytes_truth(),
+    "tile": tile_truth(),
+    "propagate": PROPAGATE,
+})  # fmt: skip
+
+BANKS, MOVED, TILE = bank_truth(), bytes_truth(), tile_truth()
+UP1, UP4, UP16, UP64, DOWN16 = BANKS
+M1, M3, M10 = MOVED
+T32, T256 = TILE
+
+WRONG.update({
+    "banks": [
+        # 2s-way at every stride: the busy lanes' spacing alone, forgetting that fewer lanes are busy
+        ({**BANKS, UP64: (32,)}, "'ways' is not what the trace counts"),
+        ({**BANKS, DOWN16: (16,)}, "'ways'"),  # the up-sweep's count for the down-sweep's step
+        ({}, "fill in every step"),
+    ],
+    "moved": [
+        ({**MOVED, M3: (4.0,)}, "'elements moved per element' is not what the trace counts"),  # 4N at once
+        ({**MOVED, M10: (4.0,)}, "within 3 % passes"),
+        ({**MOVED, M1: (4.0,)}, "tile 0 needs no prefix"),  # one tile: no propagate launch at all
+    ],
+    "tile": [
+        ({**TILE, T256: (TILE[T256][0], TILE[T256][0], TILE[T256][2])}, "'shuffles, last warp'"),  # every warp as warp 0
+        ({**TILE, T32: (TILE[T32][0], TILE[T32][1] - 5, TILE[T32][2])}, "only if it is warp 0"),  # block 32's one warp
+        ({**TILE, T256: (TILE[T256][0], TILE[T256][1], 2 * 8)}, "__syncthreads"),  # Kogge-Stone's 2 log2(256)
+    ],
+    "propagate": [
+        (PROPAGATE_STUB, "y is unchanged"),
+        # the first tile gets a prefix too: scanned_totals[-1]
+        (PROPAGATE.replace("int i = tile + blockIdx.x", "int i = blockIdx.x"), "the checker found a bug"),
+        # the tile's own total instead of the tiles before it
+        (PROPAGATE.replace("scanned_totals[i / tile - 1]", "scanned_totals[i / tile]"), "is wrong"),
+        # the bound check forgotten: the last block's threads past n
+        (PROPAGATE.replace("if (i < n) y[i]", "y[i]"), "the checker found a bug"),
+        # a thread per tile, looping over it: the course's add_tile_prefix, one thread at a time
+        (
+            PROPAGATE_STUB.replace(
+                PROPAGATE_MARK,
+                """    int t = 1 + blockIdx.x * blockDim.x + threadIdx.x;
+    if (t * tile >= n) return;
+    for (int i = t * tile; i < n && i < (t + 1) * tile; ++i) y[i] += scanned_totals[t - 1];
+""",
+            ),
+            "touches y",
+        ),
+    ],
+})  # fmt: skip

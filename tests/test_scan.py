@@ -194,7 +194,7 @@ def test_the_articles_errors(emulator_backend):
     assert bk.kinds() == {"out-of-bounds", "uninitialized"}
     assert "XY[159]" in str(bk.of("out-of-bounds")) and "XY[64]" in str(bk.of("uninitialized"))
     assert not story.never_writes_y().any()
-    assert story.wrong_last_element() == {"wrong at": [127], "got": [64], "want": [128]}
+    assert list(story.wrong_last_element()) == [{"element": 127, "the kernel's y": 64, "NumPy's": 128}]
     assert '"_shared__" is undefined' in story.typo_error()
 
 
@@ -330,7 +330,10 @@ def test_speed_against_n_on_a_gpu(cupy_backend):
     records = scan.speed_against_n(sizes=(2**16, 2**20))
     assert {r["kernel"] for r in records} == {"copy", "cupy.cumsum", "scan_then_propagate", "lookback"}
     rows = scan.speed_table(records, sizes=(2**20,))
-    assert len(rows) == 4 and all(r["N"] == "2^20" and r["GB/s"] > 0 for r in rows)
+    assert all(r["N"] == "2^20" and r["GB/s"] > 0 for r in rows)
+    kernels = [r["kernel"] for r in rows]  # CUB's DeviceScan beside them where CuPy reaches it
+    assert set(kernels) - {story.CUB} == {"copy", "cupy.cumsum", "scan_then_propagate", "lookback"}
+    assert len(rows) == 4 or kernels[-1] == story.CUB
     speeds = story.block_speeds(n=2**20, runs=10)
     assert set(speeds) == set(topic.TILE_BLOCKS) and all(v > 0 for v in speeds.values())
 

@@ -279,11 +279,18 @@ extern "C" __global__ void exclusive_from_inclusive(const elem_t* incl, elem_t* 
 }
 
 // ---- Beyond one block: tiles of BLOCK*ITEMS elements.
-// Each thread scans ITEMS consecutive elements in registers, then the block scans the threads'
-// totals with warp shuffles (log2(32) steps per warp, one shared word per warp): most adds are
-// sequential and cheap, and a block handles a tile far bigger than itself.
+// PMPP's coarsened three-phase scan, in registers: (1) each thread scans its ITEMS consecutive
+// elements one after another; (2) the block scans the threads' totals with warp shuffles
+// (Kogge-Stone across a warp's 32 lanes: log2(32) steps, no barrier, no shared memory; then
+// one shared word per warp and a second warp scan over the warps' totals); (3) each thread adds
+// the total of the threads before it to its elements. Most adds are sequential and cheap, and a
+// block handles a tile far bigger than itself.
 
 // ⊕-generic versions of common.cuh's warp_inclusive_scan and block scan.
+// warp_scan: Kogge-Stone with the warp's 32 lanes for threads and their registers for the shared
+// array. __shfl_up_sync hands lane l the v of lane l - offset (lanes below offset get their own
+// back); the lanes of a warp execute each step together, so no barrier separates the steps, and
+// the extra adds of Kogge-Stone's lanes cost nothing: the instruction issues once for all 32.
 __device__ __forceinline__ elem_t warp_scan(elem_t v) {
     const unsigned int lane = threadIdx.x & 31;
 #pragma unroll
@@ -294,6 +301,10 @@ __device__ __forceinline__ elem_t warp_scan(elem_t v) {
     return v;
 }
 
+// block_exclusive_scan: a warp scan in every warp; lane 31 writes its warp's total to shared
+// memory; after a barrier warp 0 scans those BLOCK/32 totals with a second warp scan; after
+// another, each thread adds the scanned total of the warps before its own. Two barriers for the
+// whole block, where Kogge-Stone over BLOCK threads in shared memory takes 2 log2(BLOCK).
 // Exclusive scan of v over the block (thread 0 gets the identity); `total` gets the block's
 // ⊕ of all v in every thread. `warp_totals`: BLOCK/32 shared slots, free again after the next
 // __syncthreads() that follows this call.
@@ -468,8 +479,9 @@ extern "C" __global__ void add_tile_prefix(elem_t* y, const elem_t* scanned_tota
 //
 // What makes it fast (an H200, N = 2^28 float32, docs/tuning/scan.md: 58 % of a copy -> 88 %):
 // - Tiles of 128 threads x 32 elements held in registers, and __launch_bounds__ asking for 1024
-//   resident threads per SM: the compiler keeps to 64 registers, so 8 blocks (128 KiB of tile) fit
-//   on an SM. Loads move as 16-byte vectors (-DVEC=4), each warp through its own slice of shared
+//   resident threads per SM (8 blocks of 128): the compiler must keep to 64 registers a thread and
+//   uses 56 (72 without the bound; docs/tuning/scan.md, scripts/gpu_facts_scan.py prints them),
+//   so 9 blocks (144 KiB of tile) fit on an SM. Loads move as 16-byte vectors (-DVEC=4), each warp through its own slice of shared
 //   memory (load_run/store_run): no block-wide barrier between the loads and the scan.
 // - One atomic gives the ticket and the epoch (no fence, no second round trip before the loads).
 // - A pause before the first look (LOOKBACK_FIRST_SLEEP_NS): a tile that looks at once finds its

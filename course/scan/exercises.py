@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import arrays, backend, draw, exercises, occupancy
+from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
@@ -355,6 +355,282 @@ warp = KernelExercise(
 )
 
 
+# ---------------------------------------------------------------- 5. predict, then check: a tree's bank conflicts
+
+BANK_BLOCK = 256  # Brent-Kung on 512 elements: the text's tables count 128 (step_table) and 2048 (bank_table)
+BANK_STEPS = (("up-sweep", 1), ("up-sweep", 4), ("up-sweep", 16), ("up-sweep", 64), ("down-sweep", 16))
+
+
+def _bank_key(sweep: str, stride: int) -> str:
+    return f"{sweep}, stride {stride}"
+
+
+@functools.lru_cache(maxsize=2)
+def bank_truth(block: int = BANK_BLOCK) -> dict[str, tuple[int]]:
+    """The worst bank conflict (ways) of Brent-Kung's steps at the BANK_STEPS strides, one block of
+    `block` threads on 2 x block elements, counted from the trace (`story.step_table`)."""
+    from .story import step_table
+
+    rows = step_table("brent_kung", 2 * block)
+    levels = len(rows) // 2 + 1  # log2(2 x block) up-sweep steps, one fewer down-sweep steps
+    out = {}
+    for sweep, stride in BANK_STEPS:
+        k = int(math.log2(stride))
+        step = k + 1 if sweep == "up-sweep" else levels + (levels - 2 - k) + 1
+        out[_bank_key(sweep, stride)] = (int(str(rows[step - 1]["worst bank conflict"]).split("-")[0]),)
+    return out
+
+
+banks = Prediction(
+    key="scan.banks",
+    title="predict the bank conflicts of Brent-Kung's tree on 512 elements",
+    truth=lambda: dict(bank_truth()),
+    columns=("ways",),
+    what="step",
+    rules={
+        "ways": "in the step with stride s, busy thread t writes XY[index] with index = (t + 1)·2s - 1 and "
+        "reads XY[index - s]; word w is in bank w mod 32. Within one warp instruction, count the busy "
+        "lanes whose words fall in the same bank (different words): the most of them is the ways "
+        "(1-way: no conflict). Threads that do not pass the test `index < 2*BLOCK_SIZE` (up-sweep) or "
+        "`index + stride < 2*BLOCK_SIZE` (down-sweep) are idle lanes"
+    },
+    hints=(
+        "two things limit a conflict: how far apart the busy lanes' words are, and how many lanes of "
+        "the warp are busy at all",
+        "busy lanes' words are 2s apart: 32 / gcd(2s, 32) different banks for a full warp, so the words "
+        "pile up 2s / ... deep; but from some stride on fewer than 32 threads are busy",
+        "check your rule against the step table of brent_kung at N = 128 above (its 'worst bank "
+        "conflict' column), then count the busy threads of each step asked for at N = 512",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 6. predict, then check: what scan-then-propagate moves
+
+BYTES_SIZES = (4096, 12_288, 40_960)  # one, three and ten tiles of 4096 (blocks of 128)
+
+
+@functools.lru_cache(maxsize=2)
+def bytes_truth(sizes: tuple[int, ...] = BYTES_SIZES) -> dict[str, tuple[float]]:
+    """Elements scan-then-propagate reads and writes in global memory per element of x, blocks of
+    128, counted from the traces of every launch (`story.bytes_moved`)."""
+    from .story import bytes_moved
+
+    out = {}
+    for n in sizes:
+        (row,) = [r for r in bytes_moved(n) if r["version"] == "scan_then_propagate"]
+        out[f"N = {n}"] = (float(row["in all"]),)
+    return out
+
+
+moved = Prediction(
+    key="scan.moved",
+    title="predict what scan-then-propagate moves at one, three and ten tiles",
+    truth=lambda: dict(bytes_truth()),
+    columns=("elements moved per element",),
+    what="size",
+    tolerance=0.03,
+    rules={
+        "elements moved per element": "count every element of x and y that a launch reads or writes, "
+        "divided by N: scan_tiles reads x and writes y once; add_tile_prefix reads and writes every "
+        "element of every tile but the first (tile 0 needs no prefix); the tile totals are few "
+        "(within 3 % passes)"
+    },
+    hints=(
+        "start from the largest N: 4N is the limit, but how far from it are ten tiles?",
+        "a tile is 128 × 32 = 4096 elements; which tiles does the third launch touch, and which does it skip?",
+        "the tables of bytes_moved above give 2^14 (4 tiles) and 2^16 (16 tiles): your formula should give them too",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 7. predict, then check: the tile's warp scans
+
+TILE_KEYS = (32, 256)  # blocks of scan_tiles; the picture above draws a block of 64
+TILE_COLUMNS = ("shuffles, warp 0", "shuffles, last warp", "__syncthreads")
+
+
+@functools.lru_cache(maxsize=2)
+def tile_truth(blocks: tuple[int, ...] = TILE_KEYS) -> dict[str, tuple[int, int, int]]:
+    """scan_tiles on one tile: the shuffles warp 0 and the block's last warp execute and the
+    block-wide barriers (bar.sync) a thread passes, counted from the trace."""
+    out = {}
+    for b in blocks:
+        x = np.ones(b * ITEMS, np.float32)
+        t = ENGINE.trace("scan_then_propagate", x, block=b).launches()[0]
+        last = b // 32 - 1
+        bars = t.where(op="bar", warp=last)
+        out[f"scan_tiles, block {b}"] = (
+            len(t.where(op="shfl", warp=0)), len(t.where(op="shfl", warp=last)),
+            int(np.sum(bars.columns["opcode"] == "bar.sync")),
+        )  # fmt: skip
+    return out
+
+
+tile = Prediction(
+    key="scan.tile",
+    title="predict the shuffles and barriers of a tile's scan",
+    truth=lambda: dict(tile_truth()),
+    columns=TILE_COLUMNS,
+    what="launch",
+    rules={
+        "shuffles, warp 0": "every warp runs warp_scan on its threads' totals (one shuffle per offset 1, 2, "
+        "4, 8, 16) and one more shuffle to make it exclusive; warp 0 then scans the warps' totals with "
+        "warp_scan again, whatever the number of warps",
+        "shuffles, last warp": "the last warp does what every warp does, and warp 0's extra work only if "
+        "it is warp 0",
+        "__syncthreads": "count the __syncthreads() in block_exclusive_scan; the __syncwarp() of the "
+        "loads and stores are not block barriers",
+    },
+    hints=(
+        "read block_exclusive_scan above line by line: which lines run in every warp, which only in warp 0?",
+        "the picture of warp 1 shows one warp's shuffles; warp 0 adds a second warp_scan. A block of 32 "
+        "has one warp: it is warp 0 and the last warp at once",
+        "the barriers do not depend on the block: count them in the listing",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 8. write: the propagate step, one thread per element
+
+PROPAGATE_STUB = r"""
+extern "C" __global__ void add_prefix(int* y, const int* scanned_totals, int n, int tile) {
+    // y holds each tile's own scan; scanned_totals[t] is the sum of tiles 0 to t.
+    // FILL ME IN (about 3 lines): one thread per element of y past the first tile
+}"""
+
+# (N, tile, block): one element past the first tile, tiles of 64 / 96 / 128 / 1024, several blocks
+PROPAGATE_CASES = ((65, 64, 32), (100, 64, 32), (1000, 96, 128), (4097, 128, 256), (3000, 1024, 96),
+                   (5000, 1024, 256))  # fmt: skip
+
+
+def _propagate_case(n: int, tile: int, block: int) -> Case:
+    rng = np.random.default_rng(n + tile)
+    x = rng.integers(-9, 10, n).astype(I32)
+    own = segment_scan(x, tile, inclusive=True)
+    totals = np.cumsum(np.add.reduceat(x, np.arange(0, n, tile)), dtype=I32)
+    want = np.cumsum(x, dtype=I32)
+    grid = -(-(n - tile) // block)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(own), arrays.asarray(totals), I32(n), I32(tile)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        y = arrays.asnumpy(done[0])
+        bad = np.flatnonzero(y != want)
+        if not len(bad):
+            return ""
+        if np.array_equal(y, own):
+            return "y is unchanged: every element of tile t ≥ 1 gets the scanned total of the tiles before it"
+        i = int(bad[0])
+        t = i // tile
+        if t == 0:
+            return f"y[{i}] is in the first tile, which needs nothing added: its scan is already the answer"
+        return (
+            f"y[{i}] (tile {t}) is wrong: it gets the sum of every tile before tile {t}, added once "
+            "(the rule: scanned_totals[t] holds the sum of tiles 0 to t)"
+        )
+
+    label = f"N={n}, tile {tile}, {blocks_in_words(grid, block)}"
+    return Case(label, grid, block, args, judge)
+
+
+def _one_element_each() -> Target:
+    def measure(trace: Any, k: Kernel) -> str:
+        y = trace.buffer_id("y") if "y" in {b.name for b in trace.buffers} else -1
+        acc = trace.where(space="global")
+        mine = (acc.buffer == y) & acc.lanes()
+        ids = (acc.block[:, None].astype(np.int64) * trace.threads_per_block + acc.thread_ids())[mine]
+        per = np.bincount(ids) if len(ids) else np.zeros(1, int)
+        worst = int(np.argmax(per))
+        if per[worst] > 2:
+            b, t = divmod(worst, trace.threads_per_block)
+            return (
+                f"thread {t} of block {b} touches y {per[worst]} times: a thread per element reads its "
+                "element once and writes it once (a loop per thread is the course's add_tile_prefix)"
+            )
+        worst_sectors = int(analysis.sectors(trace).sectors.max()) if len(acc) else 0
+        if worst_sectors > 5:
+            return (
+                f"a warp's access touches {worst_sectors} 32-byte sectors: neighbouring lanes should "
+                "take neighbouring elements (4 sectors for 32 ints)"
+            )
+        return ""
+
+    return Target(
+        "one element of y per thread, coalesced: each warp's access touches at most 5 sectors", measure
+    )
+
+
+def _draw_propagate(fig: Any, k: Kernel) -> None:
+    """The learner's warps on y, as the course draws a warp's global access."""
+    n, tile, block = 256, 64, 64
+    x = _ints(n, 5)
+    own = segment_scan(x, tile, inclusive=True)
+    totals = np.cumsum(np.add.reduceat(x, np.arange(0, n, tile)), dtype=I32)
+    t = k.trace(
+        (-(-(n - tile) // block),), (block,), (arrays.asarray(own), arrays.asarray(totals), I32(n), I32(tile))
+    )
+    ax = fig.add_subplot()
+    stores = np.flatnonzero((t.op == "st") & (t.space == "global"))
+    if not len(stores):
+        ax.set_axis_off()
+        ax.set_title("your kernel stores nothing to y yet")
+        return
+    draw.warp_access(ax, t, int(stores[0]))
+
+
+def _propagate_speed(k: Kernel, n: int = 2**26, tile: int = 4096, block: int = 256) -> list[str]:
+    """On a GPU: the learner's add against the course's add_tile_prefix (a block of 128 loops over
+    each tile) on the same y, and a read + write copy of the same bytes."""
+    import statistics
+
+    from .. import bench
+
+    x = np.random.default_rng(3).integers(-9, 10, n).astype(I32)
+    totals = arrays.asarray(np.cumsum(np.add.reduceat(x, np.arange(0, n, tile)), dtype=I32))
+    y = arrays.asarray(x)
+    moved = 2 * 4 * (n - tile)
+    course_add = ENGINE.kernel("add_tile_prefix", I32)
+    steps = {
+        "yours": lambda: k((-(-(n - tile) // block),), (block,), (y, totals, I32(n), I32(tile))),
+        "add_tile_prefix": lambda: course_add((n // tile - 1,), (128,), (y, totals, I32(n), I32(tile))),
+    }
+    gbps = {
+        name: moved / statistics.median(bench.time_runs([step], runs=20)) / 1e6
+        for name, step in steps.items()
+    }
+    gbps["a read + write copy of the same bytes"] = (
+        moved / statistics.median(bench.time_copy(moved, runs=20)) / 1e6
+    )
+    bench.free_gpu_memory()
+    return [
+        f"on {backend.device().name}, N = 2^26, tiles of {tile}: "
+        + ", ".join(f"{k} {v:.0f} GB/s" for k, v in gbps.items()),
+        f"yours runs at {gbps['yours'] / gbps['add_tile_prefix']:.2f}× add_tile_prefix",
+    ]
+
+
+propagate = KernelExercise(
+    key="scan.propagate",
+    title="write the propagate step as one thread per element",
+    kernel="add_prefix",
+    stub=PROPAGATE_STUB,
+    cases=lambda: [_propagate_case(*c) for c in PROPAGATE_CASES],
+    targets=(_one_element_each(),),
+    timing=_propagate_speed,
+    draw=_draw_propagate,
+    hints=(
+        "number the elements past the first tile from 0: which element of y does thread "
+        "blockIdx.x * blockDim.x + threadIdx.x take?",
+        "element i of y lies in tile i / tile, and scanned_totals[t] holds tiles 0 to t: which entry "
+        "holds the tiles before t? The grid covers N - tile elements, rounded up to whole blocks, so "
+        "some threads have no element",
+        "three lines: the index past the first tile, the bound check against n, the add",
+    ),
+)
+
+
 # ---------------------------------------------------------------- 4. measure, then choose: lookback's block at a small N
 
 BLOCK_N = 300_000  # not a size the text times (2^16 ... 2^28): a few hundred tiles at most
@@ -382,6 +658,13 @@ def _allowed_block(block: Any) -> str:
     return ""
 
 
+def windows_walked(block: int, n: int = BLOCK_N) -> int:
+    """The look-back windows the last tile reads before it meets a prefix when every tile starts
+    at once (lookback_table's count: one window up to tile 32, two from tile 33, ...): a chain of
+    that many round trips to L2, one after another."""
+    return max(1, -(-(tiles(block, n) - 1) // 32))
+
+
 def _judge_block(block: int, n: int = BLOCK_N, runs: int = 50) -> Verdict:
     block = int(block)
     if backend.device().backend == "cupy":
@@ -392,20 +675,26 @@ def _judge_block(block: int, n: int = BLOCK_N, runs: int = 50) -> Verdict:
 
 
 def _model_verdict(block: int, n: int = BLOCK_N) -> Verdict:
-    """The launch's arithmetic on the device model: lookback's tiles at N against the SMs and the
-    blocks each holds at once (no GPU: not a timing)."""
+    """The launch's arithmetic on the device model (no GPU: not a timing). At this N every tile
+    is resident at once on any of the blocks and the data is a few microseconds of a copy, so
+    what grows with the tile count is the longest chain of look-back round trips; the rule passes
+    the blocks within one window of the fewest."""
     dev = backend.device()
-    sms, count = dev.sm_count, tiles(block, n)
-    fit = sms * resident_blocks(block)
+    count = tiles(block, n)
+    fit = dev.sm_count * resident_blocks(block)
+    walked = windows_walked(block, n)
+    fewest = min(windows_walked(b, n) for b in TILE_BLOCKS)
     note = "(no GPU here: the check is the launch's arithmetic on this device, not a timing)"
-    head = f"block {block}: tiles of {block * ITEMS} elements, {count} tile{'s' * (count != 1)} at N = {_spaced(n)}"
-    if count < sms:
-        return Verdict(False, [f"{head}: {sms - count} of the {sms} SMs get no tile and idle (rule: a tile "
-                               "on every SM, or the memory of the idle ones goes unused)", note])  # fmt: skip
-    if count > fit:
-        return Verdict(False, [f"{head}: more than the {fit} blocks that fit at once, so a second wave "
-                               "waits for the first (rule: all tiles resident at once)", note])  # fmt: skip
-    return Verdict(True, [f"{head}: a tile on every SM, all {count} resident at once ({fit} fit)", note])
+    head = (
+        f"block {block}: tiles of {block * ITEMS} elements, {count} tile{'s' * (count != 1)} at N = "
+        f"{_spaced(n)}, all resident at once ({fit} fit); the last tile's look-back reads "
+        f"{walked} window{'s' * (walked != 1)} of 32 predecessors, one L2 round trip after another"
+    )
+    if walked > fewest + 1:
+        return Verdict(False, [f"{head}: a longer chain of waits than the other blocks give (rule: at a "
+                               "size a copy moves in microseconds, the scan's time is its longest chain "
+                               "of round trips, and the look-back's chain grows with the tiles)", note])  # fmt: skip
+    return Verdict(True, [f"{head}: within one window of the shortest chain", note])
 
 
 def _whole(plan: Any) -> Callable[[], None]:
@@ -438,10 +727,13 @@ block = Choice(
     allowed=_allowed_block,
     judge=_judge_block,
     hints=(
-        "at this N the whole scan is a few hundred tiles at most: count them for each block",
-        "a tile is one block's work, and a block runs on one SM: how many SMs does each choice put to work?",
-        "course.device() gives the number of SMs; a tile holds block x 32 elements",
+        "at this N a copy of the bytes takes a few microseconds, about as long as a launch: what does "
+        "a tile wait for that does not depend on the bytes?",
+        "count the tiles for each block (a tile holds block x 32 elements), then read the look-back "
+        "table above: how many loads does a tile far from tile 0 make before it meets a prefix?",
+        "each window of 32 predecessors is one L2 round trip, and they happen one after another; "
+        "more SMs at work do not shorten that chain",
     ),
 )
 
-EXERCISES = (work, exclusive, warp, block)
+EXERCISES = (work, exclusive, banks, warp, tile, moved, propagate, block)

@@ -268,3 +268,75 @@ def shuffles(ax: Any, t: Trace, block: int = 0, warp: int = 0) -> None:
         f"your warp scan, warp 0: {rows} shuffle{'s' * (rows != 1)}, {shared} shared-memory accesses, "
         f"{bars} barriers\n(an arrow: the lane whose register a lane received)"
     )
+
+
+# ---------------------------------------------------------------- the warp scan inside a tile
+
+
+def warp_scan_trace(block: int = 64) -> Trace:
+    """The trace of scan_tiles' one launch on one tile of block x 32 elements, x[j] = 1 where
+    j is a multiple of 32 and 0 elsewhere: each thread's 32 consecutive elements sum to 1, so the
+    warp scan of the threads' totals counts the lanes each partial sum covers."""
+    n = block * ITEMS
+    x = (np.arange(n) % ITEMS == 0).astype(np.float32)
+    return ENGINE.trace("scan_then_propagate", x, block=block).launches()[0]
+
+
+def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
+    """`warp_scan` as scan_tiles runs it, read from the trace: one row of the warp's 32 lanes (its
+    registers) before the first shuffle and after each shuffle of warp_scan, an arrow from the
+    lane whose register each lane received (lanes below the offset get their own back and keep
+    their value), and the value each lane then holds, replayed from the shuffles on threads'
+    totals of 1. Then the shuffle that makes it exclusive. Counts of the barriers and
+    shared-memory accesses between the first and the last shuffle come from the same trace."""
+    t = warp_scan_trace(block)
+    sh = t.where(op="shfl", block=0, warp=warp)
+    lanes, src, lines = sh.lanes(), sh.columns["addr"], sh.line
+    scan_line = int(np.bincount(lines).argmax())  # warp_scan's shuffle line: the most frequent
+    every = np.arange(32)
+    value = np.ones(32)
+    rows = [("registers: each thread's total", value.copy(), None, "")]
+    for r in range(len(sh)):
+        moved = lanes[r] & (src[r] != every)
+        d = int(np.median(every[moved] - src[r][moved])) if moved.any() else 0
+        if int(lines[r]) == scan_line:
+            value = np.where(moved, value + value[src[r]], value)
+            rows.append((f"shuffle {r + 1}: __shfl_up_sync(v, {d})", value.copy(), r, "add where lane ≥ d"))
+        else:
+            shifted = np.where(moved, value[src[r]], 0)
+            rows.append(
+                (f"shuffle {r + 1}: __shfl_up_sync(inc, {d})", shifted, r, "exclusive: lane 0 takes 0")
+            )
+    colour = draw.group_color(warp)
+    for k, (label, vals, r, note) in enumerate(rows):
+        y = len(rows) - 1 - k
+        active = lanes[r] if r is not None else np.ones(32, bool)
+        ax.scatter(every, np.full(32, y), s=150, color=np.where(active, "white", IDLE).tolist(),
+                   edgecolors="0.35", linewidths=0.6, zorder=2)  # fmt: skip
+        for lane in every:
+            ax.text(lane, y, f"{vals[lane]:.0f}", ha="center", va="center", fontsize=7, zorder=3)
+        ax.text(-1, y, label, ha="right", va="center", fontsize=8)
+        if note:
+            ax.text(32.2, y, note, ha="left", va="center", fontsize=8, color="0.3")
+        if r is None:
+            continue
+        for lane in np.flatnonzero(lanes[r] & (src[r] != every)):
+            ax.annotate("", xy=(lane, y + 0.25), xytext=(int(src[r, lane]), y + 0.75),
+                        arrowprops=dict(arrowstyle="->", color=colour, lw=0.7))  # fmt: skip
+    first, last = int(sh.step.min()), int(sh.step.max())
+    between = t.where(block=0, warp=warp)
+    inside = (between.step > first) & (between.step < last)
+    bars = int((inside & (between.op == "bar")).sum())
+    shared = int((inside & (between.space == "shared")).sum())
+    ax.set_xlim(-16, 38)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_yticks([])
+    ax.set_xticks(range(0, 32, 4))
+    ax.set_xlabel("lane of warp %d (thread %d + lane)" % (warp, 32 * warp))
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(
+        f"warp_scan inside {t.kernel}, block 0, warp {warp}: {len(sh)} shuffles, and between them "
+        f"{bars} barriers and {shared} shared-memory accesses\n(a number: the thread totals a lane's "
+        "partial sum covers; an arrow: the lane whose register a lane received)"
+    )

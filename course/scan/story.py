@@ -54,6 +54,19 @@ def _buffer(t: Trace) -> str:
     return "temp" if "temp" in {b.name for b in t.buffers} else "XY"
 
 
+class Launches(list):  # type: ignore[type-arg]
+    """The launches of one run, shown one per line as a learner would write each call."""
+
+    def __repr__(self) -> str:
+        return "\n".join(map(repr, self))
+
+
+def launches(version: str, x: Any, *, block: int | None = None) -> Launches:
+    """The launches one run of `version` on x makes (grid, block, arguments, dynamic shared
+    memory), not run: a version past one block changes the grid from launch to launch."""
+    return Launches(ENGINE.plan(version, arrays.asarray(x), block=block).launches)
+
+
 # ---------------------------------------------------------------- inclusive and exclusive
 
 
@@ -131,10 +144,43 @@ def held_after_steps(name: str = "kogge_stone", n: int = 16, block: int = 32) ->
 
 def draw_steps(ax: Any, name: str, n: int = 64, *, block: int | None = None) -> None:
     """The steps of a one-block version, read from its trace: Kogge-Stone's rows with offsets
-    1, 2, 4, ...; Brent-Kung's and Blelloch's up-sweep and down-sweep trees. By default with two
-    warps of threads (block 64), so that warp boundaries show."""
+    1, 2, 4, ...; Brent-Kung's and Blelloch's up-sweep and down-sweep trees, every element drawn
+    (the root at the right end). By default with two warps of threads (block 64), so that warp
+    boundaries show. Each row is labelled with the kernel's own loop variable: `stride` for
+    Kogge-Stone and Brent-Kung; for Blelloch `d` (the threads that work) and `offset`; Blelloch's
+    root, cleared between the sweeps, is marked."""
     t = first_trace(name, example(n), block=block, blocks=[0])
-    draw.scan_steps(ax, t, _buffer(t))
+    elements = int(analysis.steps(t, _buffer(t)).index.max()) + 1
+    draw.scan_steps(ax, t, _buffer(t), max_elements=max(elements, 64))
+    _code_labels(ax, name, elements)
+
+
+def _code_labels(ax: Any, name: str, elements: int) -> None:
+    """Row labels in the kernel's own words: the drawing's offset `d = k` becomes `stride = k`
+    (Kogge-Stone, Brent-Kung) or `d = N / 2k, offset k` (Blelloch, whose `d` counts the threads
+    that work); Blelloch's root-clear, which shares the last up-sweep step's barrier interval,
+    gets a mark at the root."""
+    last_up = None
+    for text in ax.texts:
+        s = text.get_text()
+        if not s.startswith("step ") or "\nd = " not in s:
+            continue
+        head, offset = s.split("\nd = ")
+        k = int(offset)
+        if name.startswith("blelloch"):
+            text.set_text(f"{head}\nd = {elements // (2 * k)}, offset {k}")
+            if k == elements // 2 and last_up is None:
+                last_up = text
+        else:
+            text.set_text(f"{head}\nstride = {k}")
+    if last_up is not None:
+        _, y = last_up.get_position()
+        ax.annotate(
+            f"then, before the next barrier, thread 0 clears the root: temp[{elements - 1}] = identity()",
+            xy=(elements - 0.55, y - 0.1), xytext=(0.7 * elements, y - 1.2), fontsize=8, color="#d62728",
+            ha="center", va="center", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none"),
+            arrowprops=dict(arrowstyle="->", color="#d62728", lw=0.8),
+        )  # fmt: skip
 
 
 def step_table(name: str, n: int = 64, *, block: int | None = None) -> Table:
@@ -260,14 +306,16 @@ def never_writes_y(block: int = EXAMPLE_BLOCK) -> np.ndarray:
         return ENGINE.run("kogge_stone_article", np.arange(1, block + 1, dtype=np.int32), block=block)
 
 
-def wrong_last_element(block: int = EXAMPLE_BLOCK) -> dict[str, Any]:
-    """The article's two Brent-Kung listings on 2 x block ones: which elements are wrong, what
-    they hold (the upper half's sum only: the root never got the lower half's), and the truth."""
+def wrong_last_element(block: int = EXAMPLE_BLOCK) -> Table:
+    """The article's two Brent-Kung listings on 2 x block ones: a row per wrong element, what it
+    holds (the upper half's sum only: the root never got the lower half's) and the truth."""
     x = np.ones(2 * block, np.int32)
     got = ENGINE.run("brent_kung_phases_article", x, block=block)
     want = ENGINE.reference(x)
-    wrong = np.flatnonzero(got != want)
-    return {"wrong at": wrong.tolist(), "got": got[wrong].tolist(), "want": want[wrong].tolist()}
+    rows = Table(note="every element right")
+    for i in np.flatnonzero(got != want).tolist():
+        rows.append({"element": i, "the kernel's y": int(got[i]), "NumPy's": int(want[i])})
+    return rows
 
 
 def typo_error() -> str:
@@ -436,16 +484,63 @@ def speed_against_n(
     the emulator)."""
     if not on_gpu():
         return []
-    return [
-        r
-        for n in bench.progress(sizes, "scan", label=bench.format_size)
-        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
-    ]
+    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
 
 
-def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES) -> Table:
+CUB = "CUB DeviceScan"
+
+
+def cub_scan_step(x: Any) -> Any:
+    """One CUB `DeviceScan` inclusive sum of x, in place on a copy, through CuPy's binding
+    (`cupy.cuda.cub.cub_scan`): a step to time, or None where this CuPy has no CUB scan for x's
+    dtype. Checked against cupy.cumsum once before it is returned."""
+    try:
+        import cupy
+        from cupy.cuda import cub
+    except ImportError:
+        return None
+    y = x.copy()
+    if cub.cub_scan(y, cub.CUPY_CUB_CUMSUM) is None:
+        return None
+    want = cupy.cumsum(x)
+    if not bool(cupy.allclose(y, want, rtol=1e-4, atol=1e-3 * float(cupy.abs(x).sum()) / max(1, x.size))):
+        raise RuntimeError("CUB's scan through cupy.cuda.cub disagrees with cupy.cumsum")
+    return lambda: cub.cub_scan(y, cub.CUPY_CUB_CUMSUM)
+
+
+def cub_rows(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES, runs: int = 20) -> Table:
+    """CUB's DeviceScan (what a CUDA C++ program calls; a single pass with decoupled look-back) at
+    `sizes`, float32, timed as the benchmark times the course's kernels (median of `runs`
+    CUDA-event timings, inputs rotated past L2), with % of the copy and × cupy.cumsum from the
+    copy and cupy.cumsum of the same records. Empty where this CuPy cannot reach CUB's scan."""
+    rows = Table()
+    if not on_gpu():
+        return rows
+    for r in records:
+        if r["n"] not in sizes or r["kernel"] != "lookback":
+            continue
+        n = r["n"]
+        sets = bench.rotation_sets(2 * 4 * n, backend.device().l2_cache_bytes)
+        steps = [cub_scan_step(arrays.asarray(example(n))) for _ in range(sets)]
+        if steps[0] is None:
+            return Table(note="CUB's scan is not reachable through this CuPy (cupy.cuda.cub)")
+        ms = float(np.median(bench.time_runs(steps, runs=runs)))
+        gbps = 2 * 4 * n / ms / 1e6
+        rows.append({
+            "N": f"2^{int(np.log2(n))}", "kernel": CUB, "µs": 1e3 * ms, "GB/s": gbps,
+            "% of copy": 100 * gbps / (2 * 4 * n / r["copy_ms"] / 1e6), "× cupy.cumsum": r["cupy_ms"] / ms,
+        })  # fmt: skip
+        del steps
+        bench.free_gpu_memory()
+    return rows
+
+
+def speed_table(
+    records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES, *, cub: bool = True
+) -> Table:
     """`speed_against_n`'s records at a few sizes: µs, GB/s (2N elements moved), % of the copy and
-    × cupy.cumsum (an empty table that says why without GPU timings)."""
+    × cupy.cumsum, and (with `cub`) CUB's DeviceScan timed beside them at each size (an empty
+    table that says why without GPU timings)."""
     rows = Table(note=NEEDS_A_GPU)
     for r in records:
         if r["n"] in sizes:
@@ -453,6 +548,13 @@ def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_
                 "N": f"2^{int(np.log2(r['n']))}", "kernel": r["kernel"], "µs": 1e3 * r["ms"], "GB/s": r["gbps"],
                 "% of copy": r["pct_of_copy"], "× cupy.cumsum": r["x_cupy"],
             })  # fmt: skip
+    if cub and rows:
+        extra = cub_rows(records, sizes)
+        rows.extend(extra)
+        order = {f"2^{int(np.log2(n))}": k for k, n in enumerate(sizes)}
+        rows.sort(key=lambda row: order.get(row["N"], 99))
+        if not extra and extra.note:
+            rows.note = extra.note
     return rows
 
 
