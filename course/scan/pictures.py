@@ -332,7 +332,7 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_yticks([])
     ax.set_xticks(range(0, 32, 4))
-    ax.set_xlabel("lane of warp %d (thread %d + lane)" % (warp, 32 * warp))
+    ax.set_xlabel(f"lane of warp {warp} (thread {32 * warp} + lane)")
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.set_title(
