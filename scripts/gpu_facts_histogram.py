@@ -14,6 +14,7 @@
    (its loads and merge, no counting), on uniform, all-equal and real keys; the difference between
    the first two is what the __match_any_sync per key costs or saves.
 
+4. CUB's DeviceHistogram (cupy.histogram with the CUB accelerator) beside cupy.bincount and hist5_lanes.
 Without a GPU (or without cuobjdump) it says so loudly and exits 1 after writing what it could.
 """
 
@@ -205,6 +206,50 @@ def wide_facts(n: int = 2**27, runs: int = 10) -> None:
     say()
 
 
+# ---------------------------------------------------------------- 4. CUB beside the course
+
+
+def cub_facts(n: int = 2**28, runs: int = 10) -> None:
+    """cupy.histogram with CuPy's CUB accelerator on (cub::DeviceHistogram::HistogramRange), beside
+    cupy.bincount, hist5_lanes and the copy, on 2^28 uniform and all-equal bytes."""
+    import cupy
+    from cupy._core import _accelerator
+
+    from course import bench, histogram
+    from course.histogram.story import _bytes, _device_copies
+
+    say(
+        "## 4. CUB's DeviceHistogram (through cupy.histogram, CUB accelerator on) beside the course, 2^28 bytes"
+    )
+    say()
+    before = _accelerator.get_routine_accelerators()
+    _accelerator.set_routine_accelerators(["cub"])
+    try:
+        copy = float(np.median(bench.time_copy(n, runs=runs)))
+        rows = []
+        for data in ("uniform", "all-equal"):
+            xs = _device_copies(_bytes(n, data))
+            want = np.bincount(cupy.asnumpy(xs[0]), minlength=256)
+            got = cupy.asnumpy(cupy.histogram(xs[0], bins=256, range=(0, 256))[0])
+            cub = float(np.median(bench.time_runs([lambda x=x: cupy.histogram(x, bins=256, range=(0, 256))
+                                                   for x in xs], runs=runs)))  # fmt: skip
+            inc = float(np.median(bench.time_runs([lambda x=x: cupy.bincount(x, minlength=256) for x in xs],
+                                                  runs=runs)))  # fmt: skip
+            lanes = float(
+                np.median(bench.time_runs([histogram.launch("hist5_lanes", x) for x in xs], runs=runs))
+            )
+            rows.append({"bytes": data, "cupy.histogram (CUB) ms": cub, "right": bool((got == want).all()),
+                         "cupy.bincount ms": inc, "hist5_lanes ms": lanes, "copy ms": copy,
+                         "CUB % of copy": 100 * copy / cub})  # fmt: skip
+            xs = []
+            bench.free_gpu_memory()
+    finally:
+        names = {_accelerator.ACCELERATOR_CUB: "cub", _accelerator.ACCELERATOR_CUTENSOR: "cutensor"}
+        _accelerator.set_routine_accelerators([names[a] for a in before if a in names])
+    table(rows, ["bytes", "cupy.histogram (CUB) ms", "right", "cupy.bincount ms", "hist5_lanes ms", "copy ms",
+                 "CUB % of copy"])  # fmt: skip
+
+
 def main() -> int:
     start = time.time()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -233,7 +278,7 @@ def main() -> int:
         PROBLEMS.append(f"SASS: {type(exc).__name__}: {exc}")
         say(f"**SASS failed: {type(exc).__name__}: {exc}**")
     if cupy is not None:
-        for part in (spread_facts, wide_facts):
+        for part in (spread_facts, wide_facts, cub_facts):
             try:
                 part()
             except Exception as exc:

@@ -39,6 +39,7 @@ from .story import (
     grid_timing,
     int_index_bug,
     lane_bins,
+    launch,
     launch_table,
     load_table,
     memset_replay,
@@ -51,6 +52,7 @@ from .story import (
     shared_table,
     speed_against_n,
     wide_keys,
+    wide_launch,
     wide_table,
     wide_timing,
 )  # fmt: skip
@@ -69,7 +71,7 @@ __all__ = [
     "block_bug", "blocks_per_sm", "check", "contention", "contention_table", "copies_table", "draw_banks",
     "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercises", "first_trace", "global_atomics_timing", "gpu_table",
     "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
-    "lane_bins", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
+    "lane_bins", "launch", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
     "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "shared_table", "speed_against_n", "trace",
-    "versions", "wide", "wide_keys", "wide_plan", "wide_reference", "wide_table", "wide_timing",
+    "versions", "wide", "wide_keys", "wide_launch", "wide_plan", "wide_reference", "wide_table", "wide_timing",
 ]  # fmt: skip

@@ -255,13 +255,13 @@ def _launches(block: int = ARTICLE_BLOCK) -> list[tuple[str, str, int]]:
     """(label, version, blocks) of the launches the grid story compares, blocks of `block`."""
     sms = backend.device().sm_count
     return [
-        ("hist1_article, blocks = SMs (its code)", "hist1_article", sms),
-        ("hist1, one full wave", "hist1", sms * holds("hist1", block)),
-        ("hist2_article, blocks = SMs (its code)", "hist2_article", sms),
-        ("hist2_article, 2 x SMs (its text)", "hist2_article", 2 * sms),
-        ("hist2_article, one full wave", "hist2_article", sms * holds("hist2_article", block)),
-        ("hist3_vec, one full wave", "hist3_vec", sms * holds("hist3_vec", block)),
-        ("hist5_lanes, one full wave", "hist5_lanes", sms * holds("hist5_lanes", block)),
+        ("hist1_article: blocks = SMs (its code)", "hist1_article", sms),
+        ("hist1: one full wave", "hist1", sms * holds("hist1", block)),
+        ("hist2_article: blocks = SMs (its code)", "hist2_article", sms),
+        ("hist2_article: 2 x SMs (its text)", "hist2_article", 2 * sms),
+        ("hist2_article: one full wave", "hist2_article", sms * holds("hist2_article", block)),
+        ("hist3_vec: one full wave", "hist3_vec", sms * holds("hist3_vec", block)),
+        ("hist5_lanes: one full wave", "hist5_lanes", sms * holds("hist5_lanes", block)),
     ]
 
 
@@ -298,6 +298,17 @@ def _device_copies(host: np.ndarray) -> list[Any]:
 def _ms(name: str, xs: Sequence[Any], block: int | None, grid: int | None = None, runs: int = 20) -> float:
     launches = [ENGINE.plan(name, x, block=block, grid=grid).launches[0] for x in xs]
     return float(np.median(bench.time_runs(launches, runs=runs)))
+
+
+def launch(name: str, x: Any, block: int | None = None) -> Any:
+    """The launch version `name` makes for bytes x (grid, block, shared memory, arguments), as the
+    course would run it: what a notebook cell shows instead of reaching into the plan."""
+    return ENGINE.plan(name, arrays.asarray(x), block=block).launches[0]
+
+
+def wide_launch(keys: Any, bins: int = WIDE_BINS) -> Any:
+    """The launch hist_wide makes for the 16-bit keys (its dynamic shared memory is 4 * bins bytes)."""
+    return wide_plan(arrays.asarray(keys), bins).launches[0]
 
 
 def grid_timing(n: int = ARTICLE_N, block: int = ARTICLE_BLOCK, runs: int = 20) -> Table:
@@ -388,7 +399,7 @@ def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
     copies = [events(lambda: cupy.asarray(host)) for _ in range(5)]
     xs = _device_copies(host)
     rows = Table([
-        {"what": "the article's timed span, with hist2_article", "ms": float(np.median(spans))},
+        {"what": "the article's timed span (with hist2_article)", "ms": float(np.median(spans))},
         {"what": f"of it: cudaMemcpy of {n // 2**20} MiB from pageable host memory", "ms": float(np.median(copies))},
     ])  # fmt: skip
     start = time.perf_counter()
@@ -397,7 +408,7 @@ def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
                  "ms": 1e3 * (time.perf_counter() - start)})  # fmt: skip
     for name in ("hist2_article", "hist1_article", "hist5_lanes"):
         block = ARTICLE_BLOCK if name.endswith("article") else None
-        launch = "blocks = SMs, 256 threads" if block else "one wave"
+        launch = "blocks = SMs of 256 threads" if block else "one wave"
         rows.append({"what": f"the kernel {name} alone ({launch})", "ms": _ms(name, xs, block, runs=runs)})
     del xs
     bench.free_gpu_memory()
@@ -694,7 +705,10 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
     names = ["device copy", "cupy.bincount", *(v.name for v in ENGINE.topic.versions)]
     rows = Table()
     for name in names:
-        row: dict[str, Any] = {"version": name}
+        launch = "" if name in ("device copy", "cupy.bincount") else (
+            f"blocks = SMs of {ARTICLE_BLOCK}" if name.endswith("_article") else "one wave of 1024"
+        )  # fmt: skip
+        row: dict[str, Any] = {"version": name, "launch": launch}
         for dist in dists:
             r = next(r for r in records if r["dist"] == dist and (r["kernel"] == name or
                      (name == "device copy" and r["kind"] == "copy")))  # fmt: skip
@@ -725,11 +739,7 @@ def speed_against_n(
     emulator)."""
     if not on_gpu():
         return []
-    return [
-        r
-        for n in bench.progress(sizes, "histogram", label=bench.format_size)
-        for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))
-    ]
+    return [r for n in sizes for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))]
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
