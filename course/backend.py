@@ -42,6 +42,7 @@ _LIMITS = (
     ("compute_capability", "compute capability", "{0[0]}.{0[1]}"),
     ("memory_peak_gbps", "DRAM bandwidth peak", "{:.0f} GB/s"),
     ("dram_latency_ns", "DRAM latency", "{:.0f} ns"),
+    ("read_stream_gbps", "DRAM read stream", "{:.0f} GB/s"),
 )
 
 
@@ -73,7 +74,10 @@ class Device:
     shared_memory_per_sm: int = 228 * 1024
     shared_memory_reserved_per_block: int = 1024  # the driver's, from compute capability 8.0 on
     memory_peak_gbps: float = 3350.0  # DRAM bandwidth, the datasheet's figure
-    dram_latency_ns: float = 600.0  # a DRAM load's round trip: a model's figure, not measured
+    dram_latency_ns: float = (
+        600.0  # a DRAM load's round trip: measured on a GPU (course.probe), else a model's
+    )
+    read_stream_gbps: float | None = None  # what a read-only kernel reaches: measured on a GPU, else unknown
     model: str = ""  # the emulator's device model ("h100", "h200", "t4"); "" on a GPU
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from)
 
@@ -105,7 +109,11 @@ class Device:
 
         return Table(
             (
-                {"limit": what, "value": fmt.format(getattr(self, name)), "from": self.source(name)}
+                {
+                    "limit": what,
+                    "value": "—" if getattr(self, name) is None else fmt.format(getattr(self, name)),
+                    "from": self.source(name),
+                }
                 for name, what, fmt in _LIMITS
             ),
             columns=("limit", "value", "from"),
@@ -132,6 +140,7 @@ def _emulated(
     base.update(limits)
     where = {f.name: f"the {label} model (datasheet, CUDA's tables)" for f in dataclasses.fields(Device)}
     where["dram_latency_ns"] = f"the {label} model: {LATENCY_NOTE}"
+    where["read_stream_gbps"] = "not measured without a GPU (Little's law uses the peak)"
     where.update(sources)
     return Device(**base, sources=tuple(sorted(where.items())))
 
@@ -243,7 +252,7 @@ def _cupy_device() -> Device:
     sources = {f.name: props for f in dataclasses.fields(Device)}
     sources.update(memory_peak_gbps=peak_from, dram_latency_ns=f"the course's figure: {LATENCY_NOTE}")
     sources.update(shared_memory_banks="CUDA's documentation", bank_bytes="CUDA's documentation")
-    return Device(
+    gpu = Device(
         backend="cupy",
         name=name,
         max_threads_per_block=p["maxThreadsPerBlock"],
@@ -262,6 +271,30 @@ def _cupy_device() -> Device:
         shared_memory_per_sm=prop("sharedMemPerMultiprocessor", 81),
         shared_memory_reserved_per_block=prop("reservedSharedMemPerBlock", 111),
         memory_peak_gbps=float(peak),
+        sources=tuple(sorted(sources.items())),
+    )
+    return _measured(gpu, cupy)
+
+
+def _measured(gpu: Device, cupy: Any) -> Device:
+    """The GPU with its DRAM latency and read stream measured (course.probe, cached); as it was,
+    with the reason in its sources, where the measurement is off or fails."""
+    from . import probe
+
+    sources = dict(gpu.sources)
+    if not probe.enabled():
+        sources["read_stream_gbps"] = "not measured: COURSE_PROBE=off"
+        return dataclasses.replace(gpu, sources=tuple(sorted(sources.items())))
+    try:
+        m = probe.measure(gpu.name, cupy.cuda.runtime.driverGetVersion(), cupy.__version__, probe.SOURCE)
+    except Exception as exc:  # a probe that fails must not take the GPU away
+        sources["read_stream_gbps"] = f"not measured: {type(exc).__name__}: {exc}"[:200]
+        return dataclasses.replace(gpu, sources=tuple(sorted(sources.items())))
+    sources.update(dram_latency_ns=probe.HOW, read_stream_gbps=probe.HOW)
+    return dataclasses.replace(
+        gpu,
+        dram_latency_ns=m["dram_latency_ns"],
+        read_stream_gbps=m["read_stream_gbps"],
         sources=tuple(sorted(sources.items())),
     )
 

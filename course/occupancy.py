@@ -170,7 +170,9 @@ def _driver_blocks(kernel: Kernel, threads: int, dynamic_shared: int) -> int:
 
 
 def bytes_needed_per_sm(dev: Device | None = None) -> int:
-    """Little's law: the bytes each SM must have in flight to keep DRAM busy, the device's memory
-    peak × its DRAM latency / its SMs (`dev.source` says where each figure came from)."""
+    """Little's law: the bytes each SM must have in flight to keep DRAM busy: the bandwidth (the
+    measured read stream on a GPU, else the memory's peak) × the DRAM latency / the SMs
+    (`dev.source` says where each figure came from)."""
     dev = dev or device()
-    return int(dev.memory_peak_gbps * 1e9 * dev.dram_latency_ns * 1e-9 / dev.sm_count)
+    gbps = dev.read_stream_gbps or dev.memory_peak_gbps
+    return int(gbps * 1e9 * dev.dram_latency_ns * 1e-9 / dev.sm_count)
