@@ -46,6 +46,7 @@ from .story import (
     plot_speed,
     read_bytes_needed_per_sm,
     sectors_table,
+    skip_fill,
     speed_against_n,
     speed_table,
     unchecked,
@@ -68,6 +69,6 @@ __all__ = [
     "draw_sectors", "draw_tile", "draw_tile_order", "draw_tile_read", "draw_warps", "edge_threads", "exercises",
     "gpu_table", "in_flight", "in_flight_speed", "in_flight_table", "kernel",
     "launch_facts", "launch_table", "launch_text", "littles_law", "loads_before_barrier", "panel",
-    "plot_speed", "read_bytes_needed_per_sm", "reference", "run", "sectors_table", "shape_for", "speed_against_n", "speed_table", "tile_order",
+    "plot_speed", "read_bytes_needed_per_sm", "reference", "run", "sectors_table", "shape_for", "skip_fill", "speed_against_n", "speed_table", "tile_order",
     "trace", "unchecked", "versions", "versions_in_story", "warp_elements", "wide_block_fault",
 ]  # fmt: skip

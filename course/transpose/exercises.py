@@ -586,7 +586,7 @@ def _program_order(trace: Any) -> list[tuple[int, int, np.ndarray]]:
     return out
 
 
-def batched() -> Target:
+def loads_batched() -> Target:
     """Every warp issues all its global loads before its first store to shared memory: the loads
     are in flight together whatever the compiler does."""
 
@@ -638,14 +638,14 @@ def _draw_batched(fig: Any, k: Kernel, shape: tuple[int, int] = (64, 64)) -> Non
                  fontsize=9)  # fmt: skip
 
 
-batched_loads = KernelExercise(
+batched = KernelExercise(
     key="transpose.batched",
     title="write the load phase: 4 loads per thread, batched before the tile is written",
     kernel="transpose_batched",
     stub=BATCHED_STUB,
     options=EXERCISE_OPTIONS,
     cases=lambda: [_case(s, BATCHED_TILE) for s in BATCHED_SHAPES],
-    targets=(batched(), no_bank_conflicts(), coalesced()),
+    targets=(loads_batched(), no_bank_conflicts(), coalesced()),
     timing=_speed(BATCHED_TILE),
     draw=_draw_batched,
     hints=(
@@ -705,4 +705,4 @@ order = Prediction(
     ),
 )
 
-EXERCISES = (sectors, store, ways, banks, flight, batched_loads, order, block)
+EXERCISES = (sectors, store, ways, banks, flight, batched, order, block)

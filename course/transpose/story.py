@@ -346,6 +346,23 @@ def unchecked(a: Any) -> Findings:
         return k.check(article_grid(host.shape), ARTICLE_BLOCK, args)
 
 
+def skip_fill(a: Any) -> Table:
+    """The article's kernel with its zero fill taken out (`transpose_article_skip`: an out-of-bounds
+    load writes nothing to the tile), launched as the article launches it on the emulator: what the
+    checker finds (an uninitialised read would show) and whether the answer is NumPy's."""
+    (host,) = prepare(a)
+    m, n = host.shape
+    with backend.using("emulator"):
+        k = ENGINE.kernel("transpose_article_skip", host.dtype)
+        out = arrays.zeros((n, m), host.dtype)
+        args = (arrays.asarray(host), out, np.int32(m), np.int32(n))
+        findings = k.check(article_grid(host.shape), ARTICLE_BLOCK, args)
+        k(article_grid(host.shape), ARTICLE_BLOCK, args)
+        right = np.array_equal(arrays.asnumpy(out), host.T)
+    return Table([{"kernel": k.name, "matrix": f"{m}×{n}", "block": "32×32",
+                   "checker": str(findings).split(": ", 1)[-1], "matches NumPy": right}])  # fmt: skip
+
+
 # ---------------------------------------------------------------- how full the GPU is
 
 LAUNCH_CASES = (

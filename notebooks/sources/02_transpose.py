@@ -104,7 +104,9 @@ print("transpose.reference(a):", transpose.reference(a).shape, transpose.referen
 # request is **coalesced**. 32 lanes each reading a word in a different row touch 32 sectors:
 # 1024 bytes move so that 128 can be used.
 #
-# The copy below is the ceiling (it moves the same bytes, but does not transpose), and the naive
+# The copy below moves the same bytes without transposing them: the kernel a transpose is held
+# against. (The GPU tables' 100 % is the device's own copy of the same bytes, `cudaMemcpy`; this
+# one-word-per-thread copy kernel is timed beside it in the section on bytes in flight.) The naive
 # transpose is the copy with the output index swapped. Both use a 2-D block: `threadIdx.x` walks
 # along a row, and the 32 lanes of a warp are 32 consecutive `threadIdx.x`.
 
@@ -158,11 +160,35 @@ transpose.sectors_table(["copy", "transpose_naive", "transpose_naive_cols"])
 # "read row-major, write column-major" or the other way round (its text writes both cases as
 # "write col-major"; the second is *read* column-major, *write* row-major: `transpose_naive_cols`).
 #
-# Which side is cheaper to waste? The GPU table at the end measures it: at 8192² on an H200 the
-# naive kernel moves about 13 % of the bytes per second that a copy moves, the column-reading one
-# about 40 %. Reads of partly used sectors can still be served from the L2 cache to the next warp
-# (warp 1 reads the sectors warp 0 just fetched); partial writes cost more.
+# Which side is cheaper to waste? The counts are the same, 32 sectors on one side; the GPU table at
+# the end measures the difference: at 8192² on an H200 the naive kernel reaches about
+# 13 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy, the
+# column-reading one about 40 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->.
+# Why is not in these counts, and this notebook does not measure it; a likely part is that a
+# sector fetched for a read stays in the caches for the next warp that needs it (warp 1 reads the
+# sectors warp 0 just fetched), while each partial write is sent on as it comes.
+
+# %% [markdown]
+# ### Exercises, where each idea is taught
 #
+# Each exercise is one call: `.check(...)` says ✓, or what is wrong and the rule to apply (never
+# the answer); `.hint()` gives a hint, one more each time you ask; for a kernel, `.show(mine)`
+# draws what your kernel did with the course's own pictures, beside the verdict. The kernels run
+# on the emulator first, with the checker, whatever this machine has; on a GPU a right kernel is
+# then timed beside the course's best version and a copy. `course.my_progress("transpose")`, at
+# the end, lists what is done.
+#
+# **Exercise 1. Predict, then check: sectors per request.** The naive kernel takes any 2-D block.
+# With 256 threads shaped 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its
+# reads and its writes take (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`,
+# `y = l / bx`. Fill in (reads, writes) for each block in place of the `None`s; the check counts
+# them from traces and names the block and the column that is off, with the rule for it.
+
+# %%
+my_sectors = {(32, 8): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
+transpose.exercises.sectors.check(my_sectors)
+
+# %% [markdown]
 # ## The launch: a 2-D grid, rounded up
 #
 # Threads are numbered in two dimensions. A block of (bx, by) threads, a grid of (gx, gy) blocks;
@@ -250,9 +276,22 @@ transpose.draw_edge_block(axes)
 # %% [markdown]
 # 391 threads load (23 rows × 17 columns of `a` are left at the corner) and 391 store (17 rows ×
 # 23 columns of the output), but only 289 do both: 102 threads load an element and leave it for
-# another thread to store, and 102 store an element another thread loaded. That is why the load
-# writes a 0 into the tile instead of skipping it (a thread must not read a tile word nobody
-# wrote), and why the store needs its own test.
+# another thread to store, and 102 store an element another thread loaded. That is why the store
+# needs its own test.
+#
+# The 0 the load writes into the tile when its test fails is never read. Thread (x, y) stores tile
+# word `[x][y]`, which thread (y, x) loaded, and the store's test, `X·32 + y < n && Y·32 + x < m`,
+# is the very inequality thread (y, x)'s load tested: every word a store reads was loaded. The
+# article's kernel with the fill taken out (`transpose_article_skip`: an out-of-bounds load writes
+# nothing), through the checker with the article's launch, which would name an uninitialised read:
+
+# %%
+transpose.skip_fill(a)
+
+# %% [markdown]
+# Clean, and right. The fill is harmless (the ternary is one way to write the load), but the reason
+# for the store's test is the other one: which output element a thread writes. The course's fixed
+# kernels skip the load in the same way.
 #
 # Without the two tests (`transpose_article_unchecked` in `transpose.cu`: the same kernel, the
 # tests taken out), the checker runs it on the emulator with the article's launch. A GPU would
@@ -268,7 +307,35 @@ transpose.unchecked(a)
 # block (3, 0): output row 96 + 17 = 113, one past the last), the line and the index, and counts
 # the threads that did the same. Because a write out of bounds can poison a GPU's context, the
 # course runs such a kernel only on the emulator.
-#
+
+# %% [markdown]
+# **Exercise 2. Fix: the store's test, on a rectangular tile.** This kernel moves a tile of 64 rows × 32
+# columns of `a` with a block of 32 × 8 threads: each thread loads 8 words down the tile and
+# stores 8, so the store's loops are not the load's. Its store was guarded with the load's test:
+# right for a 64 × 96 matrix, wrong (or worse) elsewhere. Fix the test. The check runs your kernel
+# on the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 64⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
+# 31 × 31, 63 × 33, 65 × 31, 33 × 70, 70 × 33 and the article's 1111 × 113, compares `out` with
+# NumPy's, and holds it to a target read from the trace: **coalesced**, every full warp's load and
+# store takes whole sectors, as the copy's. `transpose.exercises.store.show(mine)` draws which
+# block stored each element of `out`.
+
+# %%
+mine = r"""
+extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[64][33];                  // 64 rows x 32 columns of in (+1: no bank conflict)
+    int r0 = blockIdx.y * 64, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    for (int j = 0; j < 64; j += 8)                  // load: tile rows y, y + 8, ..., y + 56
+        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
+    __syncthreads();
+    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
+        for (int k = 0; k < 64; k += 32)
+            if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store
+                out[(c0 + y + j) * m + r0 + x + k] = tile[x + k][y + j];
+}"""
+transpose.exercises.store.check(mine)
+
+# %% [markdown]
 # ## The article's claim about shared memory, counted: bank conflicts
 #
 # The article concludes that "in shared memory, row-major and column-major access are almost
@@ -298,13 +365,14 @@ transpose.draw_tile_read(axes[1], "transpose_article", (16, 16))
 # At 16 a warp covers two columns of a 16-wide tile: lanes 0–15 read words 0, 16, 32, …, 240 and
 # lanes 16–31 the next column, so four banks (0, 1, 16, 17) take 8 words each: 8-way. Writing the
 # tile along rows has no conflict. The article's choice of 16 in its text is the better one, by
-# accident. The fix follows, after the article's other bug.
+# accident. The fix follows, after the article's other assumption.
 #
-# ## The article's other bug: only a square block as big as the tile
+# ## The article's other assumption: a square block as big as the tile
 #
 # The store computes its output row and column with `blockDim.x` in both directions, and the tile
 # has BLOCK_SIZE × BLOCK_SIZE words whatever the block. So the kernel is right only when the block
-# is square and as big as the tile, as in the article's `main()`. With the 32 × 8 block that NVIDIA's
+# is square and as big as the tile, as in the article's `main()`: not a bug with the article's own
+# launch, an assumption the code does not state or check. With the 32 × 8 block that NVIDIA's
 # own transpose uses, or a tall one, on the emulator (a right answer, or the first wrong element;
 # and what the checker finds):
 
@@ -405,7 +473,49 @@ transpose.bank_table()
 # The padding cures the 32 × 32 block only. With 32 × 8 a warp reads 8 rows of 4 columns: word
 # `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the sums 0 … 10 take
 # up to 4 words each: 4-way. The kernels below fix that by keeping the tile square.
-#
+
+# %% [markdown]
+# **Exercise 3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
+# any 2-D block (bx, by); their tile has by rows of stride S = bx words (tiled) or bx + 1 (padded).
+# Thread (x, y) stores word `y·S + x`; thread `t = y·bx + x` loads word `i·S + j` with
+# `i = t % by`, `j = t / by`. For four launches that neither the tables above nor the panel show,
+# predict the worst bank conflict of block 0's stores to the tile and of its loads from it, as
+# (stores, loads) in ways (1 is no conflict). The check counts them from the traces.
+
+# %%
+my_ways = {
+    ("transpose_tiled", (16, 32)): (None, None),
+    ("transpose_padded", (8, 32)): (None, None),
+    ("transpose_padded", (64, 16)): (None, None),
+    ("transpose_padded", (16, 8)): (None, None),
+}
+transpose.exercises.ways.check(my_ways)
+
+# %% [markdown]
+# **Exercise 4. Fix: a tile with no bank conflicts.** The tiled kernel at 32 × 8, one element per thread,
+# on a tile of 8 rows × 32 columns: each warp's load from the tile is an 8-way conflict, and one
+# word of padding leaves a 4-way one (the bank table above). Change the tile's layout so that no
+# warp's store to it or load from it conflicts. The check runs your kernel on the emulator with the
+# checker (grid ⌈n / 32⌉ × ⌈m / 8⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1, 7 × 33, 9 × 31, 33 × 70 and
+# 250 × 197, compares with NumPy, and holds it to two targets read from the trace: **no bank
+# conflicts** (`course.analysis.bank_conflicts`: every warp's access to the tile in one wavefront)
+# and **coalesced** global loads and stores (the tile must stay). `.show(mine)` draws your tile's
+# bank heat map and its worst warp instruction, as the pictures above draw the course's.
+
+# %%
+mine = r"""
+extern "C" __global__ void transpose_banks(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[8][32];                   // the block's 8 rows x 32 columns of in
+    int r0 = blockIdx.y * 8, c0 = blockIdx.x * 32;   // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
+    if (r0 + y < m && c0 + x < n) tile[y][x] = in[(r0 + y) * n + c0 + x];
+    __syncthreads();
+    int t = y * 32 + x, i = t % 8, j = t / 8;        // thread t stores out[c0 + j][r0 + i]
+    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];
+}"""
+transpose.exercises.banks.check(mine)
+
+# %% [markdown]
 # ## More work per thread: `transpose_rows`
 #
 # NVIDIA's own transpose keeps the padded 32 × 33 tile but gives it a block of 32 × 8 threads:
@@ -429,29 +539,92 @@ transpose.blocks_table("transpose_rows", a)
 # 140 blocks of 256 threads for the 1111 × 113 matrix instead of 556, and right for every block
 # (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 16 elements per thread).
 #
-# **Why 4 elements per thread is faster: bytes in flight.** A load from DRAM takes about 600 ns to
-# come back. To keep the memory busy, enough loads must be on their way at every moment: by
-# **Little's law**, bytes in flight = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for
-# the whole H200, or per SM:
+# **Why more elements per thread is faster: bytes in flight.** A load from DRAM takes about
+# 600 ns to come back (the course's figure for an idle memory; `course.device().describe()` says
+# where each figure comes from). To keep the memory busy, enough loads must be on their way at
+# every moment: by **Little's law**, the bytes in flight equal the bandwidth times the latency.
+# Which bandwidth? A thread waits for its loads, never for its stores (a store is handed to the
+# memory system and forgotten), and a transpose moving at full speed spends half its traffic
+# reading. So the loads in flight must carry half the bandwidth. Per SM, with this device's figures:
 
 # %% tags=["nbval-ignore-output"]
-print(f"Little's law asks for about {transpose.bytes_needed_per_sm()} bytes in flight per SM")
+transpose.littles_law()
 
 # %% [markdown]
-# A thread's loads are in flight together until its `__syncthreads()`: nothing uses them before.
-# The bytes each thread loads before that barrier (counted from the trace), times the threads an
-# SM holds at once (at most 2048; shared memory can lower it), for a few launches:
+# On the H200 of the committed run that is about 22 KB per SM for the whole traffic at the
+# datasheet's 4.8 TB/s<!-- given: datasheet -->, and about 11 KB for the reads alone: the figure a
+# transpose's loads are held against. It is a floor: 600 ns is how long an idle memory takes, and
+# a busy one queues the requests and answers later.
+#
+# What a launch can keep in flight: the bytes one thread loads before its barrier (counted from the
+# trace), times the threads an SM holds at once (blocks per SM × threads per block, from the
+# device's limits). The first two rows are `transpose.cu`'s `copy` kernel, one word per thread as
+# in the naive kernels, with no tile and no barrier, in blocks of 256 and of 1024 threads:
 
 # %%
 transpose.in_flight_table()
 
 # %% [markdown]
-# One word per thread keeps 8 KB in flight per SM, whatever the block: a third of what Little's law
-# asks. `transpose_rows` with 32 × 8 keeps 32 KB, and a 64 × 64 tile 64 KB. The GPU section
-# measures these launches at 8192²: on an H200, `transpose_rows` goes from about 43 % of the copy
-# with one element per thread (32 × 32) to about 86 % with four (32 × 8), and the padded tile with
-# one element per thread stays at 40–50 %.
+# Every one-word kernel keeps at most 8 KB per SM (2048 threads × 4 bytes), copy or transpose,
+# whatever the block: less than the reads ask for on an H200. `transpose_rows` raises it with the
+# words per thread: 16 KB at 32 × 16, 32 KB at 32 × 8, and the 64 × 64 tiles 64 KB. The column
+# says **at most**: it counts every thread of the SM as having issued all its loads with none back
+# yet, which is the peak of a block's life, not its average.
 #
+# **Exercise 5. Predict, then check: bytes in flight.** For four launches the table does not show,
+# predict the bytes one thread loads before its barrier and the blocks an SM holds, as
+# (bytes, blocks). `transpose_vec`'s block (32 / VEC, ROWS) shares out its fixed 64 × 64 tile;
+# `course.device().describe()` lists the SM's limits. The check counts them from the traces and
+# the device's limits.
+
+# %%
+my_flight = {
+    ("transpose_padded", (64, 4)): (None, None),
+    ("transpose_vec", (32, 32)): (None, None),
+    ("transpose_vec", (16, 32)): (None, None),
+    ("transpose_vec", (8, 32)): (None, None),
+}
+transpose.exercises.flight.check(my_flight)
+
+# %% [markdown]
+# **Are a thread's loads really in flight together?** Not because the source says so. In
+# `transpose_rows` each load is followed at once by its store into the tile, and a store must wait
+# for its load; if the machine code kept that order, a thread would have one load in flight at a
+# time, whatever the table says. The order is the compiler's choice (ptxas may issue a load early,
+# above stores it does not depend on), so it has to be read in the compiled code, the **SASS**.
+# `scripts/gpu_facts_transpose.py` reads it with `cuobjdump -sass` from the cubin the course
+# compiles for sm_90 (NVRTC of CUDA 13): `transpose_rows` 32 × 8 issues its 4 global loads (`LDG`)
+# before its first shared store (`STS`), and 32 × 16 its 2: batched. At 64 × 8 it issues 4,
+# stores the first, and only then issues the other 4: two round trips of 4 loads, 16 bytes in
+# flight per thread at a time, not the table's 32. `transpose_vec` (below) writes its loads as a
+# phase of their own, every word into a register before any is stored, and its SASS issues all 8
+# loads first. The batching is what the source can guarantee; the rest is up to the compiler.
+#
+# **Exercise 6. Write it: the load phase, batched.** Fill in the kernel's load phase for a 32 × 32
+# tile and a block of 32 × 8 threads: each thread loads its 4 words of `in` into `v`, **every load
+# issued before any value is used**, then stashes `v` into the tile. The check runs your kernel on
+# the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 32⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
+# 31 × 33, 33 × 31, 70 × 45 and 250 × 197, compares with NumPy, and holds it to three targets read
+# from the trace: **batched** (each warp issues all its global loads before its first store to the
+# tile), **no bank conflicts**, and **coalesced** global loads and stores. `.show(mine)` draws
+# warp 0's instructions in order.
+
+# %%
+mine = r"""
+extern "C" __global__ void transpose_batched(const elem_t* in, elem_t* out, int m, int n) {
+    __shared__ elem_t tile[32][33];                  // a 32 x 32 tile of in, padded
+    int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: tile rows y, y + 8, y + 16, y + 24
+    elem_t v[4];                                     // this thread's 4 words of in, in registers
+    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
+    // any value is used), then stash v into the tile
+    __syncthreads();
+    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
+        if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
+}"""
+transpose.exercises.batched.check(mine)
+
+# %% [markdown]
 # ## Beyond the article: a 64 × 64 tile, loads batched, and the order of the tiles
 #
 # `transpose_vec` moves a 64 × 64 tile with 32 × 16 threads, 8 words each, in three phases
@@ -472,7 +645,70 @@ print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
 # A 2-D grid of 2 × 18 blocks, one per 64 × 64 tile, whatever the block's shape: the block only
 # decides how many words each thread moves (here 8).
 #
-# **The order of the tiles.** A 2-D grid numbers blocks along `blockIdx.x` first, and a GPU starts
+# ### Bytes in flight and barriers, measured
+#
+# The launches of the in-flight table, timed at 8192² float32 in one run, beside the device copy
+# (`cudaMemcpy` of the same bytes: the 100 %) and CuPy:
+
+# %% tags=["nbval-ignore-output"]
+transpose.in_flight_speed()
+
+# %% [markdown]
+# Read it in steps, each a pair of rows that differ in one thing:
+#
+# 1. **The copy kernel against the device copy.** One word per thread, no barrier, 8 KB per SM at
+#    most: what a one-word kernel can do on this GPU, the baseline for everything below. It stays
+#    under the device copy, which is not held to one word per thread.
+# 2. **`transpose_padded` 32 × 8 against the copy kernel 32 × 8.** The same block, the same one
+#    load per thread, the same 8 KB at most; the transpose adds a barrier and a trip through the
+#    tile, and is the slower.
+# 3. **`transpose_padded` 32 × 32 against 32 × 8.** The same kernel, the same 8 KB at most, no bank
+#    conflict at 32 × 32 and a 4-way one at 32 × 8; yet 32 × 32 is the slower, about
+#    42 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×32 --> of the copy against
+#    49 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×8 -->. What differs is the
+#    block: 1024 threads, so an SM holds only 2. A block issues its loads, then every warp waits at
+#    the barrier for the block's slowest load; past the barrier the block only stores, with no load
+#    in flight, and its place on the SM is free for a new block only when its last warp is done.
+#    With 2 blocks per SM, both are often past their barriers at once and the SM has no load in
+#    flight at all; 8 blocks of 256 are rarely all in the same phase. `transpose_rows` 32 × 32, one
+#    word per thread in blocks of 1024 too, lands beside `transpose_padded` 32 × 32. The copy
+#    kernel has no barrier (a warp stores as soon as its own load is back), and its two blocks are
+#    closer together than the padded pair.
+# 4. **More bytes in flight, one barrier per block.** `transpose_rows` at 32 × 16 (16 KB at most)
+#    reaches about 70 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×16 --> of the
+#    copy, at 32 × 8 (32 KB) about 86 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×8 -->.
+#    The speed keeps rising well past the 11 KB Little's law asks for the reads: the table's column
+#    is a block's peak, and a block with a barrier has loads in flight only until they are back,
+#    then none while it stores, so an SM holds a fraction of that peak on average; and a memory
+#    under load answers later than in 600 ns. A launch with a barrier needs several times Little's
+#    figure at its peak. `transpose_rows` 64 × 8 is faster again, though its SASS keeps 16 bytes per
+#    thread in flight at a time, as 32 × 8 does: it moves twice the words per barrier and per block
+#    start, step 3's phases again.
+# 5. **Batched, checked in the SASS.** `transpose_vec` 32 × 16 against `transpose_rows` 64 × 8: the
+#    same 64 × 64 tile, the same 512 threads, the same 8 words per thread; vec issues its 8 loads at
+#    once, rows in two batches of 4, and vec is the faster, about
+#    94 %<!-- from in_flight_speed: % of copy @ kernel=transpose_vec 32×16 -->.
+#
+# What is left to the copy is the order of the tiles, next. (`scripts/gpu_facts_transpose.py`
+# repeats these timings to give their spread, and reads the warps' stall reasons with Nsight
+# Compute: waiting at a barrier against waiting for a load, for the pair of step 3.)
+#
+# **Exercise 7. Measure and choose.** Pick the block of `transpose_rows` for an **int32 matrix of
+# 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
+# bx × bx tile, bx / by words per thread (of these, only 32 × 16 is in the tables above). On a GPU
+# the check times every one of them at that shape and passes yours within 10 % of the fastest.
+# Without one it does the arithmetic: the bytes your launch keeps in flight per SM at most (loaded
+# per thread before the barrier, times the threads an SM holds) must reach four times what
+# Little's law asks for the reads with the device's figures (`transpose.littles_law()`).
+
+# %%
+my_block = None  # a tuple (bx, by)
+transpose.exercises.block.check(my_block)
+
+# %% [markdown]
+# ### The order of the tiles
+#
+# A 2-D grid numbers blocks along `blockIdx.x` first, and a GPU starts
 # them roughly in that order, so the blocks running at one time read a few whole tile rows of `a`
 # and write each of their 64 × 64 tiles into a different stretch of 64 rows of `out`. The last
 # version numbers its tiles with a 1-D grid, down whole tile columns of `a` (`band_corner`), so the
@@ -496,10 +732,26 @@ transpose.draw_tile_order(axes)
 
 # %% [markdown]
 # With the 2-D grid, blocks 0–7 write a tile column of `out`: 256 bytes into each of 512 rows.
-# With the 1-D grid they write a whole band of 64 rows, every byte of them. The tuning measured the
-# difference at 8192² on an H200: about 94 % of the copy in the 2-D order against about 97 % down
-# whole tile columns.
+# With the 1-D grid they write a whole band of 64 rows, every byte of them. The GPU table below
+# measures the difference at 8192² on an H200: about
+# 94 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec --> of the copy in the
+# 2-D order against about 97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->
+# down whole tile columns: the same tiles, the same block, the same loads in flight.
 #
+# **Exercise 8. Predict, then check: which rows the first blocks write.** For matrices the picture
+# does not show (m rows × n columns of `a`, 64 × 64 tiles), how many rows of `out` do blocks 0–7
+# write between them, and how many bytes does each of those rows get from them? The check counts
+# them from the traces of blocks 0–7.
+
+# %%
+my_rows = {
+    ("transpose_vec", (1024, 512)): (None, None),
+    ("transpose_grouped", (1024, 512)): (None, None),
+    ("transpose_grouped", (256, 1024)): (None, None),
+}
+transpose.exercises.order.check(my_rows)
+
+# %% [markdown]
 # Every version side by side, in global memory (sectors per request, 256 × 256, two blocks each):
 
 # %%
@@ -508,14 +760,16 @@ transpose.sectors_table()
 # %% [markdown]
 # Only the two naive kernels waste sectors; from `transpose_tiled` on, every request reads and
 # writes 4 sectors, as the copy does. What separates those versions on a GPU is no longer in this
-# table: bank conflicts, bytes in flight and the order of the tiles.
+# table: bank conflicts, the blocks' barriers, bytes in flight and the order of the tiles.
 #
 # ## The article's matrix is too small to time
 #
 # 1111 × 113 four-byte words are 502 KB; a transpose reads them and writes them, about 1 MB in all.
-# At the 4.2 TB/s a copy reaches on an H200, that is a quarter of a microsecond, yet every kernel
-# takes about 4 µs from start to end on the GPU: the fixed cost of a launch (starting the blocks,
-# one round trip to DRAM, waiting for the last block). The launches themselves say why: how many
+# Even at the datasheet's 4.8 TB/s<!-- given: datasheet --> that is 0.2 µs<!-- given: datasheet -->,
+# yet every kernel takes a few microseconds from start to end on the GPU, as long as the device
+# copy of the same bytes (4 µs<!-- from article_table: µs @ shape=1111×113,kernel=device copy --> on
+# the H200): the fixed cost of a launch (starting the blocks, one round trip to DRAM, waiting for
+# the last block). The launches themselves say why: how many
 # blocks, how many an SM holds at once, and how many times (**waves**) the grid fills the GPU's 132
 # SMs:
 
@@ -525,12 +779,16 @@ transpose.launch_table()
 # %% [markdown]
 # At 1111 × 113 no launch fills the GPU even once (waves below 1: `transpose_grouped` keeps 36 of
 # 132 SMs busy), so no kernel can reach the memory's bandwidth, and the timings differ by a
-# microsecond or so around the launch's 4. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
+# microsecond or so. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
 # bandwidth lesson shows. The article's single event-timed launch of this matrix measures the
 # launch, not the kernel.
 #
 # **How the article timed it.** `cudaEventRecord` before and after one launch, the very first:
-# that one also loads the module onto the GPU, and one sample says nothing about the spread. The
+# with CUDA's lazy loading (the default since CUDA 12.2) that launch also loads the kernel onto the
+# GPU, and one sample says nothing about the spread. Between the first record and the launch the
+# article calls `cudaEventQuery(kernel_start)` and describes it as recording the start without
+# blocking; it records nothing: it asks whether the work before the event has finished and returns
+# at once (`cudaErrorNotReady` if not). `cudaEventRecord` does the recording. The
 # timings below follow the rules of `course.bench`: warm-up launches, the median of 20 or more
 # CUDA-event timings, inputs rotated so that none is in the L2 cache, a device-to-device copy of the
 # same bytes and CuPy's `cupy.ascontiguousarray(a.T)` in the same run. The article's host code has
@@ -574,25 +832,22 @@ transpose.panel(version="transpose_article", n=4096, block=(32, 32))
 transpose.article_table()
 
 # %% [markdown]
-# Read the 1111 × 113 rows first and put them aside: every kernel takes about 4 to 5.5 µs and the
-# copy about 4 µs, the launch-bound regime of the last section; no ranking there means anything. At
-# 8192² on an H200, the article's kernel with its 32 × 32 block reaches only about 24 % of the copy,
-# slower than CuPy; `transpose_tiled` at 32 × 32 is the same kernel and the same speed. Removing
-# the 32-way conflict (`transpose_padded` at 32 × 32) lifts it to about 42 %; the 16 × 16 block of
-# the article's text, with its 8-way conflict, does about as well (about 46 %). Blocks of 32 × 8,
-# tiled or padded, reach about 47–50 %, and `transpose_rows` about 86 %: the rest of the gain is
-# bytes in flight. The naive kernel stays at about 13 %.
-#
-# **Bytes in flight, measured.** The launches of the table in `transpose_rows`' section, at 8192²:
-
-# %% tags=["nbval-ignore-output"]
-transpose.in_flight_speed()
-
-# %% [markdown]
-# The speed follows the bytes in flight per SM: on an H200, `transpose_rows` reaches about 43 % of
-# the copy with 8 KB in flight (32 × 32), about 71 % with 16 KB (32 × 16), about 86 % with 32 KB
-# (32 × 8) and about 92 % with 64 KB (64 × 8); `transpose_vec`'s 64 × 64 tile, with its loads
-# batched, about 94 %.
+# Read the 1111 × 113 rows first and put them aside: every kernel takes a few microseconds, as
+# the device copy does, the launch-bound regime of the last section; no ranking there means
+# anything. At 8192², the article's kernel with its 32 × 32 block reaches only about
+# 24 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 --> of the
+# copy, slower than CuPy; `transpose_tiled` at 32 × 32 is the same kernel and the same speed.
+# Removing the 32-way conflict (`transpose_padded` at 32 × 32) lifts it to about
+# 42 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×32 -->. The
+# 16 × 16 block of the article's text, with its 8-way conflict, does better
+# (46 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 16×16 -->), and
+# so do the 32 × 8 blocks, tiled (8-way:
+# 47 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_tiled 32×8 -->) or padded
+# (4-way: 49 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×8 -->):
+# past the 32-way conflict, the block's 1024 threads cost more than an 8-way conflict (step 3 of the
+# measured bytes in flight). `transpose_rows`, four words per thread, reaches about
+# 86 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_rows 32×8 -->; the naive
+# kernel stays at about 13 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_naive 32×8 -->.
 #
 # **Every version against the copy and CuPy**, at its benchmark block, at the article's size and
 # two large ones:
@@ -601,11 +856,25 @@ transpose.in_flight_speed()
 transpose.speed_table()
 
 # %% [markdown]
-# At 8192² and 16384² on an H200 the story reads in order: `transpose_naive` about 11–13 % of the
-# copy, `transpose_naive_cols` about 40 %, the tiles at 32 × 8 about 46–50 %, `transpose_rows` about
-# 84–86 %, `transpose_vec` about 94 %, and `transpose_grouped` about 97 %: about 3.5× faster
-# than `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about 27–28 % of the copy. At
-# 1111 × 113 every row is 4–5.5 µs again.
+# At 8192² on an H200 the story reads in order: `transpose_naive` about
+# 13 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy,
+# `transpose_naive_cols` about 40 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->,
+# the tiles at 32 × 8 about 47 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_tiled -->
+# (tiled) and 49 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_padded -->
+# (padded), `transpose_rows` about 86 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_rows -->,
+# `transpose_vec` about 94 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec -->
+# and `transpose_grouped` about 97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->:
+# 3.5<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× faster than
+# `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about
+# 28 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.ascontiguousarray(a.T) --> of the
+# copy. The 16384² rows read the same. At 1111 × 113 every row is a few microseconds again.
+#
+# **What to call outside the course.** `cupy.ascontiguousarray(a.T)` is what CuPy gives you: its
+# elementwise copy walks the output in order and reads `a.T` through its strides, as
+# `transpose_naive_cols` does (and with more index arithmetic per element), which is why it sits
+# with the naive kernels and not with the tiles. For a transpose that matters, use a tiled kernel
+# like `transpose_grouped`, or a library permutation built on tiles (cuTENSOR's, through
+# `cupyx.cutensor`, where it is installed); never a one-element-per-thread copy through strides.
 #
 # **Against N.** From the article's 1111 × 113 to 16384², float32, the copy drawn as the ceiling:
 
@@ -617,127 +886,33 @@ transpose.plot_speed(ax, records)
 # %% [markdown]
 # On the left, at 1111 × 113, every line sits low and close together, launch-bound. As N grows the
 # grids fill the GPU many times over and the lines separate; by 8192² each has settled at its share
-# of the copy: `transpose_grouped` on the ceiling, the naive kernel well below CuPy.
+# of the copy: `transpose_grouped` just under the device copy, the naive kernel well below CuPy.
 #
-# ## Exercises
-#
-# Each exercise is one call: `.check(...)` says ✓, or what is wrong and the rule to apply (never
-# the answer); `.hint()` gives a hint, one more each time you ask; for a kernel, `.show(mine)`
-# draws what your kernel did with the course's own pictures, beside the verdict. The kernels run
-# on the emulator first, with the checker, whatever this machine has; on a GPU a right kernel is
-# then timed beside the course's best version and a copy.
-#
-# **1. Predict, then check: sectors per request.** The naive kernel takes any 2-D block. With
-# 256 threads shaped 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its reads
-# and its writes take (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`,
-# `y = l / bx`. Fill in (reads, writes) for each block in place of the `None`s; the check counts
-# them from traces and names the block and the column that is off, with the rule for it.
-
-# %%
-my_sectors = {(32, 8): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
-transpose.exercises.sectors.check(my_sectors)
-
-# %% [markdown]
-# **2. Fix: the store's test, on a rectangular tile.** This kernel moves a tile of 64 rows × 32
-# columns of `a` with a block of 32 × 8 threads: each thread loads 8 words down the tile and
-# stores 8, so the store's loops are not the load's. Its store was guarded with the load's test:
-# right for a 64 × 96 matrix, wrong (or worse) elsewhere. Fix the test. The check runs your kernel
-# on the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 64⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
-# 31 × 31, 63 × 33, 65 × 31, 33 × 70, 70 × 33 and the article's 1111 × 113, compares `out` with
-# NumPy's, and holds it to a target read from the trace: **coalesced**, every full warp's load and
-# store takes whole sectors, as the copy's. `transpose.exercises.store.show(mine)` draws which
-# block stored each element of `out`.
-
-# %%
-mine = r"""
-extern "C" __global__ void transpose_mine(const elem_t* in, elem_t* out, int m, int n) {
-    __shared__ elem_t tile[64][33];                  // 64 rows x 32 columns of in (+1: no bank conflict)
-    int r0 = blockIdx.y * 64, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
-    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
-    for (int j = 0; j < 64; j += 8)                  // load: tile rows y, y + 8, ..., y + 56
-        if (r0 + y + j < m && c0 + x < n) tile[y + j][x] = in[(r0 + y + j) * n + c0 + x];
-    __syncthreads();
-    for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
-        for (int k = 0; k < 64; k += 32)
-            if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store
-                out[(c0 + y + j) * m + r0 + x + k] = tile[x + k][y + j];
-}"""
-transpose.exercises.store.check(mine)
-
-# %% [markdown]
-# **3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
-# any 2-D block (bx, by); their tile has by rows of stride S = bx words (tiled) or bx + 1 (padded).
-# Thread (x, y) stores word `y·S + x`; thread `t = y·bx + x` loads word `i·S + j` with
-# `i = t % by`, `j = t / by`. For four launches that neither the tables above nor the panel show,
-# predict the worst bank conflict of block 0's stores to the tile and of its loads from it, as
-# (stores, loads) in ways (1 is no conflict). The check counts them from the traces.
-
-# %%
-my_ways = {
-    ("transpose_tiled", (16, 32)): (None, None),
-    ("transpose_padded", (8, 32)): (None, None),
-    ("transpose_padded", (64, 16)): (None, None),
-    ("transpose_padded", (16, 8)): (None, None),
-}
-transpose.exercises.ways.check(my_ways)
-
-# %% [markdown]
-# **4. Fix: a tile with no bank conflicts.** The tiled kernel at 32 × 8, one element per thread,
-# on a tile of 8 rows × 32 columns: each warp's load from the tile is an 8-way conflict, and one
-# word of padding leaves a 4-way one (the bank table above). Change the tile's layout so that no
-# warp's store to it or load from it conflicts. The check runs your kernel on the emulator with the
-# checker (grid ⌈n / 32⌉ × ⌈m / 8⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1, 7 × 33, 9 × 31, 33 × 70 and
-# 250 × 197, compares with NumPy, and holds it to two targets read from the trace: **no bank
-# conflicts** (`course.analysis.bank_conflicts`: every warp's access to the tile in one wavefront)
-# and **coalesced** global loads and stores (the tile must stay). `.show(mine)` draws your tile's
-# bank heat map and its worst warp instruction, as the pictures above draw the course's.
-
-# %%
-mine = r"""
-extern "C" __global__ void transpose_banks(const elem_t* in, elem_t* out, int m, int n) {
-    __shared__ elem_t tile[8][32];                   // the block's 8 rows x 32 columns of in
-    int r0 = blockIdx.y * 8, c0 = blockIdx.x * 32;   // the tile's corner in in (m rows x n columns)
-    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads
-    if (r0 + y < m && c0 + x < n) tile[y][x] = in[(r0 + y) * n + c0 + x];
-    __syncthreads();
-    int t = y * 32 + x, i = t % 8, j = t / 8;        // thread t stores out[c0 + j][r0 + i]
-    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];
-}"""
-transpose.exercises.banks.check(mine)
-
-# %% [markdown]
-# **5. Measure and choose.** Pick the block of `transpose_rows` for an **int32 matrix of
-# 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
-# bx × bx tile, bx / by words per thread (of these, only 32 × 16 is in the tables above). On a GPU
-# the check times every one of them at that shape and passes yours within 10 % of the fastest.
-# Without one it does the arithmetic: the bytes your launch keeps in flight per SM (loaded per
-# thread before the barrier, times the threads an SM holds) must reach twice what Little's law asks
-# with the device's figures, since a block has no loads in flight once it is past its barrier.
-
-# %%
-my_block = None  # a tuple (bx, by)
-transpose.exercises.block.check(my_block)
-
-# %% [markdown]
 # ## Summary
 #
 # - A transpose is all memory. A warp's 32 threads are consecutive in `threadIdx.x`: lay them
 #   along a row of the input and they write down a column of the output (32 sectors per request
-#   instead of 4), or the reverse. Without shared memory, one side always wastes 7/8 of what it
-#   moves.
+#   instead of 4 with a 32-wide block), or the reverse. Without shared memory, no block shape makes
+#   both sides take only the sectors their bytes need (exercise 1 counts what the shape changes).
 # - A tile in shared memory makes both global accesses row-wise; reading the tile down a column
 #   is then a **32-way bank conflict** (8-way at 16 × 16), not "almost as efficient" as rows, as the
 #   article says. One word of padding per row (stride 33) removes it.
-# - The article's kernel is right only for a square block as big as its tile (it uses
-#   `blockDim.x` for both dimensions); its bounds checks are right, and needed: the load and the
-#   store test different coordinates, and without them the edge blocks write past the output.
-# - Then **bytes in flight**: several elements per thread (`transpose_rows`, 32 × 8), and a
-#   64 × 64 tile with its loads batched, keep enough loads waiting for the DRAM (Little's law);
-#   visiting the tiles down whole tile columns writes the output front to back. On an H200 that
-#   takes the transpose from about 24 % of a copy (the article's kernel at 8192²) to about 97 %,
-#   about 3.5× `cupy.ascontiguousarray(a.T)`.
-# - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the ~4 µs of a launch,
-#   and its one event-timed launch cannot tell them apart.
+# - The article's kernel is right for its own launch, a square block as big as its tile (it uses
+#   `blockDim.x` for both dimensions); its bounds checks are right, and needed: the store tests
+#   the element it writes, not the one it loaded, and without the tests the edge blocks write past
+#   the output. The 0 it writes for an out-of-bounds load is never read.
+# - Then the memory must be kept busy. By Little's law a transpose's loads (half its traffic) need
+#   about 11 KB in flight per SM on an H200; one word per thread keeps 8 KB at most, and blocks of
+#   1024 threads keep even that only part of the time (two per SM, with no load in flight once past
+#   their barriers). Several words per thread (`transpose_rows`), loads batched before the barrier
+#   (checked in the SASS, not read from the source) and 64 × 64 tiles keep tens of KB; visiting the
+#   tiles down whole tile columns writes the output front to back. On an H200 that takes the
+#   transpose from about 24 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 -->
+#   of the copy (the article's kernel at 8192²) to about
+#   97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->,
+#   3.5<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× `cupy.ascontiguousarray(a.T)`.
+# - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the few microseconds of
+#   a launch, and its one event-timed launch cannot tell them apart.
 
 # %%
 course.my_progress("transpose")
