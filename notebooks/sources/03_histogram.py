@@ -31,8 +31,12 @@
 # atomic add in global memory per byte, then with a histogram per block in shared memory (29.22 ms
 # in the article). Each of its kernels is shown, run, checked against NumPy and traced; where its
 # code is wrong, the notebook runs it, shows the bug and fixes it. Then it goes past the article:
-# 16-byte loads, warp-aggregated atomics, a copy of the bins per lane, and 4096 bins, measured
-# against a device-to-device copy and `cupy.bincount`, on four kinds of data.
+# lanes of a warp that agree before a global atomic, 16-byte loads, a copy of the bins per lane,
+# and 4096 bins, measured against a device-to-device copy and `cupy.bincount`, on four kinds of
+# data. Outside this course, the histogram to call is CUB's `cub::DeviceHistogram::HistogramEven`
+# (from C++; from Python through `cuda.compute`, or `cupy.histogram`, which calls CUB's
+# `HistogramRange` when CuPy's CUB accelerator is on); `cupy.bincount` is the built-in a NumPy user
+# reaches for first.
 #
 # Every cell runs without a GPU, on the course's emulator, which records every memory access; the
 # pictures and counts below are read from those records. On a GPU the timing cells measure; on
@@ -70,7 +74,7 @@ course.notebook()
 #
 # The article's CPU version is one loop, `for (int i = 0; i < DATA_LEN; ++i) hist[buffer[i]]++;`.
 # NumPy's `np.bincount(x, minlength=256)` is the same loop in C, and it is our reference: 256
-# counts, as 64-bit integers. The article counts 100 MiB; a million bytes keep the emulator quick
+# counts, as 64-bit integers (the article's CPU loop is timed beside its kernels further down). The article counts 100 MiB; a million bytes keep the emulator quick
 # (the timings near the end use the article's size and more).
 
 # %%
@@ -136,8 +140,8 @@ k1((sms,), (256,), (course.asarray(x), hist, np.int64(n)))
 print(f"{sms} blocks of 256 threads: matches NumPy: {(course.asnumpy(hist) == want).all()}")
 
 # %% [markdown]
-# 132 SMs on an H100 or an H200 (and on the emulator, which models one), so 132 × 256 = 33 792
-# threads, each looping over about 30 of the million bytes.
+# An H100 SXM and an H200 have 132 SMs (an H100 PCIe 114), and so has the emulator's model: 132 ×
+# 256 = 33 792 threads, each looping over about 30 of the million bytes.
 #
 # **The article's first bug: `cudaMemset(d_hist, 0, sizeof(int))`.** `cudaMemset` counts bytes,
 # so this clears 4 of the histogram's 1024 bytes: bin 0. The other 255 bins start from whatever
@@ -159,9 +163,11 @@ histogram.memset_replay(cleared=1024)
 
 # %% [markdown]
 # **The second bug: an `int` index.** `index += stride` is computed in 32-bit `int`. Past
-# 2^31 - 1 it wraps to a negative number, which is still `< data_size`, and the kernel reads before
-# the start of the buffer. The article's 100 MiB is far from it, but nothing in the code says so.
-# Computed in 32-bit arithmetic, as the GPU does it:
+# 2^31 - 1 a signed `int` overflows, which C++ leaves undefined: the compiler may assume it never
+# happens (and, say, keep the index in a 64-bit register), or the sum may wrap to a negative
+# number that is still `< data_size`, so the kernel reads before the start of the buffer. The
+# article's 100 MiB is far from it, but nothing in the code says so. The wrap, one possible outcome,
+# in 32-bit two's-complement arithmetic:
 
 # %%
 histogram.int_index_bug()
@@ -192,37 +198,149 @@ fig, axes = plt.subplots(3, 1, figsize=(12, 7.5))
 histogram.draw_lane_bins(axes, "hist1", ["uniform", "skewed", "all-equal"])
 
 # %% [markdown]
-# On uniform bytes a warp's 32 lanes hit about 30 different bins, now and then two lanes on one;
-# on skewed bytes a small bin (0, or 6) draws 3 or 4 lanes of every warp and the lanes spread over
-# only about 20 bins; when every byte is 7, all 32 lanes of every warp add to bin 7. Counted over the whole
-# launch (4096 bytes, blocks of 256), per atomic warp instruction:
+# On uniform bytes a warp's 32 lanes hit about 30 different bins, and most warps have a pair of
+# lanes on one bin: 32 random bytes fall in 32 different bins of 256 only about 14 times in a
+# hundred. On skewed bytes a small bin (0, or 6) draws 3 or 4 lanes of every warp and the lanes
+# spread over only about 20 bins; when every byte is 7, all 32 lanes of every warp add to bin 7.
+# Counted over the whole launch (4096 bytes, blocks of 256), per atomic warp instruction:
 
 # %%
 histogram.contention_table(["hist1"])
 
 # %% [markdown]
-# "Lanes on one bin" is the busiest bin's share of each warp instruction: about 2 on uniform
-# bytes, about 4 on skewed ones, 32 on all-equal bytes. If the hardware served the lanes on one
-# address one after another, all-equal bytes would cost 16 times what uniform bytes do. On an
-# H200, at 2^28 bytes (the table near the end measures it), `hist1` takes about 33 ms on uniform
-# bytes and about 200 ms on all-equal ones: about 6 times slower, not 16. The trace counts what
-# the code asks for, not how the L2's atomic units carry it out; what both times say is that one
-# global atomic per byte is hopeless: at best about 8 GB/s against the copy's 4 000.
+# "Lanes on one word" is the busiest bin's share of each warp instruction (a bin is one word of
+# `hist`): about 2 on uniform bytes, about 4 on skewed ones, 32 on all-equal bytes. If the
+# hardware served the lanes on one address one after another, all-equal bytes would cost 16 times
+# what uniform bytes do. The GPU table near the end times `hist1` on all four kinds of data:
+# all-equal bytes are the slowest, but by less than 16 times. The trace counts what the code asks
+# for, not how the hardware carries it out.
+#
+# **Where global atomics wait.** An SM does not carry out a global atomic: it sends it to the L2
+# cache, and the L2 slice that holds the word's 128-byte line does the read-modify-write, the
+# updates of one line one after another. `hist1`'s 256 bins are 1 KiB: **eight lines**. Every
+# atomic of the whole grid, from every SM, queues at one of eight lines, in at most eight of the
+# L2's slices, while the other slices idle. Uniform bytes share the eight queues; all-equal bytes
+# put every atomic on one word of one line. Two changes tell these costs apart: the same kernel
+# with its bins one line apart (`hist1_spread`: 256 lines, so up to 256 queues), and `hist1_agg`
+# (next section), whose lanes holding the same byte agree first, so that one atomic adds for all
+# of them. All three with the same launch, on 2^26 bytes (on a GPU; the emulator has nothing to
+# time):
+
+# %% tags=["nbval-ignore-output"]
+histogram.global_atomics_timing()
+
+# %% [markdown]
+# Read it by column. Spacing the bins a line apart changes nothing on all-equal bytes (one word
+# is in one line however far apart the others are) and lets uniform bytes go faster: on uniform
+# bytes the eight lines, not global atomics as such, were `hist1`'s limit. On all-equal bytes the
+# queue is one word's, and only fewer atomics help: that is what `hist1_agg` does. How much each
+# change gains is this GPU's. `hist1`'s time on uniform bytes also varies from run to run: two
+# H200 runs of the course's benchmark measured it a factor of two apart. `scripts/gpu_facts_histogram.py`
+# times it in several rounds, each with freshly allocated bins and input, and reports the spread
+# beside the bins' address, to see whether where the eight lines land among the L2's slices is
+# what changes between runs.
+#
+# ## Kernel 1, aggregated: lanes that agree before the global atomic
+#
+# `__match_any_sync(mask, value)` gives each lane the mask of the lanes of its warp that passed
+# the same value. The lowest lane of each group (`__ffs(peers) - 1`) adds the group's size
+# (`__popc(peers)`) to the bin, the others add nothing: a warp makes one global atomic per
+# distinct byte it holds, 1 instead of 32 on all-equal bytes, about 30 on uniform ones. Every lane
+# named in the mask must make the call, so the loop runs the same trips in every lane of a warp
+# (it steps over whole warps: `base` is the index of lane 0), and lanes past the end take part
+# with `valid = false`:
+
+# %%
+source.show("histogram.cu", "add_aggregated", "hist1_agg")
+
+# %%
+print("hist1_agg matches NumPy:", (histogram.run("hist1_agg", x) == want).all())
+
+# %% [markdown]
+# The atomics each version makes, and the most lanes on one word per warp instruction, counted
+# from the traces (4096 bytes, blocks of 256):
+
+# %%
+histogram.contention_table(["hist1", "hist1_agg"])
+
+# %% [markdown]
+# On all-equal bytes `hist1_agg` makes 128 atomics where `hist1` makes 4 096, each adding 32; on
+# uniform bytes it saves only the pairs, about one atomic in sixteen, and pays for a
+# `__match_any_sync` per byte. The GPU table near the end times both on all four kinds of data.
+#
+# **Exercises** sit where their idea is taught, nine in all. Each is checked by a call:
+# `histogram.exercises.<name>.check(answer)` says what is wrong (which pattern and which column,
+# which case, which thread and line) and the rule to apply, never the answer;
+# `histogram.exercises.<name>.hint()` gives a hint when you ask, one more each time; and for a
+# kernel, `histogram.exercises.<name>.show(mine)` draws what it did, as the pictures here draw the
+# course's kernels. Kernels you write run on the emulator first, with the checker, whatever the
+# machine: a stray access or an endless loop ends in a verdict, never in a crashed GPU.
+#
+# **Exercise: predict what `hist1_agg`'s atomics do.** One warp of `hist1_agg` counts 32 bytes,
+# lane `l` holding the byte each pattern gives (`//` is integer division). For each, predict how
+# many global atomics the warp makes and the largest number one of them adds. The check traces the
+# warp and names the pattern and the column that are off, never the count.
+
+# %%
+my_guess = {  # (global atomics of the warp, largest number one atomic adds)
+    "l": (None, None),
+    "7": (None, None),
+    "l % 4": (None, None),
+    "l // 4": (None, None),
+    "l % 3": (None, None),
+}
+histogram.exercises.agg_atomics.check(my_guess)
+
+# %% [markdown]
+# **Exercise: aggregation without `__match_any_sync`.** `__match_any_sync` came with Volta; before
+# it, and in code that must run where it is slow, the lanes find their groups with warp votes:
+# pick a lane not yet counted, let every lane compare its byte with that lane's (`__shfl_sync`
+# hands the byte round, `__ballot_sync` collects the yes/no into a mask), let one lane add the
+# group's size, and repeat with the lanes left. Below is `hist1` as a kernel of your own: make its
+# lanes agree that way. The check runs it on N from 1 to 5003 (1, a block ± 1, no powers of two),
+# one to four blocks of 32 to 256 threads, every kind of bytes, and holds it to three targets read
+# from the trace and the compiled code: **at most one atomic on a bin per trip of a warp's loop**,
+# **no shared memory**, and **no `__match_any_sync`**. On a GPU it then times your kernel beside
+# `hist1_agg` on all-equal and on uniform bytes: one round per distinct byte is cheap when there
+# are few.
+
+# %%
+mine = r"""
+extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const unsigned int byte = x[i];
+        // FILL ME IN (about 8 lines): the lanes holding the same byte agree, without __match_any_sync,
+        // and one of them adds for all of them
+        atomicAdd(&hist[byte], 1u);
+    }
+}"""
+histogram.exercises.aggregate.check(mine)
+
+# %% [markdown]
 #
 # ## Kernel 2: a private histogram per block (the article's second kernel)
 #
-# The article's second kernel gives each block its own 256 bins in **shared memory** (on-chip
-# memory the threads of a block share, about as fast as a register file): each thread zeroes one
-# bin, the block counts its bytes with shared-memory atomics, and then each thread adds one bin of
-# the block's histogram to the global one. Global atomics drop from one per byte to 256 per block.
+# The article's second kernel gives each block its own 256 bins in **shared memory**: on-chip
+# SRAM in each SM, beside its L1 cache, that the threads of a block share. It is slower than
+# registers (a load takes some 20 to 30 cycles, a register operand none, and it moves far fewer
+# bytes per cycle), but its atomics are carried out in the SM itself, without a trip to L2 and
+# without queueing behind the other SMs. Each thread zeroes one bin, the block counts its bytes
+# with shared-memory atomics, and then each thread adds one bin of the block's histogram to the
+# global one. Global atomics drop from one per byte to 256 per block.
+#
+# The article says that atomics inside a block are serial (一个block内部的原子操作是串行的). They
+# are not: a warp's shared atomic on 32 different words in 32 different banks is one pass; only
+# lanes on *different words of one bank* take a pass each (a bank conflict, below), and lanes on
+# the *same* word are combined (the GPU table shows all-equal bytes, 32 lanes on one word, as the
+# fastest kind of data for `hist3_vec`).
 
 # %%
 source.show("histogram.cu", "hist2_article")
 
 # %% [markdown]
-# On a GPU, `histogram.run` first runs the article's kernels on the emulator, which checks every
-# access before the GPU sees them; it does that for up to 2^16 bytes, so they get the first 60 000
-# bytes here:
+# The article's kernels have bugs that can write past an array, so on a GPU the course runs them
+# only on inputs the emulator can check first (up to 2^16 bytes): 60 000 bytes here.
 
 # %%
 small = x[:60_000]
@@ -273,7 +391,8 @@ histogram.block_bug(512)
 source.show("histogram.cu", "hist2")
 
 # %%
-print("hist2 matches NumPy with blocks of 128, 256 and 512:", all((histogram.run("hist2", x, block=b) == want).all() for b in (128, 256, 512)))
+for b in (128, 256, 512):
+    print(f"hist2 with blocks of {b} matches NumPy:", (histogram.run("hist2", x, block=b) == want).all())
 
 # %% [markdown]
 # ## The article's launch: blocks = SM count
@@ -312,13 +431,28 @@ histogram.launch_table()
 histogram.grid_timing()
 
 # %% [markdown]
-# On an H200 the speed follows the bytes in flight as long as they are short of Little's law:
-# `hist2_article` with one block per SM reads about 90 GB/s, with two about 180 GB/s (the
-# article's text was right, its code was not), with a full wave roughly 700 GB/s. `hist3_vec`'s
-# 16-byte loads reach about 2 TB/s, `hist5_lanes` about 3 to 3.5 TB/s, most of the copy. The global-
-# atomic kernels stay at about 8 GB/s whatever their grid: their limit is the L2's atomics, not
-# the bytes in flight.
+# Read the GB/s column: the shared-memory kernels follow the bytes in flight as long as they are
+# short of Little's law. `hist2_article` with two blocks per SM reads about twice what it reads
+# with one (the article's text was right, its code was not), with a full wave several times more;
+# `hist3_vec`'s 16-byte loads and `hist5_lanes` take most of the copy's speed. The global-atomic
+# kernels read about the same with one block per SM as with a full wave: their limit is the queue
+# at the eight lines of the bins in L2 (the table after the contention pictures), not the bytes in
+# flight.
 #
+# **Exercise: predict the bytes in flight.** For each launch below (a kernel, its block and how
+# many blocks an SM runs), predict the bytes an SM has in flight and what % of Little's law that
+# is on this device (to 0.1). The check names the launch and the column that are off.
+
+# %%
+my_guess = {  # (bytes in flight an SM, % of Little's law)
+    "hist2, blocks of 512, 4 blocks an SM": (None, None),
+    "hist3_vec, blocks of 128, 16 blocks an SM": (None, None),
+    "hist3_vec, blocks of 1024, 1 block an SM": (None, None),
+    "hist1, blocks of 64, 12 blocks an SM": (None, None),
+}
+histogram.exercises.in_flight.check(my_guess)
+
+# %% [markdown]
 # ## The article's 29.22 ms
 #
 # The article measures with CUDA events from before the first `cudaMalloc` to after the result is
@@ -332,23 +466,27 @@ histogram.grid_timing()
 histogram.article_timing()
 
 # %% [markdown]
-# On the H200 machine the copy from pageable memory takes about 22 ms (about 4.7 GB/s over the
-# host link), and the article's shared-memory kernel about 1.2 ms of the span: the article's
-# 29.22 ms measures mostly its host-to-device copy, not its kernel. Kernel against kernel, the
-# article's global-atomic version takes about 13 ms and its shared-memory version about 1.2 ms:
-# privatising was worth a factor of about 11. `hist5_lanes`, below, counts the same 100 MiB in
-# about 0.03 ms, some 30 to 40 times faster again.
+# Read the table from the top: the copy from pageable host memory is most of the span, the
+# article's shared-memory kernel a small part of it, so the article's 29.22 ms<!-- given: article -->
+# measures mostly its host-to-device copy, not its kernel. Kernel against kernel, the article's
+# shared-memory version is about ten times faster than its global-atomic one, and `hist5_lanes`,
+# below, tens of times faster again. The CPU loop (`np.bincount`, in C, on one core of this
+# machine's host) is the article's starting point: every GPU kernel in the table counts the 100 MiB
+# faster, but only the shared-memory ones by more than the host-to-device copy of the bytes
+# costs.
 #
 # ## Kernel 3: 16-byte loads (beyond the article)
 #
 # The cure for too few bytes in flight is more bytes per load: each thread reads 16 bytes at once
-# (a `uint4`, one instruction), then counts them from registers. A warp then asks for 512
-# contiguous bytes per load instruction instead of 32. Bytes before the first 16-byte boundary
-# and after the last whole vector are counted one at a time. The counting and the merge are
-# `hist2`'s:
+# (a `Vec` of 16 bytes, one instruction), then counts them from registers. A warp then asks for 512
+# contiguous bytes per load instruction instead of 32. A vector load must be aligned, so `split`
+# cuts x into a head (the bytes before the first 16-byte boundary: none for an array CuPy or the
+# course allocated), the whole vectors, and a tail (the bytes after the last whole vector), and
+# `for_each_vector` loads each vector with one instruction (`const Vec p = s.v[i]`) and the head and
+# tail a byte at a time. The counting and the merge are `hist2`'s:
 
 # %%
-source.show("histogram.cu", "for_each_key", "hist3_vec")
+source.show("histogram.cu", "split", "for_each_vector", "for_each_key", "hist3_vec")
 
 # %%
 print("hist3_vec matches NumPy:", (histogram.run("hist3_vec", x) == want).all())
@@ -365,6 +503,31 @@ histogram.load_table()
 # issue 8 of 512 bytes (16 sectors, fully used), and each thread has 16 bytes in flight instead of
 # one.
 #
+# **Exercise: write a kernel that loads four bytes at a time.** Between one byte and sixteen: below
+# is `hist2` with the counting loop still reading one byte a load. Make it read x as 4-byte words
+# (`words[i]` holds bytes `4i` to `4i + 3`, the lowest first), count the four keys of each, and
+# count the bytes after the last whole word one at a time. The check runs it on N from 1 to 5001
+# (1, 3, no multiples of 4 but one), one to four blocks of 32 to 256 threads, every kind of bytes,
+# and holds it to a target read from the trace: **every byte of x loaded once, all but the last
+# N % 4 by 4-byte loads**.
+
+# %%
+mine = r"""
+extern "C" __global__ void hist_vec4(const unsigned char* x, unsigned int* hist, long long n) {
+    __shared__ unsigned int temp[256];
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) temp[b] = 0;
+    __syncthreads();
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    const unsigned int* words = (const unsigned int*)x;  // x starts on a 16-byte boundary
+    // FILL ME IN (about 8 lines): count every byte of x into temp, four bytes a load
+    for (long long i = first; i < n; i += stride) atomicAdd(&temp[x[i]], 1u);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+        if (temp[b]) atomicAdd(&hist[b], temp[b]);
+}"""
+histogram.exercises.vec4.check(mine)
+#
 # **Bank conflicts.** Shared memory is split into 32 *banks* of 4-byte words; word `w` is in bank
 # `w % 32`. A warp's access takes one pass when its lanes hit different banks (or the same word);
 # when `k` lanes hit *different words* of one bank it takes `k` passes, a *k-way conflict*. Bin
@@ -380,14 +543,32 @@ histogram.draw_banks(ax, "hist3_vec", "uniform")
 # Every row has a bank holding 2, 3 or 4 distinct words: each of those instructions takes 2 to 4
 # passes. All-equal bytes put every lane on one word, which the hardware combines (the table near
 # the end shows all-equal `hist3_vec` at the copy's speed); on uniform bytes it is the
-# conflicts that cost.
+# conflicts that cost. In shared memory, then, lanes on one word are nearly free and lanes on one
+# bank are not; in global memory (the section after kernel 1) lanes on one word are what costs.
+#
+# **Exercise: predict lanes and banks.** One warp of `hist2` counts 32 bytes, lane `l` holding the
+# byte given by each pattern below. For each, predict how many lanes hit the busiest bin and how
+# many ways the shared-memory atomic's worst bank conflict has (bin `b` is word `b`, in bank
+# `b % 32`; lanes on the same word are not a conflict). Replace each `None`; the check traces the
+# warp and names the pattern and the column that are off.
+
+# %%
+my_guess = {  # (lanes on the busiest bin, bank ways)
+    "l": (None, None),
+    "7": (None, None),
+    "l % 4": (None, None),
+    "8 * l": (None, None),
+    "32 * (l % 8)": (None, None),
+}
+histogram.exercises.patterns.check(my_guess)
 #
 # ## Kernel 4: warp-aggregated atomics
 #
-# If lanes holding the same byte cost time, let them agree first: `__match_any_sync` gives each
-# lane the mask of the lanes of its warp that hold the same key, and only the lowest lane of each
-# group adds the group's size. All-equal bytes then make one atomic per warp instruction instead
-# of 32:
+# `hist1_agg` made the lanes holding one byte agree before a global atomic, where 32 lanes on one
+# word cost the most. Kernel 4 tries the same on `hist3_vec`'s shared atomics, with the same
+# `add_aggregated`: one atomic per distinct byte of a warp instruction. The bank-conflict picture
+# above already says what to expect: in shared memory lanes on one word cost little, so there is
+# little to save, and the `__match_any_sync` per byte is a cost of its own.
 
 # %%
 source.show("histogram.cu", "add_aggregated", "hist4_warp_agg")
@@ -401,8 +582,9 @@ source.show("histogram.cu", "add_aggregated", "hist4_warp_agg")
 print("hist4_warp_agg matches NumPy:", (histogram.run("hist4_warp_agg", x) == want).all())
 
 # %% [markdown]
-# The same picture as for `hist1`, now of `hist4_warp_agg`'s first shared atomic in each warp: a
-# lane drawn "–" made no atomic, because a lower lane of its group added for it:
+# The picture of `hist1`'s lanes, now of `hist4_warp_agg`'s first shared atomic in each warp (each
+# lane's byte is the first of its 16-byte vector): a lane drawn "–" made no atomic, because a lower
+# lane of its group added for it:
 
 # %%
 fig, axes = plt.subplots(2, 1, figsize=(12, 5))
@@ -440,7 +622,7 @@ histogram.draw_banks(ax, "hist5_lanes", "uniform")
 # (it needs fewer blocks than a full wave: 16 bytes a thread a trip, N / (1024 × 16) blocks):
 
 # %%
-histogram.ENGINE.plan("hist5_lanes", course.asarray(x)).launches[0]
+histogram.launch("hist5_lanes", x)
 
 # %%
 print("hist5_lanes matches NumPy:", (histogram.run("hist5_lanes", x) == want).all())
@@ -454,177 +636,31 @@ print("hist5_lanes matches NumPy:", (histogram.run("hist5_lanes", x) == want).al
 histogram.copies_table()
 
 # %% [markdown]
-# All-equal bytes put 32 / C lanes on one word, uniform bytes cause fewer bank conflicts as C
-# grows, and only 32 copies leave exactly one lane per word and per bank on any data. The H200
-# sweep (`docs/tuning/nvidia-h200-2026-11-24.log`, 2^28 bytes, blocks of 1024) found the same:
-# on uniform bytes 32 copies reach about 94 % of the copy and 16 copies about 75 %; on all-equal
-# bytes every C from 1 to 32 runs at 95 to 100 %.
+# All-equal bytes put 32 / C lanes on one word. On uniform bytes the mean conflict hardly moves
+# from C = 1 to C = 4 and drops only from C = 8 on: bin `b` of copy `c` is word `b·C + c`, in bank
+# `(b·C + c) mod 32`, so more copies move bins out of a bank as often as into it until the copy
+# number alone picks the bank (C = 32: lane `l` always in bank `l`). Only 32 copies leave exactly
+# one lane per word and per bank on any data. The H200 sweep (`docs/tuning/nvidia-h200-2026-11-24.log`,
+# 2^28 bytes, blocks of 1024) found the same: on uniform bytes 32 copies were the fastest, and
+# on all-equal bytes the number of copies made little difference.
 #
-# **What each kind of data costs, counted.** Every story version on every kind of data (4096
-# bytes, blocks of 256): atomic warp instructions on the counting buffer, the busiest bin's lanes
-# and the distinct bins per instruction, the mean bank conflict of the shared atomics, and every
-# atomic performed (the merges included):
+# **Exercise: predict words and banks for C copies.** In `hist5_copies<C>` lane `l` counts bin `b`
+# in copy `l % C`, word `b·C + l % C`. For one warp whose lane `l` holds the byte each case gives,
+# predict the most lanes on one word and the worst bank conflict of the counting atomic. The check
+# traces `hist5_copies<C>` and names the case and the column that are off.
 
 # %%
-histogram.contention_table()
-
-# %% [markdown]
-# Read it by column. `hist1` and `hist2` make the same 128 warp instructions with the same
-# contention; `hist2`'s atomics are in shared memory, where uniform bytes conflict about 3-way.
-# `hist4_warp_agg` leaves 1 lane per bin and cuts all-equal atomics from 4 097 to 129, but leaves
-# the bank conflicts of uniform bytes as they were (3.14). `hist5_lanes` shows 1 lane on a bin and
-# 1-way on every kind of data. Skewed and real bytes fall between uniform and all-equal.
-#
-# Which of these counts turn into time? On an H200 at 2^28 bytes (the table below): `hist3_vec`'s
-# time follows its bank conflicts: all-equal (1-way) fastest at about 0.065 ms, then skewed, real,
-# and uniform (about 3-way) slowest at about 0.12 ms. `hist4_warp_agg`, with by far the fewest
-# atomics, is the *slowest* of the shared-memory kernels on every kind of data (about 2 ms on
-# uniform bytes): `__match_any_sync` costs more than the conflicts it removes. `hist5_lanes`
-# takes about 0.07 ms on all four. Fewer atomics in a trace is not a faster kernel; which atomics
-# the hardware must serialise is. (`hist6_runs`, reachable by name, adds each run of equal bytes
-# once: 16 times fewer atomics on all-equal bytes, and slower than `hist5_lanes` on every kind of
-# data, for the same reason.)
-#
-# ## More bins than shared memory holds
-#
-# 256 bins are 1 KiB. A histogram of 12-bit pixels, or of colours quantised to 16 levels per
-# channel, has 4096 bins: 16 KiB for one copy, and 512 KiB for `hist5`'s 32 copies, more than an
-# SM has:
-
-# %%
-histogram.shared_table()
-
-# %% [markdown]
-# One copy of 4096 bins still fits, so `hist_wide` (reachable as `histogram.wide`) keeps one copy
-# per block, in *dynamic* shared memory sized at launch (`4 * bins` bytes), and uses warp
-# aggregation against all-equal keys. The launch, for a million 16-bit keys:
-
-# %%
-keys = histogram.wide_keys(n, "real")
-histogram.wide_plan(course.asarray(keys)).launches[0]
-
-# %%
-print("hist_wide matches NumPy:", (histogram.wide(keys) == histogram.wide_reference(keys)).all())
-
-# %% [markdown]
-# From the traces (2^14 keys, blocks of 256): warp aggregation leaves one lane per word, but the
-# banks still conflict on uniform keys, and the merge is now up to 4096 global atomics per block:
-
-# %%
-histogram.wide_table()
-
-# %% [markdown]
-# With 2^14 keys in 8 blocks the merge costs almost as many global atomics as there are keys;
-# with millions of keys per block it is small. Timed on 2^27 keys (on a GPU):
-
-# %% tags=["nbval-ignore-output"]
-histogram.wide_timing()
-
-# %% [markdown]
-# On an H200 all-equal keys take about 0.13 ms (about half the copy's speed), the photograph's
-# colours about 0.55 ms and uniform keys about 1.1 ms, only about twice `cupy.bincount`: the
-# `__match_any_sync` per key that makes all-equal keys cheap is what makes uniform keys slow, as
-# in `hist4_warp_agg`. When shared memory runs out, privatisation per lane is gone, and what is
-# left is a choice between costs.
-#
-# ## Try it
-#
-# Pick a version, a block size, N and the kind of data. The panel runs the kernel on this
-# machine's backend, compares the counts with NumPy's, shows what the checker finds, traces the
-# first 16 × block bytes of block 0 and draws their atomics, and lists numbers read from that
-# trace:
-#
-# - **counting atomics** on `hist` (global) or `temp` (shared) made by block 0, and the **atomic
-#   warp instructions** that made them;
-# - **lanes on one bin: most / mean**: the busiest bin's lanes per warp instruction; **serialised
-#   atomic rounds**: their sum, the passes the atomics take if same-address lanes go one at a time;
-# - **bank conflict of the atomics: worst / mean** (shared memory only), and the **global atomics
-#   of the merge**;
-# - **bytes per warp load**: 32 for one byte a lane, 512 for 16;
-# - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time.
-#
-# Try `hist2_article` at block 128 on uniform and on all-equal bytes, `hist1` on all-equal bytes
-# (32 lanes on one bin in every row), or `hist3_vec` against `hist5_lanes` on uniform bytes.
-
-# %% tags=["nbval-ignore-output"]
-histogram.panel(version="hist1", n=4096, block=256, data="all-equal")
-
-# %% [markdown]
-# ## How fast on a GPU
-#
-# A histogram reads every byte once and writes 1 KiB: it is limited by memory bandwidth at best,
-# so its speed is counted in bytes read per second and held against a device-to-device copy of
-# the same number of bytes (the copy reads half and writes half), timed in the same run, and
-# against `cupy.bincount`. Every version, the article's with the article's launch (blocks = SM
-# count, 256 threads), the others with their own (one wave, blocks of 1024), on each kind of data
-# at 2^28 bytes; ms and % of the copy's speed, median of 20 CUDA-event runs (about a minute:
-# `hist1` takes up to 0.2 s a run):
-
-# %% tags=["nbval-ignore-output"]
-table = histogram.gpu_table()
-table
-
-# %% [markdown]
-# On an H200 the copy takes about 0.066 ms. `hist5_lanes` stays within a few per cent of it on
-# every kind of data (about 95 %, about 40 to 60 times faster than `cupy.bincount`, which takes
-# 3 to 4 ms); `hist3_vec` ranges from about the copy's speed (all-equal) to about 55 % (uniform).
-# `hist2` takes about 0.37 ms whatever the data: its one byte per load leaves it short of bytes
-# in flight, and that hides every other cost. The article's kernels: about 3 ms for
-# `hist2_article` (one block per SM) and 33 to 200 ms for `hist1_article`, the only one that
-# all-equal bytes slow down by much. The same times as bars (log scale):
-
-# %% tags=["nbval-ignore-output"]
-fig, ax = plt.subplots(figsize=(12, 4))
-histogram.plot_times(ax, table)
-
-# %% [markdown]
-# Each group is a kernel, each colour a kind of data: the bars of `hist1` and `hist4_warp_agg`
-# change with the data, those of `hist2` and `hist5_lanes` do not.
-#
-# **Against N.** `hist2`, `hist3_vec` and `hist5_lanes` on uniform and all-equal bytes, beside
-# `cupy.bincount` and the copy, from 2^16 to 2^28 bytes:
-
-# %% tags=["nbval-ignore-output"]
-records = histogram.speed_against_n()
-fig, ax = plt.subplots(figsize=(9, 4.5))
-histogram.plot_speed(ax, records)
-
-# %% [markdown]
-# Below about 2^20 bytes every kernel takes a few microseconds, the time of a launch; these points
-# say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both kinds of
-# data, `hist3_vec` only on all-equal bytes, and `hist2` stays far below, short of bytes in
-# flight. The full sweep and the course's goals are in `docs/benchmarks/`.
-#
-# ## Exercises
-#
-# Each exercise is checked by a call: `histogram.exercises.<name>.check(answer)` says what is wrong
-# (which pattern and which column, which case, which thread and line) and the rule to apply, never
-# the answer. `histogram.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
-# `histogram.exercises.<name>.show(mine)` draws what your kernel did, as the pictures above draw
-# the course's kernels. Kernels you write run on the emulator first, with the checker, whatever the
-# machine: a stray access or an endless loop ends in a verdict, never in a crashed GPU.
-#
-# **1. Predict, then check: lanes and banks.** One warp of `hist2` counts 32 bytes, lane `l`
-# holding the byte given by each pattern below. For each, predict how many lanes hit the busiest
-# bin and how many ways the shared-memory atomic's worst bank conflict has (bin `b` is word `b`,
-# in bank `b % 32`; lanes on the same word are not a conflict). Replace each `None`; the check
-# traces the warp and names the pattern and the column that are off.
-
-# %%
-my_guess = {  # (lanes on the busiest bin, bank ways)
-    "l": (None, None),
-    "7": (None, None),
-    "l % 4": (None, None),
-    "8 * l": (None, None),
-    "32 * (l % 8)": (None, None),
+my_guess = {  # (lanes on one word (most), bank ways (worst))
+    "C=1, byte 4*l": (None, None),
+    "C=8, byte 4*l": (None, None),
+    "C=32, byte 4*l": (None, None),
+    "C=2, byte l": (None, None),
+    "C=8, byte 7": (None, None),
 }
-histogram.exercises.patterns.check(my_guess)
+histogram.exercises.copies_banks.check(my_guess)
 
 # %% [markdown]
-# Then think about which of the five would be slow in `hist1` (global atomics) and which in
-# `hist3_vec` (shared atomics) on an H200, going by the times above.
-#
-# **2. Fix: a sub-histogram per warp.** A middle road between `hist2` and `hist5_lanes`: a copy of
+# **Exercise: fix a sub-histogram per warp.** A middle road between `hist2` and `hist5_lanes`: a copy of
 # the 256 bins per *warp*, so lanes of different warps never meet on a word (`blockDim.x / 32`
 # copies in dynamic shared memory, launched with `blockDim.x / 32 * 1024` bytes). The kernel below
 # has two bugs. The check runs it on the emulator on N from 1 to 20 000 (1, a block ± 1, no powers
@@ -654,31 +690,104 @@ extern "C" __global__ void hist_warps(const unsigned char* x, unsigned int* hist
 histogram.exercises.warp_copies.check(mine)
 
 # %% [markdown]
-# **3. Write: warp aggregation where contention costs.** `hist1`'s global atomics are where equal
-# bytes hurt: 32 lanes on one bin wait for each other in L2. Below is `hist1` as a kernel of your
-# own. Make the lanes of a warp that hold the same byte agree, so that one of them adds for all of
-# them, straight into `hist`. The check runs it on N from 1 to 5003 (1, a block ± 1, no powers of
-# two), one to four blocks of 32 to 256 threads (whole warps), every kind of bytes, and holds it to
-# two targets read from the trace: **at most one atomic on a bin per trip of a warp's loop** (one
-# per distinct byte the warp holds) and **no shared memory** (the lanes agree among themselves; a
-# histogram per block was exercise 2). On a GPU it then times your kernel beside `hist1` on
-# all-equal and on uniform bytes.
+# **What each kind of data costs, counted.** Every story version on every kind of data (4096
+# bytes, blocks of 256): atomic warp instructions on the counting buffer, the busiest bin's lanes
+# and the distinct bins per instruction, the mean bank conflict of the shared atomics, and every
+# atomic performed (the merges included):
+
+# %%
+histogram.contention_table()
+
+# %% [markdown]
+# Read it by column. "Lanes on one word" and "distinct words" count words of the counting buffer:
+# for `hist5_lanes` a bin has 32 words, one per lane, so all-equal bytes show 1 lane on a word and
+# 32 distinct words, though every lane adds to bin 7. `hist1` and `hist2` make the same 128 warp
+# instructions with the same contention; `hist2`'s atomics are in shared memory, where uniform
+# bytes conflict about 3-way. `hist1_agg` and `hist4_warp_agg` leave 1 lane per word and cut the
+# all-equal atomics about 32-fold, but on uniform bytes they make nearly as many as `hist1` and
+# `hist3_vec`, and `hist4_warp_agg` leaves the bank conflicts as they were. `hist5_lanes` shows 1
+# lane on a word and 1-way on every kind of data. Skewed and real bytes fall between uniform and
+# all-equal.
+#
+# Which of these counts turn into time? The GPU table at the end: `hist3_vec`'s time follows its
+# bank conflicts, all-equal (1-way) fastest and uniform (about 3-way) slowest. `hist4_warp_agg` is
+# the slowest of the 16-byte-load kernels (`hist3_vec`, `hist5_lanes`, `hist6_runs`) on every kind
+# of data, most of all on uniform bytes, where it saves almost no atomics: in shared memory,
+# `__match_any_sync` costs more than the conflicts and the same-word lanes it removes, while
+# `hist1_agg`'s same agreement pays on all-equal bytes, where global atomics on one word queue in
+# L2. Fewer atomics in a trace is not a faster kernel; which atomics the hardware must serialise,
+# and where, is. (`hist6_runs`, reachable by name, adds each run of equal bytes once: 16 times fewer
+# atomics on all-equal bytes, and slower than `hist5_lanes` on every kind of data, for the same
+# reason.)
+#
+# ## More bins than shared memory holds
+#
+# 256 bins are 1 KiB. A histogram of 12-bit pixels, or of colours quantised to 16 levels per
+# channel, has 4096 bins: 16 KiB for one copy, and 512 KiB for `hist5`'s 32 copies, more than an
+# SM has:
+
+# %%
+histogram.shared_table()
+
+# %% [markdown]
+# One copy of 4096 bins still fits, so `hist_wide` (reachable as `histogram.wide`) keeps one copy
+# per block, in *dynamic* shared memory sized at launch (`4 * bins` bytes), and uses warp
+# aggregation against all-equal keys. The launch, for a million 16-bit keys:
+
+# %%
+keys = histogram.wide_keys(n, "real")
+histogram.wide_launch(keys)
+
+# %%
+print("hist_wide matches NumPy:", (histogram.wide(keys) == histogram.wide_reference(keys)).all())
+
+# %% [markdown]
+# From the traces (2^14 keys, blocks of 256): warp aggregation leaves one lane per word, but the
+# banks still conflict on uniform keys, and the merge is now up to 4096 global atomics per block:
+
+# %%
+histogram.wide_table()
+
+# %% [markdown]
+# With 2^14 keys in 8 blocks the merge costs almost as many global atomics as there are keys;
+# with millions of keys per block it is small. Timed on 2^27 keys (on a GPU):
+
+# %% tags=["nbval-ignore-output"]
+histogram.wide_timing()
+
+# %% [markdown]
+# Read the rows: all-equal keys are the fastest, uniform keys the slowest, only a few times
+# faster than `cupy.bincount`. The trace above names three candidates for the uniform time: the
+# `__match_any_sync` per key, bank conflicts of about 3.5 ways, and a merge of up to 4096 global
+# atomics per block. `scripts/gpu_facts_histogram.py` times them apart: `hist_wide` beside the same
+# kernel without aggregation (`hist_wide_plain`) and beside its loads and merge alone
+# (`hist_wide_load`); its report says which share of the time each takes on this GPU. When
+# shared memory runs out, privatisation per lane is gone, and what is left is a choice between
+# costs.
+#
+# **Exercise: write a histogram of `bins` bins.** `hist2` with its 256 bins fixed at compile time
+# becomes a kernel for any number of bins up to what shared memory holds: the bins in *dynamic*
+# shared memory (`extern __shared__`, sized by the launch's `shared_mem=4 * bins`), keys of 16
+# bits, and keys at or past `bins` not counted. The stub counts straight into `hist` and never
+# checks a key. The check runs it on 1 to 5003 keys, 7 to 4096 bins, one to four blocks of 32 to
+# 256 threads, uniform, all-equal and real keys with a fifth of them past the last bin, and holds
+# it to a target read from the trace: **each block adds a bin to `hist` with one global atomic at
+# most**.
 
 # %%
 mine = r"""
-extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
+extern "C" __global__ void hist_bins(const unsigned short* x, unsigned int* hist, long long n, int bins) {
+    extern __shared__ unsigned int counts[];  // bins words, sized at launch: shared_mem = 4 * bins
+    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const unsigned int byte = x[i];
-        // ---- your code: the lanes holding the same byte agree, and one of them adds for all
-        atomicAdd(&hist[byte], 1u);
-        // ---- end of your code
-    }
+    // FILL ME IN (about 10 lines): zero the block's bins, count the keys below `bins` into them,
+    // then add them to hist
+    for (long long i = first; i < n; i += stride) atomicAdd(&hist[x[i]], 1u);
 }"""
-histogram.exercises.aggregate.check(mine)
+histogram.exercises.wide_bins.check(mine)
 
 # %% [markdown]
-# **4. Measure, then choose: a grid for 9 600 bins.** `hist_wide` keeps one copy of its bins per
+# **Exercise: measure, then choose a grid for 9 600 bins.** `hist_wide` keeps one copy of its bins per
 # block in dynamic shared memory, 4 bytes a bin. Choose its number of blocks for **9 600 bins**
 # and blocks of **256** threads: one wave, every SM holding as many blocks as it can, none waiting
 # for a second wave. On a GPU the check times `hist_wide` on 2^28 bytes of keys with your grid
@@ -690,21 +799,84 @@ histogram.exercises.aggregate.check(mine)
 histogram.exercises.grid.check(None)
 
 # %% [markdown]
+# ## How fast on a GPU
+#
+# A histogram reads every byte once and writes 1 KiB: it is limited by memory bandwidth at best,
+# so its speed is counted in bytes read per second and held against a device-to-device copy of
+# the same number of bytes (the copy reads half and writes half), timed in the same run, and
+# against `cupy.bincount`. Every version, the article's with the article's launch (blocks = SM
+# count, 256 threads), the others with their own (one wave, blocks of 1024), on each kind of data
+# at 2^28 bytes; ms and % of the copy's speed, median of 20 CUDA-event runs (about a minute:
+# `hist1` takes up to 0.2 s a run):
+
+# %% tags=["nbval-ignore-output"]
+table = histogram.gpu_table()
+table
+
+# %% [markdown]
+# Read it row by row, with the launch column. `hist5_lanes` stays close to the copy on every kind
+# of data, tens of times faster than `cupy.bincount`. `hist3_vec` runs from the copy's speed on
+# all-equal bytes to about half of it on uniform bytes. It can pass 100 % by a little: the copy
+# reads half its bytes and writes the other half, the histogram only reads, so the copy is the
+# ceiling of a read-and-write stream, not of a read-only one. `hist2` takes the same time whatever
+# the data: one byte per load leaves it short of bytes in flight, and that hides every other cost.
+# `hist2_article` runs the same counting as `hist2` many times slower: its launch (blocks = SMs of
+# 256) is the difference, not its code (the grid table above runs it with a full wave at `hist2`'s
+# speed). The global-atomic kernels are the slowest, and the only ones the data slows down by
+# much: `hist1` most on all-equal bytes (one word, one line in L2), and `hist1_agg`, whose lanes
+# agree, cuts the all-equal time by more than any other kind of data's, while on uniform bytes it
+# is no faster than `hist1`. Agreement pays where many lanes queue on one global word and costs
+# where they do not; in shared memory (`hist4_warp_agg`) it costs everywhere.
+#
+# The library to call outside the course is CUB's `DeviceHistogram`: it privatises per block in
+# shared memory, as `hist3_vec` does, with tuned loads. `scripts/gpu_facts_histogram.py` times
+# `cupy.histogram` with CuPy's CUB accelerator on beside `cupy.bincount` and `hist5_lanes`. The
+# same times as bars (log scale):
+
+# %% tags=["nbval-ignore-output"]
+fig, ax = plt.subplots(figsize=(12, 4))
+histogram.plot_times(ax, table)
+
+# %% [markdown]
+# Each group is a kernel, each colour a kind of data: the bars of `hist1` and `hist4_warp_agg`
+# change with the data, those of `hist2` and `hist5_lanes` do not.
+#
+# **Against N.** `hist2`, `hist3_vec` and `hist5_lanes` on uniform and all-equal bytes, beside
+# `cupy.bincount` and the copy, from 2^16 to 2^28 bytes:
+
+# %% tags=["nbval-ignore-output"]
+records = histogram.speed_against_n()
+fig, ax = plt.subplots(figsize=(9, 4.5))
+histogram.plot_speed(ax, records)
+
+# %% [markdown]
+# Below about 2^20 bytes every kernel takes a few microseconds, the time of a launch; these points
+# say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both kinds of
+# data, `hist3_vec` only on all-equal bytes, and `hist2` stays far below, short of bytes in
+# flight. The full sweep and the course's goals are in `docs/benchmarks/`.
+
+# %% [markdown]
 # ## Summary
 #
 # - A histogram's threads collide on its bins; `atomicAdd` makes the collisions correct, and
-#   **contention** decides their cost: the trace shows which lanes of a warp meet on one bin (2
+#   **contention** decides their cost: the trace shows which lanes of a warp meet on one word (2
 #   on uniform bytes, 32 on all-equal ones) and which meet in one shared-memory bank.
+# - **Where the atomic is carried out decides what contention costs.** Global atomics are done in
+#   L2, one line after another: 256 bins are eight 128-byte lines, so a global histogram queues at
+#   eight lines on uniform bytes and at one word on all-equal ones. Shared atomics are done in the
+#   SM: lanes on one word are combined and nearly free, lanes on different words of one bank are
+#   what costs.
+# - So **warp aggregation** (lanes that agree, one atomic per distinct key) pays where contention
+#   costs: on `hist1`'s global atomics with equal bytes. In shared memory (`hist4_warp_agg`,
+#   `hist_wide`) there is little to save, and the agreement is a cost of its own.
 # - **Privatisation** moves the atomics where they are cheap: a histogram per block in shared
-#   memory (the article's second kernel, about 11× its first on an H200 with uniform bytes),
-#   then a copy per lane laid out so that no two lanes of a warp share a word or a bank,
-#   whatever the data.
+#   memory (the article's second kernel), then a copy per lane laid out so that no two lanes of a
+#   warp share a word or a bank, whatever the data.
 # - Then the loads: the article's grid of one block per SM, one byte per thread at a time, keeps
 #   about 1 % of the bytes in flight that Little's law asks for; a full wave and 16-byte loads
-#   take the histogram to the copy's speed, 40 to 60 times `cupy.bincount`.
-# - What the data does to the time depends on where the atomics are: global atomics slow down on
-#   equal bytes, shared ones on bank conflicts; warp aggregation removes atomics and costs more
-#   than it saves. When the bins outgrow shared memory (4096 bins), per-lane copies no longer fit.
+#   take the histogram to the copy's speed, tens of times `cupy.bincount`. Outside the course, call
+#   CUB's `DeviceHistogram`. When the bins outgrow shared memory (4096 bins), per-lane copies no
+#   longer fit.
 # - The article's code clears one bin of 256 with `cudaMemset(d_hist, 0, sizeof(int))`, indexes
 #   with `int`, assumes 256 threads per block (128 drop half the bins, 512 write past the shared
 #   array), launches one block per SM where its text says two, draws bytes that almost never hit
