@@ -1,6 +1,14 @@
 """Notebook 05's exercises: answers that pass, and wrong answers a learner writes."""
 
-from course.reduction.exercises import ANY_BLOCK_STUB, SHUFFLE_STUB, ways_truth
+from course.reduction.exercises import (
+    ANY_BLOCK_STUB,
+    FOUR_STUB,
+    SHUFFLE_STUB,
+    occupancy_truth,
+    warp_steps_truth,
+    wavefronts_truth,
+    ways_truth,
+)
 
 # kernel 3's tree for any block: count the partial sums still alive; each step folds the upper
 # half (rounded down) onto the lower one, and the middle one of an odd count waits for the next step
@@ -57,9 +65,25 @@ SHARED_WARP = """    if (tid < 32) {
         }
     }"""
 
+# four elements per thread: four loads, each of blockDim.x neighbouring elements, each checked
+STUB_LOADS = """    acc_t v = 0;
+    // ----"""
+FOUR = FOUR_STUB.replace(
+    STUB_LOADS,
+    """    unsigned int i = blockIdx.x * (blockDim.x * 4) + tid;
+    acc_t v = 0;
+    for (unsigned int k = 0; k < 4; ++k)
+        if (i + k * blockDim.x < n) v += x[i + k * blockDim.x];
+    // ----""",
+)
+
 SOLUTIONS = {
     "ways": ways_truth(),
+    "warp_steps": warp_steps_truth(),
     "any_block": ANY_BLOCK,
+    "wavefronts": wavefronts_truth(),
+    "four": FOUR,
+    "blocks_per_sm": occupancy_truth(),
     "grid": 396,  # 132 SMs x 3 blocks of 640 (2048 threads per SM) on the emulator's H100 model
     "shuffle": SHUFFLE,
 }
@@ -71,6 +95,55 @@ WRONG = {
         ({**ways_truth(), 8: (2, 0, 8)}, "8: 'worst bank conflict' is not what the trace counts"),
         ({s: (w, 0, c) for s, (w, d, c) in ways_truth().items()}, "'of them divergent'"),
         ({s: (16, d, c) for s, (w, d, c) in ways_truth().items()}, "'warps busy'"),
+    ],
+    "warp_steps": [
+        ({}, "fill in every warp"),
+        # "a warp with no adding lane has retired": it does not reach the barriers
+        ({w: (b if a else 1, a) for w, (b, a) in warp_steps_truth().items()}, "'barriers it reaches'"),
+        # kernel 1's pattern carried over: every warp adds in the first five steps
+        ({w: (b, max(a, 5)) for w, (b, a) in warp_steps_truth().items()}, "'steps in which it adds'"),
+        # the barrier after the first store forgotten: one per step only
+        ({w: (b - 1, a) for w, (b, a) in warp_steps_truth().items()}, "'barriers it reaches'"),
+    ],
+    "wavefronts": [
+        ({}, "fill in every step"),
+        # counted as 4-byte words: one wavefront per conflict-free access
+        ({k: (w // 2, c // 2) for k, (w, c) in wavefronts_truth().items()}, "'wavefronts'"),
+        # every wavefront of an 8-byte access called a conflict
+        ({k: (w, w - 1) for k, (w, c) in wavefronts_truth().items()}, "'of them from conflicts'"),
+    ],
+    "four": [
+        (FOUR_STUB, "too small"),
+        # four neighbouring elements per thread: right, but a warp's lanes read 16 bytes apart
+        (
+            FOUR_STUB.replace(
+                STUB_LOADS,
+                """    unsigned int i = 4 * (blockIdx.x * blockDim.x + tid);
+    acc_t v = 0;
+    for (unsigned int k = 0; k < 4; ++k)
+        if (i + k < n) v += x[i + k];
+    // ----""",
+            ),
+            "sectors",
+        ),
+        # kernel 4's article bug times four: one check for all four loads
+        (
+            FOUR_STUB.replace(
+                STUB_LOADS,
+                """    unsigned int i = blockIdx.x * (blockDim.x * 4) + tid;
+    acc_t v = 0;
+    if (i < n) v = (acc_t)x[i] + x[i + blockDim.x] + x[i + 2 * blockDim.x] + x[i + 3 * blockDim.x];
+    // ----""",
+            ),
+            "out-of-bounds",
+        ),
+        # kernel 4's index with four loads: blocks overlap, elements summed twice
+        (FOUR.replace("blockIdx.x * (blockDim.x * 4)", "blockIdx.x * (blockDim.x * 2)"), "too large"),
+    ],
+    "blocks_per_sm": [
+        ({}, "fill in every launch"),
+        # threads alone: 2048 / threads, capped at 32 blocks
+        ({c: (min(32, 2048 // c[0]),) for c in occupancy_truth()}, "'blocks per SM'"),
     ],
     "any_block": [
         (ANY_BLOCK_STUB, "never reached sdata[0]"),

@@ -34,9 +34,11 @@ extern "C" __global__ void reduce1(const elem_t* x, acc_t* out, int n) {
 }
 
 // ---- 2. Interleaved addressing with a strided index.
-// Thread t works on element 2*s*t: the active threads are now contiguous, so whole warps
-// retire and divergence is gone. But the addresses a warp touches are 2*s apart: many of
-// them fall in the same shared-memory bank and the accesses serialise (bank conflicts).
+// Thread t works on element 2*s*t: the adding threads are now contiguous, so a warp's lanes
+// all add or none does, and divergence is gone from the early steps. A warp with no adding
+// lane still runs the loop, the compare and every __syncthreads(); only the add is skipped.
+// The addresses a warp touches are 2*s apart: many of them fall in the same shared-memory
+// bank and the accesses serialise (bank conflicts).
 extern "C" __global__ void reduce2(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];
     unsigned int tid = threadIdx.x;
@@ -56,7 +58,8 @@ extern "C" __global__ void reduce2(const elem_t* x, acc_t* out, int n) {
 // ---- 3. Sequential addressing.
 // The stride starts at half the block and halves: thread t adds element t + s. Active
 // threads are contiguous (no divergence) and a warp reads consecutive words (no conflicts).
-// Half of the threads are idle from the first step on, though.
+// Half of the threads are idle from the first step on, though, and every warp, adding or
+// not, runs each step's loop, compare and __syncthreads().
 extern "C" __global__ void reduce3(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];
     unsigned int tid = threadIdx.x;
@@ -186,7 +189,9 @@ extern "C" __global__ void reduce5(const elem_t* x, acc_t* out, int n) {
 // ---- 6. Completely unrolled (the article's code).
 // The block size is a template parameter, so every `if (blockSize >= ...)` is decided at
 // compile time and the loop disappears. Launch it with blockDim.x == blockSize; the warp
-// part keeps kernel 5's race.
+// part keeps kernel 5's race. BUG: with blockSize <= 32 (the article's main() instantiates
+// <32> down to <1>) `if (blockSize >= 32) sdata[tid] += sdata[tid + 16]` is still compiled
+// for all 32 lanes: lanes 16-31 read sdata[32..47], past the block's shared memory.
 template <unsigned int blockSize>
 __device__ void warp_reduce_unrolled_article(volatile acc_t* sdata, unsigned int tid) {
     if (blockSize >= 64) sdata[tid] += sdata[tid + 32];

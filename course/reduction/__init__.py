@@ -16,22 +16,33 @@ from __future__ import annotations
 from . import exercises
 from .story import (
     article_table,
+    barriers_per_warp,
     compare_steps,
     draw_banks,
+    draw_banks_pair,
     draw_lanes,
     draw_tree,
     first_trace,
     g80_comparison,
+    g80_floor,
     in_flight,
     instructions_per_element,
+    issue_rate,
+    issue_table,
     lanes_per_warp,
     latency_table,
+    launch_table,
+    load_requests,
     loads_per_thread,
+    occupancy_table,
+    one_wave,
     plot_speed,
+    sm_clock_ghz,
     speed_against_n,
     step_table,
     tradeoff,
     warp_syncs,
+    wavefront_table,
     worst_step,
     writes_to,
 )  # fmt: skip
@@ -46,8 +57,10 @@ panel = ENGINE.panel
 kernel = ENGINE.kernel
 
 __all__ = [
-    "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "check", "compare_steps",
-    "draw_banks", "draw_lanes", "draw_tree", "exercises", "first_trace", "g80_comparison", "in_flight", "instructions_per_element",
-    "kernel", "lanes_per_warp", "latency_table", "loads_per_thread", "panel", "plot_speed", "reference", "run",
-    "speed_against_n", "step_table", "trace", "tradeoff", "versions", "warp_syncs", "worst_step", "writes_to",
+    "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "barriers_per_warp", "check",
+    "compare_steps", "draw_banks", "draw_banks_pair", "draw_lanes", "draw_tree", "exercises", "first_trace",
+    "g80_comparison", "g80_floor", "in_flight", "instructions_per_element", "issue_rate", "issue_table", "kernel",
+    "lanes_per_warp", "latency_table", "launch_table", "load_requests", "loads_per_thread", "occupancy_table",
+    "one_wave", "panel", "plot_speed", "reference", "run", "sm_clock_ghz", "speed_against_n", "step_table", "trace",
+    "tradeoff", "versions", "warp_syncs", "wavefront_table", "worst_step", "writes_to",
 ]  # fmt: skip

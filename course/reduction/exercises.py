@@ -1,5 +1,5 @@
-"""Notebook 05's exercises, on the frame of `course.exercises`: a prediction, two kernels to write
-and a grid to choose.
+"""Notebook 05's exercises, on the frame of `course.exercises`: four predictions, three kernels to
+write and a grid to choose, in the order the notebook teaches their ideas.
 
     reduction.exercises.any_block.check(mine)   # the verdict: what is wrong, never the answer
     reduction.exercises.any_block.hint()        # one hint more each time
@@ -81,7 +81,47 @@ ways = Prediction(
 )
 
 
-# ---------------------------------------------------------------- 2. write: a tree for any block size
+# ---------------------------------------------------------------- 2. predict: what each warp of kernel 2 runs
+
+WARP_STEPS_VERSION, WARP_STEPS_BLOCK = "reduce2", 512  # the text's table: kernel 3 at 256
+
+
+def warp_steps_truth(block: int = WARP_STEPS_BLOCK) -> dict[int, tuple[int, int]]:
+    """Kernel 2, one block of `block`: warp -> (the __syncthreads() it reaches, the tree steps in
+    which at least one of its lanes adds), counted from the trace (`story.barriers_per_warp`)."""
+    from .story import barriers_per_warp
+
+    with backend.using("emulator"):
+        rows = barriers_per_warp(WARP_STEPS_VERSION, n=block, block=block)
+    return {int(r["warp"]): (int(r["barriers it reaches"]), int(r["steps in which it adds"])) for r in rows}
+
+
+warp_steps = Prediction(
+    key="reduction.warp_steps",
+    title="predict what each warp of kernel 2 runs at a block of 512",
+    truth=warp_steps_truth,
+    columns=("barriers it reaches", "steps in which it adds"),
+    what="warp",
+    rules={
+        "barriers it reaches": "__syncthreads() is in the loop body outside the `if`: every warp runs "
+        "the loop, so it reaches the barrier after the first store and one barrier per step, whether "
+        "or not one of its lanes adds",
+        "steps in which it adds": "in kernel 2 thread t adds in the step of stride s when 2·s·t < "
+        "blockDim.x; a warp adds in a step when its lowest thread (32·warp) does",
+    },
+    hints=(
+        "two questions for each warp: does the warp run the loop at all, and in which of its "
+        "iterations does at least one of its lanes pass the `if`?",
+        "the table of kernel 3 above counts the same two columns for a block of 256: its first "
+        "column does not depend on the warp. For kernel 2 write the condition 2·s·t < 512 for the "
+        "warp's first thread t = 32·warp",
+        "list the strides s = 1, 2, 4, ... 256 of a block of 512 and, for each, the highest thread "
+        "that adds (256/s − 1): which warps does that reach?",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 3. write: a tree for any block size
 
 ANY_BLOCK_STUB = r"""
 extern "C" __global__ void reduce3_any(const elem_t* x, acc_t* out, int n) {
@@ -265,7 +305,175 @@ any_block = KernelExercise(
 )
 
 
-# ---------------------------------------------------------------- 3. measure, then choose: reduce_shfl at block 640
+# ---------------------------------------------------------------- 4. predict: 8-byte sums in 4-byte banks
+
+WAVEFRONTS_VERSION, WAVEFRONTS_BLOCK = "reduce2", 256  # the text's table: block 64
+
+
+def wavefronts_truth(block: int = WAVEFRONTS_BLOCK) -> dict[int, tuple[int, int]]:
+    """Kernel 2 with the article's long long sums, one block of `block`: tree step -> (shared
+    wavefronts of the step, of them added by bank conflicts), from the trace (`story.wavefront_table`)."""
+    from .story import wavefront_table
+
+    with backend.using("emulator"):
+        rows = wavefront_table(WAVEFRONTS_VERSION, block=block)
+    return {
+        int(r["step"]): (int(r["long long wavefronts"]), int(r["of them conflicts (long long)"]))
+        for r in rows
+    }
+
+
+wavefronts = Prediction(
+    key="reduction.wavefronts",
+    title="predict kernel 2's shared-memory wavefronts with long long sums at a block of 256",
+    truth=wavefronts_truth,
+    columns=("wavefronts", "of them from conflicts"),
+    what="step",
+    rules={
+        "wavefronts": "each warp instruction that touches shared memory (two loads and a store per "
+        "adding warp and step) takes, for 8-byte words, two passes (lanes 0-15, then 16-31), each "
+        "as many wavefronts as the most different 4-byte words it puts in one bank; a pass with no "
+        "active lane costs nothing. Sum over the step's instructions of every warp",
+        "of them from conflicts": "an 8-byte access needs one wavefront per pass that has an active "
+        "lane even with no conflict: the conflicts add the rest",
+    },
+    hints=(
+        "start with step 1 and one warp: which lanes add, which 8-byte words do they touch, and in "
+        "which 4-byte banks do those words lie?",
+        "an 8-byte word w covers banks 2w % 32 and 2w % 32 + 1; the hardware serves a warp's 8-byte "
+        "access as two half-warps, each on its own. Count the half-warps with an active lane, then "
+        "the fullest bank in each",
+        "the table for a block of 64 above counts the same two columns: the later steps of a block "
+        "of 256 look like its steps once only warp 0 adds; the early ones have more adding warps",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 5. write: four elements per thread, coalesced
+
+FOUR_STUB = r"""
+extern "C" __global__ void reduce4_four(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    // ---- your loads: block b sums x[b * 4 * blockDim.x ...] up to 4 * blockDim.x elements, four per thread
+    // FILL ME IN (about 4 lines): v must end with this thread's four elements (or fewer, at the end of x)
+    acc_t v = 0;
+    // ----
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}"""
+
+# (N, block): four elements per thread, so N / (4 block) rounded up blocks; none a multiple of 4 × block
+FOUR_CASES = ((1, 32), (127, 32), (129, 32), (1000, 64), (515, 128), (5000, 256), (4095, 128))
+
+
+def _four_case(n: int, block: int) -> Case:
+    grid = -(-n // (4 * block))
+    x, want = _input(n), _block_sums(n, 4 * block)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(x), arrays.zeros(grid, np.int64), np.int32(n)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        got = arrays.asnumpy(done[1])
+        return (
+            ""
+            if (got == want).all()
+            else _wrong_block(got, want)
+            + " (rule: block b sums elements 4·b·blockDim.x to 4·(b+1)·blockDim.x − 1)"
+        )
+
+    return Case(
+        f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
+    )
+
+
+def _coalesced() -> Target:
+    """Every global load request of a warp touches at most 4 sectors of 32 bytes (32 lanes × 4
+    bytes of consecutive words: 128 bytes)."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        loads = trace.where(op="ld", space="global")
+        if not len(loads):
+            return "no thread loaded x"
+        req = analysis.sectors(loads)
+        worst = int(np.argmax(req.sectors))
+        if req.sectors[worst] > 4:
+            return (f"a load request of warp {int(loads.warp[worst])} (block {int(loads.block[worst])}) touched "
+                    f"{int(req.sectors[worst])} sectors of 32 bytes (at most 4 wanted: its 32 lanes should "
+                    "read 32 neighbouring 4-byte words, 128 bytes)")  # fmt: skip
+        return ""
+
+    return Target("coalesced: at most 4 sectors per warp load request", measure)
+
+
+four = KernelExercise(
+    key="reduction.four",
+    title="first add during load, with four elements per thread",
+    kernel="reduce4_four",
+    stub=FOUR_STUB,
+    options=OPTIONS,
+    cases=lambda: [_four_case(*c) for c in FOUR_CASES],
+    targets=(_coalesced(),),
+    timing=_speed(128, 4, "reduce4"),
+    draw=_draw_tree(32, 128, 4),
+    hints=(
+        "which elements should the 32 lanes of warp 0 read in its first load, so that the 32 words "
+        "lie side by side in memory?",
+        "kernel 4 gives thread t of block b the elements i and i + blockDim.x, with i = "
+        "b·2·blockDim.x + t: each of its two loads covers blockDim.x neighbouring elements. Four "
+        "loads work the same way",
+        "none of the cases has N a multiple of 4 × block: each load needs its own check against n "
+        "(kernel 4's fix, cell above), and the sum is widened to acc_t before adding",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 6. predict: blocks per SM (occupancy)
+
+OCCUPANCY_MODEL = "h100"  # the H100 and H200 models have the same per-SM limits
+# (threads per block, registers per thread, shared bytes per block: static + dynamic)
+OCCUPANCY_CASES = ((64, 16, 512), (32, 28, 256), (256, 64, 0), (128, 32, 40960), (96, 40, 3072),
+                   (1024, 32, 49152), (512, 72, 8192))  # fmt: skip
+
+
+def occupancy_truth() -> dict[tuple[int, int, int], tuple[int]]:
+    """(threads, registers, shared bytes) -> blocks one SM of the H100 model holds at once
+    (`course.occupancy.calculate`: CUDA's occupancy calculation)."""
+    dev = backend.MODELS[OCCUPANCY_MODEL]
+    return {c: (occupancy.calculate(dev, c[0], registers=c[1], shared=c[2]).blocks,) for c in OCCUPANCY_CASES}
+
+
+blocks_per_sm = Prediction(
+    key="reduction.blocks_per_sm",
+    title="predict how many blocks an SM holds, from threads, registers and shared memory",
+    truth=occupancy_truth,
+    columns=("blocks per SM",),
+    what="launch",
+    rules={
+        "blocks per SM": "the least of four limits of an H100/H200 SM: 2048 threads (in whole warps of "
+        "32); 32 blocks; 65 536 registers, split into 4 quarters of 16 384, each warp taking "
+        "registers × 32 rounded up to a multiple of 256 from one quarter; 228 KB of shared memory, each "
+        "block taking its bytes plus 1 KB the driver reserves, rounded up to 128 bytes",
+    },
+    hints=(
+        "work out each of the four limits on its own, for every launch, then take the least",
+        "registers: a warp of a kernel with r registers a thread takes 32·r registers rounded up to "
+        "a multiple of 256; a quarter of the SM (16 384 registers) holds a whole number of such warps, "
+        "and the SM holds four quarters' worth of warps, in whole blocks",
+        "reduction.occupancy_table() above shows the four limits side by side for kernel 7; "
+        "course.occupancy.calculate(course.device(), threads, registers=r, shared=b) does the same "
+        "arithmetic, if you want to check one limit after predicting it",
+    ),
+)
+
+
+# ---------------------------------------------------------------- 7. measure, then choose: reduce_shfl at block 640
 
 GRID_VERSION = "reduce_shfl"  # kernel 7's grid-stride loop, the block's sum by shuffles: any multiple of 32
 GRID_BLOCK = 640  # the text's launches use 128 (and 32 to 1024, powers of two): 640 threads divide no SM
@@ -341,7 +549,7 @@ grid = Choice(
 )
 
 
-# ---------------------------------------------------------------- 4. write: the last warp with shuffles
+# ---------------------------------------------------------------- 8. write: the last warp with shuffles
 
 SHUFFLE_STUB = r"""
 extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
@@ -448,4 +656,4 @@ shuffle = KernelExercise(
     ),
 )
 
-EXERCISES = (ways, any_block, grid, shuffle)
+EXERCISES = (ways, wavefronts, warp_steps, any_block, four, blocks_per_sm, grid, shuffle)

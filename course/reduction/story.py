@@ -76,8 +76,12 @@ def compare_steps(ax: Any, names: Sequence[str], column: str, *, ylabel: str = "
     for k, name in enumerate(names):
         rows = step_table(name, **kw)
         values = [int(str(r[column]).split("-")[0]) for r in rows]
+        if column == "worst bank conflict":  # 1-way is no conflict: draw the wavefronts it adds
+            values = [v - 1 for v in values]
         steps = np.array([r["step"] for r in rows])
         ax.bar(steps + (k - (len(names) - 1) / 2) * width, values, width, label=name)
+    if column == "worst bank conflict":
+        ylabel = ylabel or "extra wavefronts (ways − 1)"
     ax.set_xlabel("tree step")
     ax.set_ylabel(ylabel or column)
     ax.set_title(f"{ylabel or column} per step, block of {kw.get('block', 256)}")
@@ -102,18 +106,46 @@ def lanes_per_warp(name: str, n: int = 256, block: int = 256) -> np.ndarray:
 
 def draw_lanes(ax: Any, name: str, **kw: Any) -> None:
     """Heat map of `lanes_per_warp`: 32 is a full warp, 1 to 31 a divergent one (it issues every
-    instruction for its few busy lanes), and 0, drawn white, a warp with nothing left to do."""
+    instruction of the add for its few busy lanes), and 0, drawn white: no lane of the warp adds,
+    but the warp still runs the loop, the compare and every barrier of the step. Colours on a log
+    scale, so 1, 2, 4, 8, 16 and 32 lanes are as far apart as they are in halvings."""
     grid = lanes_per_warp(name, **kw)
     cmap = mpl.colormaps["viridis"].with_extremes(under="white")
-    ax.imshow(grid, cmap=cmap, vmin=0.5, vmax=32, aspect="auto")
+    ax.imshow(
+        np.where(grid > 0, grid, 0.5), cmap=cmap, norm=mpl.colors.LogNorm(vmin=0.9, vmax=32), aspect="auto"
+    )
     for (step, warp), v in np.ndenumerate(grid):
-        color = "0.5" if v == 0 else "white" if v < 20 else "black"
+        color = "0.5" if v == 0 else "white" if v < 12 else "black"
         ax.text(warp, step, str(v) if v else "–", ha="center", va="center", color=color, fontsize=9)
     ax.set_xlabel("warp")
     ax.set_ylabel("tree step")
     ax.set_xticks(range(grid.shape[1]))
     ax.set_yticks(range(len(grid)), [str(k + 1) for k in range(len(grid))])
-    ax.set_title(f"{name}: lanes of each warp that add (– : the warp has finished)")
+    ax.set_title(
+        f"{name}: lanes of each warp that add\n(– : none adds; the warp still loops and waits at the barrier)"
+    )
+
+
+def barriers_per_warp(name: str, n: int = 256, block: int = 256) -> Table:
+    """What each warp of block 0 runs in the tree, from the trace: the `__syncthreads()` it reaches
+    (a warp-wide instruction, counted once per warp), the tree steps in which at least one of its
+    lanes adds, and the warp instructions it issues in all."""
+    t = first_trace(
+        name, np.arange(1, n + 1, dtype=np.float32), block=block, blocks=[0], spaces={"shared", "sync"}
+    )
+    adds = lanes_per_warp(name, n=n, block=block)
+    bars = t.opcode == "bar.sync"
+    count = np.bincount(t.warp[bars], minlength=adds.shape[1])
+    rows = Table()
+    for w in range(adds.shape[1]):
+        rows.append(
+            {
+                "warp": w,
+                "barriers it reaches": int(count[w]),
+                "steps in which it adds": int((adds[:, w] > 0).sum()),
+            }
+        )
+    return rows
 
 
 def draw_tree(ax: Any, name: str, n: int = 64) -> None:
@@ -121,6 +153,24 @@ def draw_tree(ax: Any, name: str, n: int = 64) -> None:
     one thread per element: two warps for n = 64, so the warp boundary is in the picture."""
     x = np.ones(n, np.float32)
     draw.reduction_tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
+    _fit_sums(ax, n)
+
+
+def _fit_sums(ax: Any, cells: int) -> None:
+    """Shrink the partial sums drawn in the cells so that two digits fit one cell's width (the
+    element numbers above the first row stay as they are)."""
+    fig = ax.figure
+    fig.canvas.draw()  # the axes' final limits, so one element's width in points is known
+    width_pt = abs(ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]) * 72 / fig.dpi
+    ones = [t.get_position()[1] for t in ax.texts if t.get_text() == "1"]
+    if not ones:
+        return
+    store_y = max(ones)
+    for t in ax.texts:
+        label, y = t.get_text(), t.get_position()[1]
+        in_cells = (y - store_y) * (ax.get_ylim()[0] - ax.get_ylim()[1]) >= 0  # on or below the first row
+        if label.isdigit() and len(label) > 1 and in_cells:
+            t.set_fontsize(min(t.get_fontsize(), width_pt / (0.6 * len(label))))
 
 
 def worst_step(name: str, n: int = 256) -> int:
@@ -147,25 +197,200 @@ def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> None:
     draw.warp_access(ax, t, int(event))
 
 
+def draw_banks_pair(axes: Sequence[Any], names: Sequence[str], step: int, n: int = 256) -> None:
+    """`draw_banks` for each version on its own axes, on one vertical scale, so the stacks compare;
+    a wavefront (the hardware's pass over the banks) is what the drawing's 'phase' counts."""
+    for ax, name in zip(axes, names):
+        draw_banks(ax, name, step, n)
+        ax.set_title(ax.get_title().replace("phase", "wavefront"), fontsize=9)
+    top = max(ax.get_ylim()[1] for ax in axes)
+    bottom = min(ax.get_ylim()[0] for ax in axes)
+    for ax in axes:
+        ax.set_ylim(bottom, top)
+
+
+def wavefront_table(name: str = "reduce2", block: int = 128) -> Table:
+    """Shared-memory wavefronts of block 0's tree, step by step, with 4-byte float sums (Harris's
+    slides) and 8-byte long long sums (the article's): all of them, and those that bank conflicts
+    add (an 8-byte access takes two wavefronts with none). Counted from the traces."""
+    cols = {}
+    for label, dtype in (("float", np.float32), ("long long", np.uint32)):
+        t = first_trace(
+            name, np.arange(1, block + 1).astype(dtype), block=block, blocks=[0], spaces={"shared", "sync"}
+        )
+        counts = analysis.step_counts(t, "sdata")
+        shared = analysis.bank_conflicts(t)
+        per = []
+        for c in counts[counts.ops > 0]:
+            inside = (shared.epoch >= c.first_epoch) & (shared.epoch <= c.last_epoch)
+            per.append((int(shared.ways[inside].sum()), int(shared.extra[inside].sum())))
+        cols[label] = per
+    rows = Table()
+    for k, ((fw, fx), (lw, lx)) in enumerate(zip(cols["float"], cols["long long"])):
+        rows.append({"step": k + 1, "float wavefronts": fw, "of them conflicts (float)": fx,
+                     "long long wavefronts": lw, "of them conflicts (long long)": lx})  # fmt: skip
+    return rows
+
+
+def one_wave(name: str = "reduce7", block: int = 128) -> int:
+    """Blocks in one wave of version `name` at blocks of `block` (long long sums): SMs × the
+    blocks one SM holds at once (`occupancy_table`)."""
+    return backend.device().sm_count * holds(block, name)
+
+
+def launch_table(name: str, x: Any, block: int | None = None) -> Table:
+    """The launches one `run(name, x)` makes, in order: kernel, grid, block, dynamic shared memory."""
+    plan = ENGINE.plan(name, arrays.asarray(x), block=block)
+    rows = Table()
+    for launch in plan.launches:
+        rows.append({"kernel": launch.kernel.name, "grid": launch.grid[0], "block": launch.block[0],
+                     "shared_mem": launch.shared_mem})  # fmt: skip
+    return rows
+
+
+def load_requests(
+    names: Sequence[str] = ("reduce3", "reduce_vec4"), n: int = 8192, block: int = 256
+) -> Table:
+    """Bytes and 32-byte sectors per global load request (one warp's load), from the traces."""
+    rows = Table()
+    for name in names:
+        loads = analysis.sectors(first_trace(name, np.ones(n, np.float32), block=block).where(op="ld"))
+        rows.append({"kernel": name, "bytes per request": float(loads.bytes.mean()),
+                     "sectors per request": float(loads.sectors.mean())})  # fmt: skip
+    return rows
+
+
+# Harris's G80 (GeForce 8800 GTX): 16 multiprocessors of 8 cores at 1.35 GHz; a warp instruction
+# takes an SM 4 cycles (32 lanes over 8 cores): 16 × 1.35e9 / 4 warp instructions a second
+G80_ISSUE_RATE = 16 * 1.35e9 / 4
+G80_N = 2**22
+
+
+def g80_floor(names: Sequence[str] = STORY, block: int = 128, count_n: int = 2**16) -> Table:
+    """Harris's G80 times at 4M (the slides) beside the issue floor of the same kernels on the
+    G80 (the instructions per element the emulator counts, times 4M, over the G80's issue rate):
+    how much of his measured time issuing instructions alone would take."""
+    rows = Table()
+    for name in names:
+        ipe = _issued(name, count_n, block) / count_n
+        floor = 1e3 * ipe * G80_N / G80_ISSUE_RATE
+        ms = G80[name][0]
+        rows.append({"kernel": name, "warp instr per element": ipe, "G80 issue floor ms": floor,
+                     "G80 measured ms": ms, "floor % of measured": 100 * floor / ms})  # fmt: skip
+    return rows
+
+
 def instructions_per_element(names: Sequence[str] = STORY[:6], n: int = 2**16, block: int = 256) -> Table:
     """Warp instructions each version issues per element summed (its own launch, counted by the
     emulator): what is left to cut once the memory accesses are clean."""
-    x = np.arange(1, n + 1, dtype=np.uint32)
     rows = Table()
     for name in names:
-        issued = first_trace(name, x, block=block, spaces=set()).instructions[0]
+        issued = _issued(name, n, block)
         rows.append({"kernel": name, "warp instructions": issued, "per element": issued / n})
     return rows
 
 
-def tradeoff(n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))) -> Table:
-    """Kernel 7 with (block, grid) choices: elements per thread against tree work, from traces."""
+def _issued(name: str, n: int, block: int) -> int:
+    """Warp instructions (PTX, as the emulator runs it) of version `name`'s own launch on n
+    elements; kernel 7 with a grid small enough that each thread loops 8 times, as it does on a
+    big input (its one-wave grid would give each thread one pair at this n)."""
+    x = np.arange(1, n + 1, dtype=np.uint32)
+    grid = max(1, n // (block * 2 * 8)) if name.startswith("reduce7") else None
+    return int(first_trace(name, x, block=block, grid=grid, spaces=set()).instructions[0])
+
+
+# each of an SM's four schedulers issues at most one warp instruction a cycle (Volta to Hopper)
+SCHEDULERS_PER_SM = 4
+# SM boost clocks of the emulator's device models (GHz, the datasheets): the device model has no clock
+MODEL_CLOCK_GHZ = {"h100": 1.98, "h200": 1.98, "t4": 1.59}
+
+
+def sm_clock_ghz() -> tuple[float, str]:
+    """The SM clock the issue rate is computed with, and where it came from: the GPU's
+    (cudaDevAttrClockRate, its boost clock) on a GPU, the device model's datasheet figure else."""
+    dev = backend.device()
+    if dev.backend == "cupy":
+        try:
+            import cupy
+
+            return cupy.cuda.Device().attributes["ClockRate"] / 1e6, "the GPU (cudaDevAttrClockRate)"
+        except Exception:  # an attribute CuPy does not list: the model's figure below
+            pass
+    return MODEL_CLOCK_GHZ.get(dev.model or "h100", 1.98), "the device model (datasheet boost clock)"
+
+
+def issue_rate() -> float:
+    """Warp instructions per second the whole GPU can issue at most: SMs × 4 schedulers × clock."""
+    return backend.device().sm_count * SCHEDULERS_PER_SM * sm_clock_ghz()[0] * 1e9
+
+
+def issue_table(
+    names: Sequence[str] = ("reduce3", "reduce4", "reduce5", "reduce6", "reduce7"),
+    n: int = 2**25,
+    block: int = 128,
+    count_n: int = 2**16,
+    runs: int = 20,
+) -> Table:
+    """Kernels 3 to 7 at N = n with each one's own launch (blocks of `block`), read against two
+    bounds: the **issue floor** (the warp instructions per element the emulator counts on
+    `count_n` elements, times n, over `issue_rate()`: the least time the schedulers need to issue
+    them) and the **waves** of blocks the grid takes (blocks over SMs × blocks an SM holds). On a
+    GPU also the time (median of `runs` CUDA-event timings, inputs rotated past L2), the time per
+    wave, and the issue floor as a share of it."""
+    rate, sms = issue_rate(), backend.device().sm_count
     rows = Table()
+    xs = _inputs(n) if on_gpu() else None
+    for name in names:
+        blocks = ENGINE.grid(name, n, block, np.uint32)[0]
+        waves = blocks / (sms * holds(block, name))
+        ipe = _issued(name, count_n, block) / count_n
+        floor = 1e6 * ipe * n / rate
+        row = {"kernel": name, "blocks": blocks, "waves": waves, "warp instr per element": ipe,
+               "issue floor µs": floor}  # fmt: skip
+        if xs is not None:
+            us = bench.median_us([ENGINE.plan(name, x, block=block).launches[0] for x in xs], runs=runs)
+            row.update({"µs": us, "µs per wave": us / waves, "floor % of µs": 100 * floor / us})
+        rows.append(row)
+    if xs is not None:
+        del xs
+        bench.free_gpu_memory()
+    return rows
+
+
+def occupancy_table(name: str = "reduce7", blocks: Sequence[int] = (32, 64, 128, 256, 512, 1024)) -> Table:
+    """Occupancy of version `name` (long long sums) at each block size: its registers and shared
+    memory, how many blocks an SM could hold by each of its four limits alone (threads, block
+    slots, registers, shared memory), the blocks it holds (the least of them; on a GPU, the
+    driver's count), the threads that makes, and the limit that binds."""
+    v = ENGINE.version(name)
+    rows = Table()
+    dev = backend.device()
+    for b in blocks:
+        k = ENGINE.kernel(v, np.uint32, b)
+        o = occupancy.occupancy(k, b, v.shared_bytes(b, np.dtype(np.uint32)))
+        rows.append({
+            "block": b, "registers": o.registers, "shared B": o.shared, "by threads": o.by_threads,
+            "by blocks": o.by_blocks, "by registers": o.by_registers, "by shared": o.by_shared,
+            "blocks per SM": o.blocks, "occupancy %": 100 * o.blocks * b / dev.threads_per_sm,
+            "limited by": " and ".join(o.limits),
+        })  # fmt: skip
+    return rows
+
+
+def tradeoff(n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))) -> Table:
+    """Kernel 7 with (block, grid) choices, from traces: elements per thread, the tree's levels
+    (log2 block) and the `__syncthreads()` block 0 reaches (the fixed kernel waits with
+    `__syncwarp()` in its last warp), tree additions in all, and the SMs the grid can use."""
+    rows = Table()
+    sms = backend.device().sm_count
     for block, grid in configs:
         loads = loads_per_thread("reduce7", n, block=block, grid=grid)
+        t = first_trace("reduce7", np.ones(n, np.uint32), block=block, grid=grid, blocks=[0], spaces={"sync"})
+        bars = int(((t.opcode == "bar.sync") & (t.warp == 0)).sum())
         rows.append({
             "block": block, "blocks": grid, "elements per thread": loads["most"],
-            "barrier steps per block": int(np.log2(block)), "tree additions in all": grid * (block - 1),
+            "tree levels": int(np.log2(block)), "__syncthreads per block": bars,
+            "tree additions in all": grid * (block - 1), "SMs used": min(grid, sms),
         })  # fmt: skip
     return rows
 
@@ -241,7 +466,7 @@ def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]
         return Table(note=NEEDS_A_GPU)
     peak = peak_gbps()
     copy = next(r for r in rows if r["N"] == n and r["kernel"] == "device copy")
-    out = Table([{"kernel": "device copy", "G80 ms": None, "G80 % of peak": None, "this GPU µs": copy["fixed µs"],
+    out = Table([{"kernel": "device copy", "G80 ms": "", "G80 % of peak": "", "this GPU µs": copy["fixed µs"],
             "this GPU GB/s": copy["fixed GB/s"], "% of peak": 100 * copy["fixed GB/s"] / peak}])  # fmt: skip
     for name, (ms, gbps) in G80.items():
         mine = next(r for r in rows if r["N"] == n and r["kernel"] == name)
@@ -263,35 +488,37 @@ def in_flight(block: int, blocks: int, loads: int = 2, itemsize: int = 4) -> dic
             "bytes in flight per SM": per_sm * block * loads * itemsize}  # fmt: skip
 
 
-def holds(block: int) -> int:
-    """Blocks of kernel 7 (float32, blocks of `block`) one SM holds at once (`course.occupancy`:
-    its registers and shared memory against the device's limits)."""
-    v = ENGINE.version("reduce7")
-    kernel = ENGINE.kernel(v, np.float32, block)
-    return occupancy.resident_blocks(kernel, block, v.shared_bytes(block, np.dtype(np.float32)))
+def holds(block: int, name: str = "reduce7") -> int:
+    """Blocks of version `name` (long long sums, blocks of `block`) one SM holds at once
+    (`course.occupancy`: its registers and shared memory against the device's limits)."""
+    v = ENGINE.version(name)
+    kernel = ENGINE.kernel(v, np.uint32, block)
+    return occupancy.resident_blocks(kernel, block, v.shared_bytes(block, np.dtype(np.uint32)))
 
 
 def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     """Kernel 7 with a grid of 1, 2, 4, ... blocks per SM up to one full wave (as many as an SM
-    holds: 16 blocks of 128 on Hopper): bytes in flight per SM against the bandwidth reached,
-    beside the copy. On the emulator: an empty table that says why."""
+    holds: 16 blocks of 128 on Hopper), then two and four waves: bytes in flight per SM against
+    the bandwidth reached, beside a read + write copy of the same bytes (half read, half
+    written), and the DRAM latency those two imply (Little's law: latency = bytes in flight /
+    bandwidth). On the emulator: an empty table that says why."""
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
     xs = _inputs(n)
     copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
     sms, full = backend.device().sm_count, holds(block)
     rows = Table()
-    for per_sm in sorted({*(p for p in (1, 2, 4, 8, 16) if p < full), full}):
-        launches = [ENGINE.plan("reduce7", x, block=block, grid=sms * per_sm).launches[0] for x in xs]
+    grids = [sms * p for p in sorted({*(p for p in (1, 2, 4, 8, 16) if p < full), full})]
+    for blocks in [*grids, 2 * sms * full, 4 * sms * full]:
+        launches = [ENGINE.plan("reduce7", x, block=block, grid=blocks).launches[0] for x in xs]
         us = bench.median_us(launches, runs=runs)
-        rows.append(
-            {
-                **in_flight(block, sms * per_sm),
-                "µs": us,
-                "GB/s": 4 * n / us / 1e3,
-                "% of copy": 100 * copy / us,
-            }
-        )
+        fly = in_flight(block, blocks)
+        gbps = 4 * n / us / 1e3
+        rows.append({
+            **fly, "waves": blocks / (sms * full), "µs": us, "GB/s": gbps, "% of copy": 100 * copy / us,
+            # Little's law read backwards: the latency the bytes in flight and the bandwidth imply
+            "implied latency ns": fly["bytes in flight per SM"] * sms / gbps,
+        })  # fmt: skip
     del xs
     bench.free_gpu_memory()
     return rows
@@ -313,7 +540,7 @@ def speed_against_n(
         return []
     return [
         r
-        for n in bench.progress(sizes, "reduction", label=bench.format_size)
+        for n in sizes  # no progress bar: it would be stored in the executed notebook
         for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
     ]
 

@@ -58,7 +58,7 @@ VERSIONS = (
       bug="warp-synchronous volatile code races since Volta; blocks < 64 read past shared memory"),
     V("reduce5", "unroll the last warp", Cover(2), BLOCKS),
     V("reduce6_article", "completely unrolled, as in the article", Cover(2), BLOCKS, template=True,
-      listed=False, bug="the same warp-synchronous race as kernel 5"),
+      listed=False, bug="the same warp-synchronous race as kernel 5; blocks of 32 or fewer read past shared memory"),
     V("reduce6", "completely unrolled (template block size)", Cover(2), BLOCKS, template=True),
     V("reduce7_article", "multiple elements per thread, as in the article", Cover(1), BLOCKS, template=True,
       listed=False, bug="reads x[i + blockSize] past the end when n is not a multiple of 2*block; "

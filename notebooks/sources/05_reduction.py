@@ -32,9 +32,12 @@
 # single-pass kernel, measured against a device-to-device copy and `cupy.sum`.
 #
 # What you will see matter, in the order it starts to matter: **divergence** (kernel 1), **bank
-# conflicts** (kernel 2), **instruction overhead** (kernels 4–6), **work per thread and latency
-# hiding** (kernel 7), and **bytes in flight** (beyond). Every cell runs without a GPU, on the
-# course's emulator; on a GPU the timing cells measure, on the emulator they say they cannot.
+# conflicts** (kernel 2), then, for kernels 4–6, Harris's diagnosis of **instruction overhead**
+# held against the bound it implies, and what it no longer explains on a current GPU: **latency
+# and bytes in flight**, with **occupancy** (how many blocks an SM holds) deciding how many loads
+# can wait at once; then **work per thread** (kernel 7) and wider loads (beyond). Every cell runs
+# without a GPU, on the course's emulator; on a GPU the timing cells measure, on the emulator they
+# say they cannot. Eight exercises sit where their ideas are taught.
 
 # %%
 # On Google Colab: install the course, with CuPy for the GPU's driver (CUDA 12 or 13). Elsewhere: nothing.
@@ -59,7 +62,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import course
-from course import analysis, reduction, source
+from course import reduction, source
 
 course.notebook()
 
@@ -108,9 +111,13 @@ k1((grid,), (block,), (course.asarray(x), sums, np.int32(n)), shared_mem=block *
 print(f"{grid} blocks of {block}; their sums added on the host: {course.asnumpy(sums).sum()}")
 
 # %% [markdown]
-# `reduction.run(version, x)` makes the same launch and adds the block sums on the GPU, with a
-# second, one-block pass (the last kernel of this notebook), so every version is compared on the
-# whole job:
+# `reduction.run(version, x)` makes the same launch and then adds the block sums on the GPU with a
+# second pass: the one-pass kernel of this notebook's last section, with as many blocks as those
+# sums need (one here, more for millions of elements). So every version is compared on the whole
+# job. The launches one `run` makes:
+
+# %%
+reduction.launch_table("reduce1", x)
 
 # %%
 print(reduction.run("reduce1", x) == reduction.reference(x))
@@ -145,7 +152,8 @@ reduction.step_table("reduce1")
 # ## Kernel 2: a strided index, and bank conflicts
 #
 # Kernel 2 keeps the tree but lets thread `t` work on element `2*s*t`: the busy threads are now
-# 0, 1, 2, …, contiguous, so whole warps finish early and divergence is gone from the early steps.
+# 0, 1, 2, …, contiguous, so in the early steps a warp's lanes all add or none does, and divergence
+# is gone from those steps.
 
 # %%
 source.show("reduction.cu", "reduce2")
@@ -155,15 +163,16 @@ fig, ax = plt.subplots(figsize=(11, 5.8))
 reduction.draw_tree(ax, "reduce2")
 
 # %% [markdown]
-# Warp 1 (orange) does nothing after the load: warp 0's threads 0–31 do all the adding, and from
+# Warp 1 (orange) adds nothing after the load: warp 0's threads 0–31 do all the adding, and from
 # step 2 on only its first lanes. But look at the right column: every step from 1 to 5 is a
 # **2-way bank conflict**.
 #
 # **Shared-memory banks.** Shared memory is split into 32 *banks* of 4-byte words; word `w` is in
 # bank `w % 32`. A warp's access takes one pass when its lanes hit 32 different banks (or the same
 # word: a broadcast); when `k` lanes hit different words of one bank, it takes `k` passes, a
-# *k-way conflict*. With the index `2*s*t` the lanes are `2s` words apart. Counted in a block of
-# 256 threads (float sums: one word per element, as in Harris's slides):
+# *k-way conflict*; each pass is a *wavefront*. With the index `2*s*t` the lanes are `2s` words
+# apart. Counted in a block of 256 threads (float sums: one word per element, as in Harris's
+# slides):
 
 # %%
 reduction.step_table("reduce2")
@@ -175,15 +184,71 @@ reduction.step_table("reduce2")
 # under one bank is a conflict.
 
 # %%
-fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2))
-step = reduction.worst_step("reduce2")
-reduction.draw_banks(a, "reduce2", step)
-reduction.draw_banks(b, "reduce3", step)
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
+reduction.draw_banks_pair(axes, ["reduce2", "reduce3"], reduction.worst_step("reduce2"))
 
 # %% [markdown]
-# Kernel 2's 32 lanes land in 4 banks, 8 words in each: the read is served in 8 passes. Kernel 3's
-# lanes read 32 consecutive words, one per bank: one pass.
+# Kernel 2's 32 lanes land in 4 banks, 8 words in each: the read is served in 8 wavefronts.
+# Kernel 3's lanes read 32 consecutive words, one per bank: one wavefront.
 #
+# **The article's sums are 8 bytes.** Harris's slides sum floats; the article sums in `long long`,
+# and every timing below runs that way. An 8-byte word covers two banks, so a warp's 8-byte access
+# is served as two half-warps: two wavefronts with no conflict at all, and conflicts add to those.
+# Kernel 2 in a block of 64, wavefronts per tree step (loads and stores of every warp), counted from
+# the traces of both types:
+
+# %%
+reduction.wavefront_table("reduce2", block=64)
+
+# %% [markdown]
+# With `long long` sums kernel 2's tree takes about twice the wavefronts of the float one, and
+# most of the extra ones are conflicts: the 8-byte words spread the lanes twice as far over the
+# banks.
+#
+# **1. Predict, then check: kernel 2 at a block of 1024.** The step table of kernel 2 above counted
+# a block of 256. For one block of **1024** float sums, predict for each stride `s` the three
+# numbers that table counts: the warps busy (at least one of their threads adds), how many of them
+# are divergent (some lanes add, others not), and the worst bank conflict of the step's
+# shared-memory accesses, in ways (1: none). Replace each `None`; the check counts them from a
+# trace and names the first stride and column that differ, with the rule for that column.
+# `reduction.exercises.ways.hint()` gives a hint when you ask, one more each time; no check prints
+# the answer.
+
+# %%
+my_steps = {  # s: (warps busy, of them divergent, worst bank conflict)
+    1: (None, None, None),
+    2: (None, None, None),
+    4: (None, None, None),
+    8: (None, None, None),
+    16: (None, None, None),
+    32: (None, None, None),
+    64: (None, None, None),
+    128: (None, None, None),
+    256: (None, None, None),
+    512: (None, None, None),
+}
+reduction.exercises.ways.check(my_steps)
+
+# %% [markdown]
+# **2. Predict, then check: 8-byte sums at a block of 256.** For kernel 2 with the article's `long
+# long` sums in one block of **256**, predict for each tree step the two numbers the table above
+# counts for a block of 64: the step's shared-memory wavefronts (every warp's loads and stores) and
+# how many of them bank conflicts add.
+
+# %%
+my_wavefronts = {  # step: (wavefronts, of them from conflicts)
+    1: (None, None),
+    2: (None, None),
+    3: (None, None),
+    4: (None, None),
+    5: (None, None),
+    6: (None, None),
+    7: (None, None),
+    8: (None, None),
+}
+reduction.exercises.wavefronts.check(my_wavefronts)
+#
+# %% [markdown]
 # ## Kernel 3: sequential addressing
 #
 # Start with a stride of half the block and halve it: thread `t` adds element `t + s`. The busy
@@ -199,8 +264,8 @@ reduction.draw_tree(ax, "reduce3")
 # %% [markdown]
 # The same sums as kernels 1 and 2, but the work moves to the left: the first steps keep whole
 # warps busy, no red frame until only one warp is left, and no conflicts. Side by side over a
-# 256-thread block: the worst conflict per step of kernels 2 and 3, and the warps left running
-# with idle lanes in kernels 1 and 3:
+# 256-thread block: the wavefronts bank conflicts add to the worst access of each step (the ways
+# minus one) in kernels 2 and 3, and the warps with idle lanes in kernels 1 and 3:
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.6))
@@ -208,9 +273,9 @@ reduction.compare_steps(a, ["reduce2", "reduce3"], "worst bank conflict")
 reduction.compare_steps(b, ["reduce1", "reduce3"], "of them divergent", ylabel="divergent warps")
 
 # %% [markdown]
-# Kernel 3 has no conflict in any step, and its divergent warps appear only in the last steps,
-# where a single warp is left. The same lane by lane: how many lanes of each warp add in each
-# step (white: the warp has nothing left to do, and costs nothing):
+# Kernel 3 adds no wavefront in any step, and its divergent warps appear only in the last steps,
+# where a single warp is left adding. The same lane by lane: how many lanes of each warp add in
+# each step (white, "–": no lane of the warp adds):
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
@@ -218,23 +283,82 @@ reduction.draw_lanes(a, "reduce1")
 reduction.draw_lanes(b, "reduce3")
 
 # %% [markdown]
-# Kernel 1 keeps all 8 warps issuing instructions for 16, 8, 4, 2, 1 lanes; kernel 3 retires
-# whole warps, so from step 3 on only warp 0 issues anything.
+# Kernel 1 keeps all 8 warps adding with 16, 8, 4, 2, 1 lanes. In kernel 3 the adds move into
+# warp 0: from step 3 on no other warp adds. But a white cell is not a warp that stopped. The
+# `__syncthreads()` sits in the loop outside the `if`, so every warp runs the loop, the compare and
+# the barrier in every step; only the add is skipped. Counted from the trace of kernel 3, block of
+# 256:
+
+# %%
+reduction.barriers_per_warp("reduce3")
+
+# %% [markdown]
+# Warps 1–7 reach all 9 barriers, as warp 0 does: the first after the store, then one per step.
+# No warp leaves the loop early, so the tree costs every warp its loop bookkeeping and its barrier
+# waits in each step. (That bookkeeping is what Harris's kernels 5 and 6 cut.)
 #
-# ## Kernels 4–6: instruction overhead
+# **3. Predict, then check: each warp of kernel 2 at a block of 512.** For one block of **512**
+# threads of kernel 2 (16 warps), predict for each warp the two numbers the table above counts
+# for kernel 3: the `__syncthreads()` it reaches and the tree steps in which at least one of its
+# lanes adds.
+
+# %%
+my_warps = {  # warp: (barriers it reaches, steps in which it adds)
+    0: (None, None), 1: (None, None), 2: (None, None), 3: (None, None),
+    4: (None, None), 5: (None, None), 6: (None, None), 7: (None, None),
+    8: (None, None), 9: (None, None), 10: (None, None), 11: (None, None),
+    12: (None, None), 13: (None, None), 14: (None, None), 15: (None, None),
+}  # fmt: skip
+reduction.exercises.warp_steps.check(my_warps)
+
+# %% [markdown]
+# **4. Write: kernel 3's tree for any block size.** Kernel 3 halves `s` from `blockDim.x / 2`:
+# with a block that is not a power of two, some partial sums never reach `sdata[0]`. Rewrite the
+# marked part so that `sdata[0]` ends with every element of the block, for any `blockDim.x`, and
+# still as a tree. The check launches N = 1 to 3007 in blocks of 1, 7, 33, 96, 100, 128, 160 and
+# 1000 threads (N = block − 1 and block + 1 among them), one element per thread, and compares
+# every block's sum with NumPy's; a wrong one is traced back to the values that never reached
+# `sdata[0]` or reached it twice. The target, read from the trace: **a tree**, at most ⌈log₂ block⌉
+# barrier steps, with no thread adding more than two partners into its own in one step. Every
+# thread must reach every `__syncthreads()`. `reduction.exercises.any_block.show(mine)` draws your
+# tree as the cells above draw the course's. On a GPU the check then times yours with blocks of 96
+# beside `reduce3` and a copy of the same bytes.
+
+# %%
+mine = r"""
+extern "C" __global__ void reduce3_any(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? x[i] : 0;
+    __syncthreads();
+    // ---- your tree: it must add every sdata[0 .. blockDim.x - 1] into sdata[0], for any blockDim.x
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    // ----
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}"""
+reduction.exercises.any_block.check(mine)
+
+# %% [markdown]
+# ## Kernels 4–6: fewer instructions, held against the bound
 #
 # Kernel 3's memory accesses are clean, yet (the timing section shows it) it reaches a small
-# fraction of the memory's speed. What is left is **instructions**: the loop, the index
-# arithmetic, the `__syncthreads()`, the half of the threads that idle from the first step on.
-# Counted by the emulator for each version's own launch (N = 65 536, blocks of 256; the exact
-# counts depend on the compiler version, the proportions do not):
+# fraction of the memory's speed. Harris's diagnosis, on his 2007 G80, was **instructions**: the
+# loop, the index arithmetic, the `__syncthreads()`, the half of the threads that idle from the
+# first step on. Kernels 4–6 each cut some of them. Counted by the emulator for each version's own
+# launch (N = 65 536, blocks of 256; these are PTX instructions, what the emulator runs; the GPU
+# runs the machine code compiled from them, which `scripts/gpu_facts_reduction.py` counts with
+# Nsight Compute):
 
 # %% tags=["nbval-ignore-output"]
 reduction.instructions_per_element()
 
 # %% [markdown]
-# Kernel 3 issues about 2.6 warp instructions per element it sums; the next three kernels cut that
-# to under one, without touching the memory traffic: that is what makes them faster.
+# Kernel 3 issues about 2.6 warp instructions per element it sums, kernel 6 under one. Whether that
+# makes them faster is a question for the bound: below, once kernels 4–6 are written and fixed.
 #
 # **Kernel 4: first add during load.** Each block takes twice the data and every thread adds two
 # elements while loading, so no thread idles in the first step and the grid needs half the
@@ -265,10 +389,40 @@ small = np.arange(1, 1001, dtype=np.uint32)
 print(reduction.run("reduce4", small), "=", reduction.reference(small))
 
 # %% [markdown]
-# **Kernel 5: unroll the last warp.** When `s <= 32` only warp 0 still works, and a warp needs no
+# **5. Write: first add during load, four elements per thread.** Kernel 4 adds two elements while
+# loading; yours adds **four**, so a block of `blockDim.x` threads sums `4 * blockDim.x` elements
+# and the grid needs a quarter of kernel 3's blocks. Fill in the marked part: `v` must end with the
+# thread's share of its block's elements. The check launches N = 1 to 5000 (none a multiple of
+# 4 × block) in blocks of 32 to 256 and compares every block's sum with NumPy's. The target, read
+# from the trace: **coalesced loads**, at most 4 sectors of 32 bytes per warp load request (a
+# warp's 32 lanes read 32 neighbouring words). On a GPU it then times yours beside `reduce4` and a
+# copy.
+
+# %%
+mine = r"""
+extern "C" __global__ void reduce4_four(const elem_t* x, acc_t* out, int n) {
+    extern __shared__ acc_t sdata[];
+    unsigned int tid = threadIdx.x;
+    // ---- your loads: block b sums x[b * 4 * blockDim.x ...] up to 4 * blockDim.x elements, four per thread
+    // FILL ME IN (about 4 lines): v must end with this thread's four elements (or fewer, at the end of x)
+    acc_t v = 0;
+    // ----
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}"""
+reduction.exercises.four.check(mine)
+
+# %% [markdown]
+# **Kernel 5: unroll the last warp.** When `s <= 32` only warp 0 still adds, and a warp needs no
 # `__syncthreads()` to wait for itself. Unrolling those six steps saves the loop and the barrier
-# not just in warp 0 but in *every* warp, since all warps run the loop's bookkeeping. The article's
-# version lets the warp run "in lockstep" through a `volatile` pointer:
+# not just in warp 0 but in *every* warp, since all warps run the loop's bookkeeping (the barrier
+# table above). The article's version lets the warp run "in lockstep" through a `volatile`
+# pointer:
 
 # %%
 source.show("reduction.cu", "warp_reduce_article")
@@ -281,8 +435,8 @@ source.show("reduction.cu", "warp_reduce_article")
 # write:
 
 # %%
-print("__syncwarp() calls by warp 0:", reduction.warp_syncs("reduce5_article"), "(article)",
-      reduction.warp_syncs("reduce5"), "(fixed)")  # fmt: skip
+print("__syncwarp() calls by warp 0, the article's kernel 5:", reduction.warp_syncs("reduce5_article"))
+print("__syncwarp() calls by warp 0, the fixed kernel 5:    ", reduction.warp_syncs("reduce5"))
 
 # %% [markdown]
 # The course's checker reads the whole trace and names the race: which lines, which threads, which
@@ -313,11 +467,29 @@ source.show("reduction.cu", "warp_reduce")
 # %% [markdown]
 # **Kernel 6: completely unrolled.** If the block size is a compile-time constant, every
 # `if (blockSize >= ...)` is decided by the compiler and the loop disappears. The block size
-# becomes a C++ template parameter, and each size is compiled through `name_expressions`, as with
+# becomes a C++ template parameter. The article's kernel 6 (its `warpReduceT` and `reduce6`
+# template):
+
+# %%
+source.show("reduction.cu", "warp_reduce_unrolled_article", "block_reduce_unrolled", "reduce6_article")
+
+# %% [markdown]
+# Besides kernel 5's race, kernel 6 has a bug of its own. The article's `main()` instantiates
+# `reduce6<512>` down to `reduce6<1>`; from `<32>` down, `if (blockSize >= 32) sdata[tid] +=
+# sdata[tid + 16]` is compiled for all 32 lanes of warp 0, and lanes 16–31 read past the block's
+# shared memory:
+
+# %%
+with course.expect_error():
+    reduction.run("reduce6_article", small, block=32)
+
+# %% [markdown]
+# The fixed kernel 6 keeps the unrolled block steps and does the warp steps as kernel 5's fix does,
+# skipping partners past the block. Each size is compiled through `name_expressions`, as with
 # `cupy.RawModule`:
 
 # %%
-source.show("reduction.cu", "block_reduce_unrolled", "reduce6")
+source.show("reduction.cu", "warp_reduce_unrolled", "reduce6")
 
 # %%
 k6 = reduction.kernel("reduce6", np.uint32, block=128)
@@ -325,18 +497,120 @@ print(k6.name, "is compiled as", k6.ptx_name)
 print(reduction.run("reduce6", x) == reduction.reference(x))
 
 # %% [markdown]
+# ### Did the instructions matter? Kernels 3 to 7 against two bounds
+#
+# An SM has four warp schedulers, and each issues at most one warp instruction a cycle. So the
+# whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on an H100 or
+# H200 (132 SMs at 1.98 GHz<!-- given: datasheet -->). A kernel that must issue `I` warp
+# instructions per element takes at least `I × N / 1.05e12` seconds: its **issue floor**. The table
+# computes it from the device (its SMs, and its clock: the GPU's on a GPU, the device model's on
+# the emulator) and the counts above, at N = 2^25 with each kernel's own launch, blocks of 128. It
+# also counts the **waves**: the grid's blocks over the blocks all SMs hold at once (occupancy,
+# below). On a GPU it times each kernel and divides: time per wave, and the floor as a share of
+# the time.
+
+# %% tags=["nbval-ignore-output"]
+reduction.issue_table()
+
+# %% [markdown]
+# Read it from left to right. Kernels 4, 5 and 6 cut the instructions per element, and the issue
+# floor falls with them. On a GPU the time does not follow: every kernel from 3 to 6 takes several
+# times its floor, so none of them waits on issuing instructions. Kernel 4 runs in about half
+# kernel 3's time, and it has half the waves; kernels 5 and 6 run no faster than kernel 4, and they
+# have the same waves as kernel 4. The **time per wave** column barely moves from kernel 3 to
+# kernel 6 (the fact script checks its spread over repeated runs): each wave of blocks costs about
+# the same time, whatever its instruction count.
+#
+# Harris's reading was right on his GPU. The G80 issued a warp instruction in 4 cycles on each of
+# 16 SMs at 1.35 GHz, about 5.4e9 a second, 200 times fewer than an H200. The same counts against
+# the G80's issue rate, beside the times Harris measured at 4M elements (the slides' numbers):
+
+# %% tags=["nbval-ignore-output"]
+reduction.g80_floor()
+
+# %% [markdown]
+# On the G80 issuing kernel 3's instructions alone took about as long as Harris measured (rows
+# near or above 100 %: the count is of today's PTX, not of the G80's machine code): kernels 3 to 7
+# sat on their issue floor, and every instruction cut was time saved. On this GPU the floor is far
+# below the time. What is the time, then?
+#
+# ### Latency, bytes in flight, and what a wave of blocks waits for
+#
+# A load that misses the caches takes hundreds of nanoseconds to come back from DRAM. A block of
+# kernels 3–6 loads its elements once, waits for them, runs its tree (a chain of shared-memory
+# steps and barriers, with no load in flight), writes its sum and makes room for the next block.
+# So each wave of blocks costs one DRAM round trip plus one tree, and the memory is busy only
+# while the loads are out. To keep DRAM busy, each SM needs enough bytes *in flight* all the time;
+# by **Little's law**, bytes in flight = bandwidth × latency: 4.8 TB/s<!-- given: datasheet --> ×
+# 600 ns (the device model's latency, not a measurement) ≈ 2.9 MB for the whole H200, 22 KB per SM.
+#
+# That explains the table. Kernel 3 has one 4-byte load per thread in flight; kernel 4 has two, so
+# each wave carries twice the bytes for about the same round trip, and half the waves cover N:
+# half the time. Kernels 5 and 6 shorten the tree, a small part of a wave's time, and keep two
+# loads per thread: same waves, same bytes per wave, same time. To go faster, a kernel must keep
+# more bytes in flight, or keep them in flight all the time instead of once per block. That is
+# kernel 7.
+#
+# ### Occupancy: how many blocks an SM holds
+#
+# "All SMs at once" depends on the kernel. An SM holds a block only if it has room for all of it:
+# its **threads** (2048 per SM on Hopper), a **block slot** (32 per SM), its **registers** (65 536
+# per SM, allocated per warp) and its **shared memory** (228 KB per SM, plus 1 KB the driver
+# reserves per block). The blocks it holds at once, against the most it could (its threads), is
+# the kernel's **occupancy**. For kernel 7 with the article's `long long` sums, each limit alone,
+# read from the device (on a GPU the registers come from the loaded function and the count from
+# the driver's occupancy API):
+
+# %% tags=["nbval-ignore-output"]
+reduction.occupancy_table()
+
+# %% [markdown]
+# Kernel 7 takes few registers and one `long long` per thread of shared memory, so from blocks of
+# 64 on the threads are the limit: 2048 threads per SM, full occupancy. Blocks of 32 hit the
+# 32-block limit first: 1024 threads, half occupancy. The loads in flight per SM follow the
+# threads an SM holds: fewer resident threads, fewer loads waiting. A kernel with more registers or
+# more shared memory hits those limits instead; on a T4 (1024 threads and 16 blocks per SM) every
+# number halves.
+#
+# **6. Predict, then check: blocks per SM.** For each launch below (threads per block, registers
+# per thread, shared bytes per block), predict how many blocks one SM of an H100 or H200 holds at
+# once. The check does CUDA's occupancy calculation and says which launch is off, with the rule.
+
+# %%
+my_blocks = {  # (threads per block, registers per thread, shared bytes per block): blocks per SM
+    (64, 16, 512): None,
+    (32, 28, 256): None,
+    (256, 64, 0): None,
+    (128, 32, 40960): None,
+    (96, 40, 3072): None,
+    (1024, 32, 49152): None,
+    (512, 72, 8192): None,
+}
+reduction.exercises.blocks_per_sm.check(my_blocks)
+
+# %% [markdown]
 # ## Kernel 7: many elements per thread, and latency hiding
 #
 # Each thread of kernels 1–6 adds one or two elements, then spends the rest of its life in the
-# tree. **Brent's theorem** says a parallel algorithm with N/log N threads, each first adding
-# log N elements on its own, does the same O(N) work in the same O(log N) time as N threads:
-# Harris calls it *algorithm cascading*. Kernel 7 does it with a grid-stride loop: a grid smaller
-# than N/2 covers any N, and the tree (with its barriers) runs once per block instead of once per
-# 256 elements.
-#
+# tree. **Brent's theorem** bounds the time of a parallel algorithm on `p` processors by
+# T_p ≤ W/p + D, for `W` operations in all and a longest chain of `D`. Summing N numbers has
+# W = N − 1 and D = log₂ N. With N threads the time is O(log N) but the *cost*, processors ×
+# time, is O(N log N): most threads idle most of the time. With N / log N threads, each first
+# adding log N elements on its own, the time is still O(log N) and the cost O(N), as good as a
+# serial loop. Harris calls this *algorithm cascading*. Kernel 7 does it with a grid-stride loop:
+# a grid smaller than N/2 covers any N, and the tree (with its barriers) runs once per block
+# instead of once per 256 elements. The article's kernel 7 (it calls kernel 6's `warpReduceT`
+# template for the last warp, where Harris's slide calls the non-template `warpReduce`: the
+# article's one correction of the slides):
+
+# %%
+source.show("reduction.cu", "reduce7_article")
+
+# %% [markdown]
 # But the article launches kernel 7 with N / 128 blocks, as it launches kernel 1: twice as many as
-# there are pairs, so half the blocks find nothing to do and no thread loops. Counting each
-# thread's loads in the trace:
+# there are pairs, so half the blocks find nothing to do and no thread loops. (Its `main()` also
+# launches `reduce7<128>` whatever block size it is given.) Counting each thread's loads in the
+# trace:
 
 # %%
 print("the article's launch:", reduction.loads_per_thread("reduce7_article", 4096, grid=4096 // 128))
@@ -350,45 +624,76 @@ print("a grid of 4 blocks  :", reduction.loads_per_thread("reduce7", 4096, grid=
 with course.expect_error():
     reduction.run("reduce7_article", small)
 
+# %% [markdown]
+# The fixed kernel 7 checks the second load and keeps its running sum in a register:
+
 # %%
 source.show("reduction.cu", "reduce7")
 
 # %% [markdown]
-# **How many blocks, then?** A load from DRAM takes about 600 ns to come back. To keep the memory
-# busy, each SM must have enough loads waiting at all times: by **Little's law**, bytes in flight =
-# bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for the whole H200, or 22 KB per SM. Each
-# thread of kernel 7 has two 4-byte loads in flight; an SM holds at most 2048 threads, so at most
-# 16 KB, and only if the grid fills every SM. The fixed kernel 7 is launched with one *wave*: as
-# many blocks as all the SMs hold at once (here for a block of 128):
+# **How many blocks, then?** The article says N / 128 blocks "all run concurrently at once". They
+# do not: an SM holds 16 blocks of 128 (the occupancy table), so 132 SMs hold 2112 at once, and
+# N / 128 blocks at N = 2^25 are 124 waves of them (the waves column above). The fixed kernel 7 is
+# launched with exactly one *wave*: as many blocks as the SMs hold at once, each thread looping
+# over the rest. The launch, written out (block 128, `long long` sums in `shared_mem`):
 
 # %%
-reduction.ENGINE.plan("reduce7", course.asarray(np.ones(2**24, np.uint32)), block=128).launches[0]
+block = 128
+grid = reduction.one_wave("reduce7", block)  # SMs × blocks one SM holds at once
+big = course.asarray(np.ones(2**24, np.uint32))
+sums = course.zeros(grid, np.int64)
+k7 = reduction.kernel("reduce7", np.uint32, block)
+k7((grid,), (block,), (big, sums, np.int32(big.size)), shared_mem=block * 8)
+print(f"{grid} blocks of {block}, {big.size // (grid * block)} elements per thread:",
+      course.asnumpy(sums).sum() == big.size)
 
 # %% [markdown]
-# The same kernel with a grid from 1/16 of a wave to a full one, and what it keeps in flight (on a
-# GPU, also its speed at N = 2^26, beside a device copy of the same bytes):
+# Now every thread keeps two loads in flight per loop iteration for the whole kernel, not once per
+# block. The same kernel with a grid from 1/16 of a wave to a full one, then two and four waves,
+# and what it keeps in flight (on a GPU, also its speed at N = 2^26, beside a read + write copy of
+# the same bytes, and the DRAM latency the two imply by Little's law read backwards: latency =
+# bytes in flight / bandwidth):
 
 # %% tags=["nbval-ignore-output"]
 reduction.latency_table()
 
 # %% [markdown]
-# Bandwidth follows the bytes in flight per SM: on an H200, 132 blocks of 128 (1 KB in flight per
-# SM) read about 0.37 TB/s, and each doubling of the grid nearly doubles it, up to about 3.6 TB/s
-# for a full wave of 2112 blocks (16 KB per SM), close to the copy. Even a full wave keeps less in
-# flight than Little's law asks: the 16-byte loads beyond the article are the way past that.
+# On a GPU, read the bandwidth against the bytes in flight: each doubling of the blocks per SM,
+# up to a full wave, nearly doubles the GB/s, because each doubling doubles the loads waiting.
+# Past one wave nothing more is in flight (the SMs are full; later blocks wait for a slot), and
+# the bandwidth stays put or drops. The implied latency is not a constant: it grows as the grid
+# fills the GPU, because queues form in the memory system under load. That is why Little's law
+# with an unloaded latency underestimates what a full GPU needs, and why even a full wave of
+# kernel 7 keeps less in flight than it would take to reach the copy: the 16-byte loads beyond the
+# article are the way past that.
 #
 # **Fewer, busier threads** also mean less tree work. Kernel 7 on 65 536 elements with three
-# launches: the elements per thread counted from each launch's trace, the tree's barrier steps and
-# additions from its block size (a block of b threads adds b - 1 times in log2 b steps):
+# launches: the elements per thread counted from each launch's trace, the tree's levels
+# (log₂ block), the `__syncthreads()` block 0 reaches (the fixed kernel waits with `__syncwarp()`
+# once only one warp adds), tree additions in all (a block of b threads adds b − 1 times), and the
+# SMs the grid can use:
 
 # %%
 reduction.tradeoff()
 
 # %% [markdown]
 # With 512 blocks of 32 every thread adds 4 elements and the trees add 15 872 times; with 8 blocks
-# of 512, 16 elements each and 4 088 tree additions. Too few threads, though, and the loads in
-# flight drop: the table above is the limit.
+# of 512, 16 elements each and 4 088 tree additions, but on 8 of the 132 SMs. Too few blocks, or too
+# few threads, and the loads in flight drop: the latency table is the limit.
 #
+# **7. Measure, then choose: a grid for blocks of 640.** `reduce_shfl` (beyond the article) runs
+# kernel 7's grid-stride loop, two loads in flight per thread, and adds the block's sum with
+# shuffles; it takes any block that is a multiple of 32. Choose its number of blocks for blocks of
+# **640** threads and N = 50 000 000: every SM full, no wave left partly empty, and at least 8
+# elements per thread, so that trees and block sums stay few. On a GPU the check times your grid
+# beside half a wave, one wave, two waves and one pair per thread, and passes within 10 % of the
+# fastest; without one it checks the launch's arithmetic against this device, and once it is right
+# sets the loads in flight beside Little's law. Replace `None` with your number of blocks.
+
+# %%
+reduction.exercises.grid.check(None)
+
+# %% [markdown]
 # ## Timing a kernel from the inside
 #
 # The article's kernels end with `*time = clock() - start;` (ours: `clock64()`), executed by every
@@ -401,8 +706,12 @@ print(reduction.writes_to("reduce3_timed", "time"), "threads wrote the single `t
 reduction.check("reduce3_timed", small, block=128)
 
 # %% [markdown]
-# Time kernels from the host with CUDA events instead, as `course.bench` does below.
+# Time kernels from the host with CUDA events instead, as `course.bench` does below. This may also
+# be why the article measured kernel 5 slower than kernel 4: its numbers are one block's cycles
+# from whichever write landed last, not the kernels' times. Timed from the host, kernel 5 is never
+# slower than kernel 4 in the table below, and no faster either, as the issue table predicts.
 #
+# %% [markdown]
 # ## Beyond the article
 #
 # **Warp shuffles.** `__shfl_down_sync(mask, v, k)` hands each lane the register `v` of the lane
@@ -417,198 +726,7 @@ source.show("reduction.cu", "warp_sum", "block_sum", "reduce_shfl")
 # `reduce_shfl` keeps kernel 7's loop (two loads in flight per thread) and replaces only the tree.
 # It runs at kernel 7's speed, not faster: by then the tree was never where the time went.
 #
-# **16-byte loads.** Global memory moves in 32-byte *sectors*; a warp's request touches as few
-# sectors as its addresses allow (*coalescing*). One 16-byte load per lane moves 512 bytes per
-# request instead of 128, and `LOADS` of them are issued before any is used: four times the bytes
-# in flight of kernel 7, for the same number of threads. From the traces, bytes and sectors per
-# global load request:
-
-# %%
-for name in ("reduce3", "reduce_vec4"):
-    loads = analysis.sectors(reduction.first_trace(name, np.ones(8192, np.float32), block=256).where(op="ld"))
-    print(f"{name:12s} {loads.bytes.mean():5.0f} bytes and {loads.sectors.mean():4.1f} sectors per request")
-
-# %%
-source.show("reduction.cu", "sum_vectorised")
-
-# %% [markdown]
-# The vector loads assume `x` starts on a 16-byte boundary. The course's arrays always do; a view
-# into one (`x[1:]`) may not, and `run` refuses it rather than fault on a GPU.
-#
-# **One pass.** Every kernel so far leaves one sum per block, for the host or a second launch to
-# add. Blocks cannot simply wait for each other: nothing guarantees they all run at once, and a
-# block spinning on one that never started would hang the GPU. But a block can tell whether it is
-# the *last* to finish:
-
-# %%
-source.show("reduction.cu", "reduce_single_pass")
-
-# %% [markdown]
-# Thread 0 stores its block's sum, `__threadfence()` makes that store visible to every other block
-# *before* the ticket that follows it (without the fence, the last block could read a sum still on
-# its way to memory), and `atomicInc` hands out tickets 0, 1, 2, … and wraps the counter to 0 for
-# the next launch. The block that draws the last ticket knows every other sum is written; its warp
-# 0 reads them through a `volatile` pointer (from memory, not from a register or a stale cache
-# line) and adds them with shuffles. One launch, the whole sum:
-
-# %%
-plan = reduction.ENGINE.plan("reduce_single_pass", course.asarray(x))
-print(len(plan.launches), "launch:", plan() == reduction.reference(x))
-
-# %% [markdown]
-# ## Try it
-#
-# Pick a version, a block size and N (slide or type it). The panel runs the kernel on this
-# machine's backend, compares the sum with NumPy's and shows what the checker finds, traces block 0
-# and draws it, and lists numbers read from that trace:
-#
-# - **barrier steps**, **additions in shared memory**: the tree's length and work;
-# - **shared requests**, **shared wavefronts** and how many of those **bank conflicts** add (an
-#   8-byte `long long` access takes two wavefronts with no conflict at all), the **worst bank
-#   conflict**;
-# - **warp instructions with idle lanes**: divergence; **global sectors per load**: coalescing;
-# - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
-#   whole sum.
-#
-# Try `reduce5_article` with a block of 32, `reduce4_article` with N = 1000, or watch the barrier
-# steps fall as the block shrinks.
-
-# %% tags=["nbval-ignore-output"]
-reduction.panel(version="reduce1", n=1000, block=128)
-
-# %% [markdown]
-# ## How fast on a GPU
-#
-# A reduction does one addition per 4 bytes it loads: it is limited by memory bandwidth, not by
-# arithmetic. So its speed is counted in GB/s of data read, and held against what the memory can
-# do: a device-to-device copy of the same bytes, timed in the same run. A copy reads *and writes*
-# its bytes; a reduction only reads, so a good one can beat the copy (DRAM turns between reading
-# and writing cost the copy time).
-#
-# **The article's table, with both launches.** The article's `main()` launches every kernel with
-# N / 128 blocks of 128; the fixed code gives kernels 4–6 half that and kernel 7 one wave. Each
-# column is one launch policy, all in one run, the kernel alone (its block sums), median of 20
-# CUDA-event timings with inputs rotated out of the L2 cache; the copy row is the ceiling:
-
-# %% tags=["nbval-ignore-output"]
-table = reduction.article_table()
-table
-
-# %% [markdown]
-# Read the N = 131 072 rows last: half a megabyte takes a few microseconds whatever the kernel, the
-# time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show: on an
-# H200 at 32 M, kernel 1 reads at about 450 GB/s; kernels 2 and 3 remove divergence and conflicts
-# (about 830 GB/s). Under the article's launch, kernels 4 to 7 stay there: half their blocks have
-# nothing to add, and kernel 7's loop never loops. With the fixed launches, 4, 5 and 6 cut
-# instructions (about 1.6 TB/s), and kernel 7 over one wave jumps to about 3.4 TB/s: 4× kernel 6
-# as the article launches it, twice kernel 6 as it should be launched. That jump is the climax of
-# Harris's deck, and the article's table never shows it.
-#
-# **Then and now.** Harris measured on a G80 (86.4 GB/s peak) at 4 M elements; here, each GPU
-# against its own DRAM peak, this one at 32 M elements, where its copy nears its peak:
-
-# %% tags=["nbval-ignore-output"]
-reduction.g80_comparison(table)
-
-# %% [markdown]
-# The same seven steps take a 2007 GPU from 2 % to 73 % of its peak and this one from 9 % to about
-# 70 %: the lessons carry over. The copy row says what "peak" means in practice: no kernel that
-# reads and writes gets much closer to the number on the box.
-#
-# **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
-# (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements:
-
-# %% tags=["nbval-ignore-output"]
-records = reduction.speed_against_n()
-fig, ax = plt.subplots(figsize=(8, 4))
-reduction.plot_speed(ax, records)
-
-# %% [markdown]
-# Below 2^20 every kernel is launch-bound (a few µs); from 2^26 on, the 16-byte and one-pass
-# kernels read faster than the copy moves the same bytes, at `cupy.sum`'s speed, and kernel 7 and
-# `reduce_shfl` (on top of each other) sit about a fifth lower, short of bytes in flight. At 2^22
-# the one-pass kernel reaches 80 to 87 % of the copy from run to run: its last block's round
-# trips to L2 (store, ticket, read the block sums) cost more than a microsecond on a job of 8
-# (`docs/reduction-tail.md` measures each link). The full sweep and the course's goals are in
-# `docs/benchmarks/`.
-#
-# ## Exercises
-#
-# Each exercise is checked by a call: `reduction.exercises.<name>.check(answer)` says what is wrong
-# (which case, which stride and column, which thread, line and buffer) and the rule to apply, never
-# the answer. `reduction.exercises.<name>.hint()` gives a hint when you ask, one more each time,
-# and `reduction.exercises.<name>.show(mine)` draws your kernel's tree as this notebook draws the
-# course's. Kernels you write run on the emulator first, with the checker, whatever the machine: a
-# race, a stray access, a barrier only part of the block reaches or an endless loop ends in a
-# verdict, never in a crashed GPU.
-#
-# **1. Predict, then check: kernel 2 at a block of 1024.** The step table of kernel 2 above counted
-# a block of 256. For one block of **1024** float sums, predict for each stride `s` the three
-# numbers that table counts: the warps busy (at least one of their threads adds), how many of them
-# are divergent (some lanes add, others not), and the worst bank conflict of the step's
-# shared-memory accesses, in ways (1: none). Replace each `None`; the check counts them from a
-# trace and names the first stride and column that differ, with the rule for that column.
-
-# %%
-my_steps = {  # s: (warps busy, of them divergent, worst bank conflict)
-    1: (None, None, None),
-    2: (None, None, None),
-    4: (None, None, None),
-    8: (None, None, None),
-    16: (None, None, None),
-    32: (None, None, None),
-    64: (None, None, None),
-    128: (None, None, None),
-    256: (None, None, None),
-    512: (None, None, None),
-}
-reduction.exercises.ways.check(my_steps)
-
-# %% [markdown]
-# **2. Write: kernel 3's tree for any block size.** Kernel 3 halves `s` from `blockDim.x / 2`:
-# with a block that is not a power of two, some partial sums never reach `sdata[0]`. Rewrite the
-# marked part so that `sdata[0]` ends with every element of the block, for any `blockDim.x`, and
-# still as a tree. The check launches N = 1 to 3007 in blocks of 1, 7, 33, 96, 100, 128, 160 and
-# 1000 threads (N = block − 1 and block + 1 among them), one element per thread, and compares
-# every block's sum with NumPy's; a wrong one is traced back to the values that never reached
-# `sdata[0]` or reached it twice. The target, read from the trace: **a tree**, at most ⌈log₂ block⌉
-# barrier steps, with no thread adding more than two partners into its own in one step. Every
-# thread must reach every `__syncthreads()`. On a GPU it then times yours with blocks of 96 beside
-# `reduce3` and a copy of the same bytes.
-
-# %%
-mine = r"""
-extern "C" __global__ void reduce3_any(const elem_t* x, acc_t* out, int n) {
-    extern __shared__ acc_t sdata[];
-    unsigned int tid = threadIdx.x;
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    sdata[tid] = (i < n) ? x[i] : 0;
-    __syncthreads();
-    // ---- your tree: it must add every sdata[0 .. blockDim.x - 1] into sdata[0], for any blockDim.x
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) sdata[tid] += sdata[tid + s];
-        __syncthreads();
-    }
-    // ----
-    if (tid == 0) out[blockIdx.x] = sdata[0];
-}"""
-reduction.exercises.any_block.check(mine)
-
-# %% [markdown]
-# **3. Measure, then choose: a grid for blocks of 640.** `reduce_shfl` (beyond the article) runs
-# kernel 7's grid-stride loop, two loads in flight per thread, and adds the block's sum with
-# shuffles; it takes any block that is a multiple of 32. Choose its number of blocks for blocks of
-# **640** threads and N = 50 000 000: every SM full, no wave left partly empty, and at least 8
-# elements per thread, so that trees and block sums stay few. On a GPU the check times your grid
-# beside half a wave, one wave, two waves and one pair per thread, and passes within 10 % of the
-# fastest; without one it checks the launch's arithmetic against this device, and once it is right
-# sets the loads in flight beside Little's law. Replace `None` with your number of blocks.
-
-# %%
-reduction.exercises.grid.check(None)
-
-# %% [markdown]
-# **4. Write: the last warp with shuffles.** The stub's last warp is the article's warp-synchronous
+# **8. Write: the last warp with shuffles.** The stub's last warp is the article's warp-synchronous
 # code, a race since Volta. Rewrite the marked part with `__shfl_down_sync(0xffffffff, v, offset)`:
 # the last 64 partial sums are added in registers. Keep the stub's last line (lane 0 leaves the
 # block's sum in `sdata[0]`) or write `out` from the register, as you like. The check launches
@@ -645,20 +763,150 @@ extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
 reduction.exercises.shuffle.check(mine)
 
 # %% [markdown]
+# **16-byte loads.** Global memory moves in 32-byte *sectors*; a warp's request touches as few
+# sectors as its addresses allow (*coalescing*). One 16-byte load per lane moves 512 bytes per
+# request instead of 128, and `LOADS` of them are issued before any is used: four times the bytes
+# in flight of kernel 7, for the same number of threads. From the traces, bytes and sectors per
+# global load request:
+
+# %%
+reduction.load_requests(["reduce3", "reduce_vec4"])
+
+# %%
+source.show("reduction.cu", "sum_vectorised")
+
+# %% [markdown]
+# The vector loads assume `x` starts on a 16-byte boundary. The course's arrays always do; a view
+# into one (`x[1:]`) may not, and `run` refuses it rather than fault on a GPU.
+#
+# **One pass.** Every kernel so far leaves one sum per block, for the host or a second launch to
+# add. Blocks cannot simply wait for each other: nothing guarantees they all run at once, and a
+# block spinning on one that never started would hang the GPU. But a block can tell whether it is
+# the *last* to finish:
+
+# %%
+source.show("reduction.cu", "reduce_single_pass")
+
+# %% [markdown]
+# Thread 0 stores its block's sum in `partial`, `__threadfence()` makes that store visible to every
+# other block *before* the ticket that follows it (without the fence, the last block could read a
+# sum still on its way to memory), and `atomicInc` hands out tickets 0, 1, 2, … and wraps the
+# counter to 0 for the next launch. The block that draws the last ticket knows every other sum is
+# written. Every thread of that block then reads `partial[]`, thread `t` the sums `t`,
+# `t + blockDim.x`, …, through a `volatile` pointer (from memory, not from a register or a stale
+# cache line), and `block_sum` adds them with shuffles. One launch, the whole sum:
+
+# %%
+reduction.launch_table("reduce_single_pass", x)
+
+# %%
+print(reduction.run("reduce_single_pass", x) == reduction.reference(x))
+
+# %% [markdown]
+# ## Try it
+#
+# Pick a version, a block size and N (slide or type it). The panel runs the kernel on this
+# machine's backend, compares the sum with NumPy's and shows what the checker finds, traces block 0
+# and draws it, and lists numbers read from that trace:
+#
+# - **barrier steps**, **additions in shared memory**: the tree's length and work;
+# - **shared requests**, **shared wavefronts** and how many of those **bank conflicts** add (an
+#   8-byte `long long` access takes two wavefronts with no conflict at all), the **worst bank
+#   conflict**;
+# - **warp instructions with idle lanes**: divergence; **global sectors per load**: coalescing;
+# - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
+#   whole sum.
+#
+# Try `reduce5_article` with a block of 32, `reduce4_article` with N = 1000, or watch the barrier
+# steps fall as the block shrinks.
+
+# %% tags=["nbval-ignore-output"]
+reduction.panel(version="reduce1", n=1000, block=128)
+
+# %% [markdown]
+# ## How fast on a GPU
+#
+# A reduction does one addition per 4 bytes it loads: it is limited by memory bandwidth, not by
+# arithmetic. So its speed is counted in GB/s of data read, and held against a device-to-device
+# copy timed in the same run. The copy moves the same number of bytes as the reduction reads, but
+# half of them are read and half written (N × 4 / 2 bytes each way). A reduction only reads, so a
+# good one can beat the copy (DRAM turns between reading and writing cost the copy time); the copy
+# is a reference, not a ceiling.
+#
+# **The article's table, with both launches.** The article's `main()` launches every kernel with
+# N / 128 blocks of 128; the fixed code gives kernels 4–6 half that and kernel 7 one wave. Each
+# column is one launch policy, all in one run, the kernel alone (its block sums), median of 20
+# CUDA-event timings with inputs rotated out of the L2 cache:
+
+# %% tags=["nbval-ignore-output"]
+table = reduction.article_table()
+table
+
+# %% [markdown]
+# Read the N = 131 072 rows last: half a megabyte takes a few microseconds whatever the kernel, the
+# time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show. Kernel 2
+# is faster than kernel 1 (no divergence), kernel 3 faster again (no conflicts). Under the article's
+# launch, kernels 4 to 7 stay at kernel 3's speed: half their blocks have nothing to add, and
+# kernel 7's loop never loops. With the fixed launches, kernel 4 about doubles kernel 3 (two loads
+# per thread in flight, half the waves), kernels 5 and 6 add next to nothing (fewer instructions,
+# same waves: the issue table), and kernel 7 over one wave doubles again. That jump is the climax
+# of Harris's deck, and the article's table never shows it.
+#
+# **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
+# elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
+# nears its peak:
+
+# %% tags=["nbval-ignore-output"]
+reduction.g80_comparison(table)
+
+# %% [markdown]
+# The two GPUs agree on kernels 1 to 3 and on kernel 7, and part on 4 to 6. On the G80 each of
+# kernels 4, 5 and 6 took a large step towards the peak, because each cut the instructions its
+# issue rate was bound by. On this GPU kernel 4 takes a step (more bytes in flight) and kernels 5
+# and 6 almost none: issue is no longer the bound. The lessons that carry over are the first three
+# and kernel 7's; the instruction cuts of 5 and 6 are a G80 lesson, and the latency lesson replaces
+# them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
+# closer to the number on the box.
+#
+# **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
+# (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements.
+# Outside this course, call the library: `cupy.sum` on a GPU array, or CUB's
+# `cub::DeviceReduce::Sum` from CUDA C++ (CuPy's reductions use CUB when its CUB accelerator is on).
+
+# %% tags=["nbval-ignore-output"]
+records = reduction.speed_against_n()
+fig, ax = plt.subplots(figsize=(8, 4))
+reduction.plot_speed(ax, records)
+
+# %% [markdown]
+# Below 2^20 every kernel is launch-bound (a few µs): compare nothing there. From 2^26 on, the
+# one-pass kernel reads at least as fast as the copy moves the same bytes, with `cupy.sum`;
+# `reduce_vec4` reaches the copy at 2^26 and passes it at 2^28; kernel 7 and `reduce_shfl` (drawn
+# on top of each other) sit lower, short of bytes in flight. At 2^22 the one-pass kernel stays short of the copy: its last
+# block's round trips to L2 (store, ticket, read the block sums) cost more than a microsecond on a
+# job of a few (`docs/reduction-tail.md` measures each link). The full sweep and the course's goals
+# are in `docs/benchmarks/`.
+#
 # ## Summary
 #
 # - A tree reduction's cost is first in *how threads address memory*: `tid % (2*s)` leaves every
-#   warp divergent, `2*s*tid` causes bank conflicts, sequential addressing avoids both.
-# - Then in *instructions*: add during the load, unroll the last warp (with `__syncwarp()`, not
-#   `volatile`), unroll the loop with a template.
-# - Then in *work per thread and bytes in flight*: a grid-stride loop over one wave of the GPU
-#   (Brent's theorem), and 16-byte loads, so each SM keeps enough loads waiting (Little's law).
+#   warp divergent, `2*s*tid` causes bank conflicts (more with 8-byte sums), sequential addressing
+#   avoids both. A warp with no adding lane still runs the loop and every barrier.
+# - Then, on Harris's G80, in *instructions*: add during the load, unroll the last warp (with
+#   `__syncwarp()`, not `volatile`), unroll the loop with a template. On a current GPU those cuts
+#   sit far above the issue floor: only the add during the load pays, because it doubles the
+#   bytes each wave has in flight.
+# - Then in *latency and bytes in flight*: a block's load, wait and tree repeat once per wave;
+#   occupancy (threads, block slots, registers, shared memory per SM) says how many blocks wait at
+#   once; a grid-stride loop over one wave (Brent's theorem) keeps loads in flight all the time,
+#   and 16-byte loads put more bytes behind each (Little's law).
 # - Shuffles make the block's sum simpler, not faster: by then the loads are the time. One pass
-#   saves the second launch; its last block's round trips are what is left at small N.
+#   saves the second launch; its last block's round trips are what is left at small N. Outside the
+#   course, `cupy.sum` or CUB's `DeviceReduce`.
 # - The article's code reads past the end of `x` unless N is a multiple of 2 × block, relies on
 #   warp-synchronous `volatile` code that has been a race since Volta, reads past shared memory
-#   with blocks under 64 threads, times itself with a race on one word, and launches kernel 7 so
-#   that its loop never loops.
+#   with blocks under 64 threads (kernel 5) and of 32 or fewer (kernel 6), times itself with a race
+#   on one word, and launches kernel 7 so that its loop never loops.
 
 # %%
 course.my_progress("reduction")

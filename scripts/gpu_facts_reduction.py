@@ -1,0 +1,286 @@
+"""The hardware facts notebook 05's prose states that no notebook cell prints, read on a GPU.
+
+    python3 scripts/gpu_facts_reduction.py OUT_DIR       (on a GPU machine; about a minute)
+
+Prints, and writes to OUT_DIR/gpu_facts_reduction.md:
+
+1. the SM clock (the GPU's cudaDevAttrClockRate, nvidia-smi's current and maximum SM clock) and
+   the issue rate the notebook's `issue_table` divides by (SMs × 4 schedulers × clock);
+2. the SASS of kernels 3 to 7 (reduction.cu compiled as the course compiles it, for this GPU,
+   read with `cuobjdump -sass`): instructions, BAR.SYNC, LDG, SHFL per kernel, and whether
+   reduce3's BAR.SYNC sits outside the predicated add (every warp reaches every barrier: R1);
+3. ncu, kernels 3 to 7 at N = 2^25 with each one's own launch (blocks of 128): warp
+   instructions executed (SASS), the SM clock during the run, the time; from those the SASS
+   instructions per element and the issue floor beside the time (the notebook counts PTX on
+   the emulator: this says how far SASS differs);
+4. the spread of the timings `issue_table` reports over 5 repeats of its median of 20.
+
+Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
+still run; the exit status is 1 when any step failed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+N = 2**25
+BLOCK = 128
+KERNELS = ("reduce3", "reduce4", "reduce5", "reduce6", "reduce7")
+SCHEDULERS = 4
+
+lines: list[str] = []
+failed: list[str] = []
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+    lines.append(text)
+
+
+def step(title: str):
+    def wrap(fn):
+        def run(*a, **kw):
+            say(f"\n## {title}\n")
+            t0 = time.time()
+            try:
+                return fn(*a, **kw)
+            except Exception as exc:  # every step reports, none stops the others
+                failed.append(title)
+                say(f"**FAILED**: {type(exc).__name__}: {exc}")
+            finally:
+                say(f"\n({time.time() - t0:.1f} s)")
+
+        return run
+
+    return wrap
+
+
+def gpu_or_die() -> None:
+    import cupy
+
+    if not cupy.cuda.is_available():
+        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False")
+
+
+@step("1. SM clock and issue rate")
+def clock() -> float:
+    import cupy
+
+    gpu_or_die()
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    sms = int(props["multiProcessorCount"])
+    khz = dev.attributes.get("ClockRate")
+    say(f"- GPU: {name}, {sms} SMs, compute capability {props['major']}.{props['minor']}")
+    say(f"- cudaDevAttrClockRate: {khz} kHz" if khz else "- cudaDevAttrClockRate: not listed by CuPy")
+    if shutil.which("nvidia-smi"):
+        q = subprocess.run(
+            ["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,clocks.applications.graphics", "--format=csv"],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+        say("- nvidia-smi: " + " | ".join(q.stdout.strip().splitlines()))
+    ghz = (khz or 1.98e6) / 1e6
+    rate = sms * SCHEDULERS * ghz * 1e9
+    say(f"- issue rate: {sms} SMs × {SCHEDULERS} schedulers × {ghz:.3f} GHz = {rate:.3g} warp instructions/s")
+    from course.reduction import story
+
+    say(f"- the course's figure (story.issue_rate): {story.issue_rate():.3g} ({story.sm_clock_ghz()[1]})")
+    return rate
+
+
+def cubin_path(arch: str) -> Path:
+    """reduction.cu compiled by NVRTC for `arch`, with the notebook's types and every template
+    instance, as the course compiles it (course.compiler)."""
+    from course import compiler, reduction
+    from course.reduction.topic import options
+
+    names = tuple(
+        dict.fromkeys(v.instance_for(b) for v in reduction.VERSIONS if v.template for b in v.blocks)
+    )
+    source = compiler.read_kernel("reduction.cu")
+    opts = compiler.compile_options((f"-arch={arch}", *options(np.dtype(np.uint32))))
+    cubin = compiler.compile_cubin(source, "reduction.cu", opts, names)
+    path = Path(tempfile.mkdtemp()) / f"reduction_{arch}.cubin"
+    path.write_bytes(cubin)
+    return path
+
+
+@step("2. SASS of kernels 3 to 7 (cuobjdump -sass)")
+def sass(out: Path) -> None:
+    try:
+        import cupy
+
+        arch = f"sm_{cupy.cuda.Device().compute_capability}"
+    except Exception:
+        arch = "sm_90"
+        say("(no GPU: compiled for sm_90)")
+    path = cubin_path(arch)
+    say(f"- cubin: {path} ({path.stat().st_size} bytes, {arch})")
+    if not shutil.which("cuobjdump"):
+        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
+    text = subprocess.run(
+        ["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60
+    ).stdout
+    (out / "reduction_sass.txt").write_text(text)
+    funcs = re.split(r"\n\s*Function : ", text)[1:]
+    say("| kernel (mangled) | SASS instructions | BAR.SYNC | LDG | SHFL | WARPSYNC |")
+    say("|---|---|---|---|---|---|")
+    bodies = {}
+    for f in funcs:
+        name = f.split("\n", 1)[0].strip()
+        instr = re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)
+        bodies[name] = instr
+        if (
+            not any(k in name for k in KERNELS)
+            or "timed" in name
+            or ("ILj" in name and "ILj128E" not in name)
+        ):
+            continue  # kernels 3 to 7, templates at blocks of 128
+        ops = ("BAR.SYNC", "LDG", "SHFL", "WARPSYNC")
+        counts = [sum(op in i for i in instr) for op in ops]
+        say(f"| {name} | {len(instr)} | " + " | ".join(map(str, counts)) + " |")
+    r3 = next((b for n, b in bodies.items() if n == "reduce3"), None)
+    if r3:
+        say(
+            "\nreduce3's loop, as compiled (an @P predicate guards an instruction; BAR.SYNC without one runs in every warp):"
+        )
+        for i in r3:
+            if any(k in i for k in ("BAR", "LDS", "STS", "IADD", "ISETP", "BRA", "SHF", "@")):
+                say(f"    {i.strip()}")
+        bars = [i for i in r3 if "BAR.SYNC" in i]
+        guarded = [i for i in bars if i.strip().startswith("@")]
+        say(f"- reduce3: {len(bars)} BAR.SYNC, of them predicated: {len(guarded)} "
+            "(0: every warp runs every barrier, whether or not a lane adds)")  # fmt: skip
+
+
+CHILD = "--child"
+SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def to_base(v: float, unit: str) -> float:
+    """ncu's value in base units: seconds, per second, bytes, instructions ('nsecond' -> s,
+    'cycle/nsecond' -> cycles per s, 'Ghz' -> Hz, 'Minst' -> inst)."""
+    u = unit.strip()
+    if "/" in u:  # a rate: cycle/nsecond
+        per = u.split("/", 1)[1]
+        return v / SCALE.get(per[:-6] if per.endswith("second") else "", 1.0)
+    if u.endswith("second"):
+        return v * SCALE.get(u[:-6], 1.0)
+    if u.lower().endswith("hz"):
+        return v * SCALE.get(u[:-2].upper() if u[:-2] else "", 1.0)
+    for suffix in ("inst", "byte", "cycle"):
+        if u.endswith(suffix) and u[: -len(suffix)] in SCALE:
+            return v * SCALE[u[: -len(suffix)]]
+    return v
+
+
+def child() -> None:
+    """Run under ncu: each of kernels 3 to 7 once at N with its own launch."""
+    import course
+    from course import reduction
+
+    x = course.asarray(np.ones(N, np.uint32))
+    for name in KERNELS:
+        plan = reduction.ENGINE.plan(name, x, block=BLOCK)
+        plan.launches[0]()
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+@step("3. ncu: SASS warp instructions executed, SM clock, time (N = 2^25, own launches, blocks of 128)")
+def ncu(out: Path) -> None:
+    gpu_or_die()
+    exe = shutil.which("ncu")
+    if not exe:
+        raise RuntimeError("NO ncu on PATH")
+    metrics = "smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum,dram__bytes_read.sum"
+    cmd = [exe, "--clock-control", "none", "--print-units", "base", "--metrics", metrics, "--csv", "--kernel-name", "regex:reduce[3-7]",
+           sys.executable, __file__, CHILD]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=75)
+    (out / "reduction_ncu.csv").write_text(res.stdout + "\n" + res.stderr)
+    rows = [r for r in res.stdout.splitlines() if r.startswith('"') and "reduce" in r]
+    if not rows:
+        raise RuntimeError(f"ncu gave no rows (rc {res.returncode}): {res.stderr[-800:]}")
+    import csv
+
+    found: dict[str, dict[str, float]] = {}
+    for r in csv.reader(rows):
+        kname = next((c for c in r if "reduce" in c), "")
+        metric, unit, value = r[-3], r[-2], r[-1]
+        short = re.sub(r"<.*", "", re.sub(r"^_Z\d+", "", kname.split("(")[0]))
+        short = next((k for k in KERNELS if k in short), short)
+        v = to_base(float(value.replace(",", "")), unit)
+        found.setdefault(short, {})[metric + "|" + unit] = v
+    from course import backend
+
+    sms = backend.device().sm_count
+    say(
+        "| kernel | SASS warp instr | per element | SM clock GHz (during run) | issue floor µs | ncu time µs | floor % of time | DRAM bytes read / 4N |"
+    )
+    say("|---|---|---|---|---|---|---|---|")
+    for k in KERNELS:
+        m = found.get(k, {})
+
+        def get(prefix: str, m: dict = m) -> float:
+            return next((v for key, v in m.items() if key.startswith(prefix)), float("nan"))
+
+        inst, hz = get("smsp__inst_executed.sum"), get("sm__cycles_elapsed.avg.per_second")
+        ns = get("gpu__time_duration.sum") * 1e9  # seconds (to_base) to ns
+        dram = get("dram__bytes_read.sum")
+        floor_us = inst / (sms * SCHEDULERS * hz) * 1e6
+        say(f"| {k} | {inst:.4g} | {inst / N:.3g} | {hz / 1e9:.3f} | {floor_us:.3g} | {ns / 1e3:.3g} | "
+            f"{100 * floor_us / (ns / 1e3):.0f} | {dram / (4 * N):.3g} |")  # fmt: skip
+    say("\n(ncu's own rows, with their units, are in reduction_ncu.csv)")
+
+
+@step("4. spread of issue_table's timings over 5 repeats (median of 20 each)")
+def spread() -> None:
+    gpu_or_die()
+    from course import bench, reduction
+    from course.reduction import story
+
+    xs = story._inputs(N)
+    say("| kernel | min µs | median µs | max µs |")
+    say("|---|---|---|---|")
+    for name in KERNELS:
+        launches = [reduction.ENGINE.plan(name, x, block=BLOCK).launches[0] for x in xs]
+        t = [bench.median_us(launches, runs=20) for _ in range(5)]
+        say(f"| {name} | {min(t):.4g} | {float(np.median(t)):.4g} | {max(t):.4g} |")
+    del xs
+    bench.free_gpu_memory()
+
+
+def main() -> None:
+    if CHILD in sys.argv:
+        child()
+        return
+    if len(sys.argv) < 2:
+        sys.exit("usage: python3 scripts/gpu_facts_reduction.py OUT_DIR")
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("COURSE_BACKEND", "cupy")
+    say("# Notebook 05 (reduction): GPU facts its prose states")
+    t0 = time.time()
+    clock()
+    sass(out)
+    ncu(out)
+    spread()
+    say(f"\ntotal {time.time() - t0:.0f} s; failed steps: {failed or 'none'}")
+    (out / "gpu_facts_reduction.md").write_text("\n".join(lines) + "\n")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    main()
