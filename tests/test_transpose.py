@@ -115,10 +115,15 @@ def test_sample_sizes_are_awkward_for_the_tile():
 class TestArticleBugs:
     def test_reading_the_tile_by_column_conflicts(self, emulator_backend):
         """BLOCK_SIZE 32 (the code): 32-way conflicts; 16 (the text): 8-way. Counted from the trace."""
-        assert transpose.article_conflicts() == {
-            "BLOCK_SIZE 32 (the code)": 32,
-            "BLOCK_SIZE 16 (the text)": 8,
-        }
+        ways = {r["BLOCK_SIZE"]: r["tile read: worst conflict"] for r in transpose.article_conflicts()}
+        assert ways == {32: "32-way", 16: "8-way"}
+
+    def test_the_zero_fill_is_never_read(self, emulator_backend, rng):
+        """Without the load's 0 (transpose_article_skip), the checker finds no uninitialised read
+        and the answer is a.T: every tile word a store reads was loaded."""
+        for shape in ((1111, 113), (33, 65), (1, 1)):
+            (row,) = transpose.skip_fill(_ints(rng, shape))
+            assert row["checker"] == "no bugs found" and row["matches NumPy"], (shape, row)
         t = transpose.trace("transpose_article", np.ones((64, 64), np.float32), block=(32, 32), blocks=[0],
                             spaces={"shared"})  # fmt: skip
         by_line = analysis.bank_conflicts_by_line(t)
@@ -399,8 +404,19 @@ def test_bytes_in_flight_from_the_trace(emulator_backend):
     assert transpose.loads_before_barrier("transpose_vec", (32, 16)) == 32  # 8 words of a 64 × 64 tile
     assert transpose.loads_before_barrier("transpose_vec", (8, 32)) == 64  # four 16-byte vectors
     rows = {(r["version"], r["block"]): r for r in transpose.in_flight_table()}
-    assert rows[("transpose_rows", "32×8")]["B in flight per SM"] == 32768
-    assert rows[("transpose_padded", "32×32")]["B in flight per SM"] == 8192
+    assert rows[("transpose_rows", "32×8")]["B in flight per SM, at most"] == 32768
+    assert rows[("transpose_padded", "32×32")]["B in flight per SM, at most"] == 8192
+    # the copy kernel: one word per thread, no barrier, whatever the block
+    assert rows[("copy", "32×8")]["barrier"] == "no" and rows[("copy", "32×8")]["blocks per SM"] == 8
+    assert rows[("copy", "32×32")]["B in flight per SM, at most"] == 8192
+    assert (
+        rows[("copy", "32×32")]["blocks per SM"] == 2
+        and rows[("transpose_padded", "32×32")]["blocks per SM"] == 2
+    )
+    # Little's law on the read side: half the traffic
+    law = transpose.littles_law()
+    assert law[0]["B in flight per SM"] == 15227 and law[1]["B in flight per SM"] == 7613
+    assert transpose.read_bytes_needed_per_sm() == 7613
     assert (
         rows[("transpose_vec", "32×16")]["tile"] == "64×64"
         and rows[("transpose_padded", "32×8")]["tile"] == "8×32"
@@ -577,3 +593,27 @@ def test_the_exercises_time_on_a_gpu(cupy_backend):
     spec.loader.exec_module(solved)
     text = str(tx.banks.check(solved.BANKS))
     assert "yours runs at" in text and "transpose_grouped" in text, text
+
+
+def test_the_sass_reader_finds_batches():
+    """scripts/gpu_facts_transpose.py: loads grouped into batches that end where a loaded register
+    is used (a snippet in cuobjdump's format: 4 loads, a store of the first, 4 more)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_transpose.py"
+    spec = importlib.util.spec_from_file_location("gpu_facts_transpose", path)
+    facts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(facts)
+    sass = "\n".join(
+        ["        Function : k"]
+        + [f"        /*00{i:02x}*/              @!P{i % 4} LDG.E.CONSTANT R{10 + i}, desc[UR4][R2.64] ;" for i in range(4)]
+        + ["        /*0100*/              @!P0 STS [R0], R10 ;"]
+        + [f"        /*01{i:02x}*/              LDG.E.CONSTANT R{20 + i}, desc[UR4][R4.64] ;" for i in range(4)]
+        + ["        /*0200*/                   STS [R0+0x80], R11 ;", "        /*0210*/   STS [R0+0x100], R20 ;",
+           "        /*0220*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;", "        /*0230*/   EXIT ;"]
+    )  # fmt: skip
+    (code,) = facts.functions(sass).values()
+    got = facts.load_batches(code)
+    assert got["batches"] == [4, 4] and got["before first use"] == 4
+    assert (got["LDG"], got["STS"], got["BAR"]) == (8, 3, 1)
