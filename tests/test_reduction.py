@@ -267,3 +267,88 @@ def test_article_table_on_a_gpu(cupy_backend):
         4 * 2**20 / k1["article µs"] / 1e3
     )
     assert all(r["fixed µs"] > 0 for r in rows)
+
+
+def test_every_warp_reaches_every_barrier_though_only_some_add(emulator_backend):
+    """The review's R1: in kernel 3 warps 1-7 run the loop and every __syncthreads(); only the add is skipped."""
+    rows = reduction.barriers_per_warp("reduce3")
+    assert [r["barriers it reaches"] for r in rows] == [9] * 8  # the store's barrier + 8 steps
+    assert [r["steps in which it adds"] for r in rows] == [8, 2, 1, 1, 0, 0, 0, 0]
+
+
+def test_tradeoff_counts_syncthreads_not_tree_levels(emulator_backend):
+    rows = reduction.tradeoff()
+    assert [r["tree levels"] for r in rows] == [5, 7, 9]
+    # the store's barrier, then one per level of 64 and more: the last warp waits with __syncwarp
+    assert [r["__syncthreads per block"] for r in rows] == [1, 2, 4]
+    assert [r["SMs used"] for r in rows] == [132, 128, 8]
+
+
+def test_issue_table_floor_is_instructions_over_the_issue_rate(emulator_backend):
+    rows = reduction.issue_table(names=("reduce3", "reduce4"), n=2**20, count_n=2**12)
+    rate = reduction.issue_rate()
+    assert rate == pytest.approx(132 * 4 * 1.98e9)
+    for r in rows:
+        assert r["issue floor µs"] == pytest.approx(1e6 * r["warp instr per element"] * 2**20 / rate)
+        assert "µs" not in r  # timings only on a GPU
+    assert rows[0]["blocks"] == 2 * rows[1]["blocks"] and rows[0]["waves"] == pytest.approx(
+        2 * rows[1]["waves"]
+    )
+    assert rows[1]["warp instr per element"] < rows[0]["warp instr per element"]
+
+
+def test_g80_floor_uses_the_slides_times(emulator_backend):
+    rows = reduction.g80_floor(names=("reduce3",), count_n=2**12)
+    r = rows[0]
+    assert r["G80 measured ms"] == 1.722
+    assert r["floor % of measured"] == pytest.approx(100 * r["G80 issue floor ms"] / 1.722)
+
+
+def test_occupancy_table_names_the_binding_limit(emulator_backend):
+    rows = {r["block"]: r for r in reduction.occupancy_table(blocks=(32, 128))}
+    assert rows[32]["blocks per SM"] == 32 and rows[32]["limited by"] == "blocks"  # 32 block slots
+    assert rows[128]["blocks per SM"] == 16 and "threads" in rows[128]["limited by"]  # 2048 threads
+    assert reduction.one_wave("reduce7", 128) == 132 * 16
+
+
+def test_wavefront_table_counts_8_byte_sums_as_two_half_warps(emulator_backend):
+    rows = reduction.wavefront_table("reduce3", block=64)
+    # kernel 3: no conflicts; a long long access takes twice the wavefronts of a float one
+    assert all(r["of them conflicts (float)"] == r["of them conflicts (long long)"] == 0 for r in rows)
+    assert rows[0]["long long wavefronts"] == 2 * rows[0]["float wavefronts"]
+    k2 = reduction.wavefront_table("reduce2", block=64)
+    assert sum(r["of them conflicts (long long)"] for r in k2) > sum(
+        r["of them conflicts (float)"] for r in k2
+    )
+
+
+def test_launch_table_shows_the_second_pass(emulator_backend):
+    x = np.ones(2**17, np.uint32)
+    rows = reduction.launch_table("reduce1", x)
+    assert [(r["kernel"], r["grid"]) for r in rows] == [("reduce1", 1024), ("reduce_single_pass", 1)]
+    assert [r["kernel"] for r in reduction.launch_table("reduce_single_pass", x)] == ["reduce_single_pass"]
+
+
+def test_the_tree_drawing_fits_two_digit_sums(emulator_backend):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 5.8))
+    reduction.draw_tree(ax, "reduce1")
+    top = max(t.get_position()[1] for t in ax.texts)  # the element numbers above the rows
+    sums = [t for t in ax.texts if t.get_text() in ("16", "32", "64") and t.get_position()[1] < top]
+    labels = [t for t in ax.texts if t.get_text() in ("16", "24") and t.get_position()[1] == top]
+    assert sums and labels and all(t.get_fontsize() < labels[0].get_fontsize() for t in sums)
+    plt.close(fig)
+
+
+def test_fact_script_reads_ncu_units():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_reduction.py"
+    spec = importlib.util.spec_from_file_location("gpu_facts_reduction", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.to_base(1.98, "cycle/nsecond") == pytest.approx(1.98e9)
+    assert mod.to_base(80, "usecond") == pytest.approx(80e-6)
+    assert mod.to_base(3, "Minst") == 3e6 and mod.to_base(1.5, "Ghz") == 1.5e9
