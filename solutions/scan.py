@@ -42,7 +42,7 @@ SOLUTIONS = {
     "work": work_truth(),
     "exclusive": EXCLUSIVE,
     "warp": WARP,
-    "block": 64,  # 147 tiles of 2048 on the emulator's 132 SMs (H100 and H200 models), all resident at once
+    "block": 128,  # 74 tiles: the last look-back reads 3 windows, one more than 256's 37 tiles (all resident)
 }
 
 SERIAL = EXCLUSIVE_STUB.replace(
@@ -129,8 +129,8 @@ WRONG = {
         (WARP_STUB, "nothing was scanned"),
     ],
     "block": [
-        (128, "idle"),  # the text's default: 74 tiles
-        (256, "idle"),
+        (64, "longer chain of waits"),  # a tile on every SM: 147 tiles, 5 windows
+        (32, "longer chain of waits"),  # the most SMs at work: 293 tiles, 10 windows
         (100, "lookback takes a block of"),
         (None, "lookback takes a block of"),
     ],

@@ -21,7 +21,14 @@ from typing import Any
 
 from ..errors import InputError
 from . import exercises
-from .pictures import bank_steps, draw_bank_steps, draw_lookback, draw_naive_reads, plot_steps_vs_work
+from .pictures import (
+    bank_steps,
+    draw_bank_steps,
+    draw_lookback,
+    draw_naive_reads,
+    draw_warp_scan,
+    plot_steps_vs_work,
+)
 from .story import (
     article_findings,
     bank_table,
@@ -32,6 +39,7 @@ from .story import (
     draw_steps,
     exclusive,
     held_after_steps,
+    launches,
     lookback_reads,
     lookback_table,
     never_writes_y,
@@ -78,7 +86,7 @@ def reference_op(x: Any, *, op: str = "add") -> Any:
 __all__ = [
     "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_steps", "bank_table",
     "bytes_moved", "check", "conversion_table", "conversions", "draw_bank_steps", "draw_banks", "draw_lookback",
-    "draw_naive_reads", "draw_steps", "exclusive", "exercises",
+    "draw_naive_reads", "draw_steps", "draw_warp_scan", "exclusive", "exercises", "launches",
     "held_after_steps", "kernel", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
     "plot_speed", "plot_steps_vs_work", "reference", "reference_op", "run", "run_op", "speed_against_n",
     "speed_table", "step_table", "steps_vs_work", "trace", "tuning_steps", "typo_error", "versions",

@@ -20,7 +20,7 @@ import numpy as np
 from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
+from ..gpu import Kernel, Module
 from . import pictures
 from .story import steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
@@ -737,3 +737,12 @@ block = Choice(
 )
 
 EXERCISES = (work, exclusive, banks, warp, tile, moved, propagate, block)
+
+
+def stub_kernel(name: str) -> Kernel:
+    """Exercise `name`'s stub, as given (not the learner's edit), compiled for the active backend:
+    to launch by hand and see what the launch looks like before writing the kernel."""
+    ex = {e.name: e for e in EXERCISES if isinstance(e, KernelExercise)}[name]
+    module = Module(code=ex.stub)
+    module.launch_notes = False  # the stub is the course's: no notes beside its answer
+    return module.get_function(ex.kernel)

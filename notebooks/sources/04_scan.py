@@ -35,9 +35,11 @@
 #
 # Then it goes past the article, which stops at one block of at most 2048 elements: a double
 # buffer, the **Blelloch** scan of GPU Gems 3 and its bank conflicts, **scan-then-propagate** for
-# any N, and a **single pass with decoupled look-back** that scans 2^28 floats at about 88 % of the
-# speed of a plain copy. Every cell runs without a GPU, on the course's emulator; on a GPU the
-# timing cells measure, on the emulator they say they cannot.
+# any N (PMPP's coarsened three-phase scan inside each tile, with a warp's shuffles for the
+# middle phase), and a **single pass with decoupled look-back**, the algorithm of CUB's
+# `DeviceScan`, that scans 2^28 floats at nearly the speed of a plain copy. Along the way, eight
+# exercises: predict a count, write a kernel, choose a launch. Every cell runs without a GPU, on
+# the course's emulator; on a GPU the timing cells measure, on the emulator they say they cannot.
 
 # %%
 # On Google Colab: install the course, with CuPy for the GPU's driver (CUDA 12 or 13). Elsewhere: nothing.
@@ -121,7 +123,7 @@ print(f"{grid} blocks of {block}: matches NumPy:", np.array_equal(course.asnumpy
 
 # %% [markdown]
 # It is right. What the article holds against it is how the work is shared out. From the trace of
-# block 0 (two warps of 32 threads), the elements of x each thread read:
+# block 0 (two warps of 32 threads), how many elements of x each thread read (its loop's length):
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 3.2))
@@ -129,9 +131,14 @@ scan.draw_naive_reads(ax)
 
 # %% [markdown]
 # Thread i reads i + 1 elements, so the last thread decides the time (N − 1 additions in a row, as
-# many steps as the serial loop), and the threads together read N(N+1)/2 elements: x[0] is read by
-# every thread. Both grow as the article says, O(N) steps and O(N²) reads; the table of steps
-# against work below counts them for N up to 1024.
+# many steps as the serial loop), and the threads together read N(N+1)/2 elements. Both grow as the
+# article says, O(N) steps and O(N²) reads; the table of steps against work below counts them for N
+# up to 1024. Two things the staircase does not show. A warp runs its lanes together: lane 0 leaves
+# its loop after one pass and idles while lane 31 runs 31 more, so the warp takes as long as its
+# slowest lane. And in pass j every lane still looping reads the same x[j]: one address for the
+# whole warp, fetched once and handed to every lane (a broadcast). So the O(N²) reads are not
+# O(N²) traffic from memory: x[j] travels once per warp, and the naive scan is slow because of its
+# N − 1 steps, not its bytes.
 #
 # ## Version 2: Kogge-Stone, as the article prints it
 #
@@ -271,6 +278,58 @@ scan.steps_vs_work((256,), ("kogge_stone", "kogge_stone_double_buffer"))
 # The same 8 steps and 1793 additions, and 8 barriers instead of 16 (a thread whose element does not
 # change in a step still copies it to the other array: a write, not an addition).
 #
+# ### Exercise 1 · Write: make Kogge-Stone exclusive
+#
+# The notebook's exercises sit where their idea is taught. Each is checked by a call:
+# `scan.exercises.<name>.check(answer)` says what is wrong (which launch, which case, which thread
+# and line) and the rule to apply, never the answer; `scan.exercises.<name>.hint()` gives a hint
+# when you ask, one more each time; `scan.exercises.<name>.show(mine)` draws what your kernel did,
+# as the steps above are drawn. Kernels you write run on the emulator first, with the checker,
+# whatever the machine: a stray access, a shuffle only part of a warp reaches or an endless loop
+# ends in a verdict, never in a crashed GPU. `course.my_progress("scan")` at the end lists what
+# you have done.
+#
+# The article calls its Kogge-Stone an exclusive scan. Make it one: each block scans its own
+# `blockDim.x` elements, the first of them gets 0 (the identity) and Y[i] = X[first] + … + X[i − 1].
+# The stub is the fixed inclusive kernel on `int`, with a **dynamic** shared array
+# (`extern __shared__ int XY[]`): its size is not in the code but in the launch, the
+# `shared_mem=` bytes each block gets. The stub as it is, launched by hand on 100 elements with
+# blocks of 32 (every block scans its own 32, inclusive):
+
+# %%
+stub = scan.exercises.stub_kernel("exclusive")  # the stub below, as given
+n, block = 100, 32
+x = np.arange(1, n + 1, dtype=np.int32)
+y = course.zeros(n, np.int32)
+# shared_mem: the bytes of XY each block gets, an int per thread
+stub(((n + block - 1) // block,), (block,), (course.asarray(x), y, np.int32(n)), shared_mem=block * 4)
+print("block 1 starts:", course.asnumpy(y)[32:36], "(inclusive: X[32] = 33 counts itself)")
+
+# %% [markdown]
+# Your kernel gets the same launch. The check runs it on N = 1, 31 and 33 with blocks of 32; 64
+# with 64; 95, 97 and 1000 with blocks of 96 (no power of two); 255 with 256; 1023 and 3000 with
+# 1024, against NumPy. Its target, read from the trace: **a log-depth scan**, no thread loads more
+# than 2·⌈log2 block⌉ + 3 elements (two a step, its X, and one to read back); a loop over the
+# elements before i is a serial scan. On a GPU it then times your kernel beside `lookback` and a copy.
+
+# %%
+mine = r"""
+extern "C" __global__ void kogge_stone_exclusive(const int* X, int* Y, int n) {
+    extern __shared__ int XY[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    XY[threadIdx.x] = (i < n) ? X[i] : 0;                  // <- load what an exclusive scan needs
+    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
+        __syncthreads();
+        int in1 = 0;
+        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
+        __syncthreads();
+        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
+    }
+    if (i < n) Y[i] = XY[threadIdx.x];
+}"""
+scan.exercises.exclusive.check(mine)
+
+# %% [markdown]
 # ## Version 4: Brent-Kung, as the article prints it
 #
 # The article then borrows the reduction tree from its earlier post (this course's notebook 5).
@@ -286,17 +345,23 @@ scan.steps_vs_work((256,), ("kogge_stone", "kogge_stone_double_buffer"))
 source.show("scan.cu", "brent_kung_scan_phases_article")
 
 # %% [markdown]
-# The article walks through BLOCK_SIZE = 8 (16 elements) and lists a step "stride = 3", but stride
-# doubles: 1, 2, 4. And `stride < BLOCK_SIZE` stops there, one level short: a tree over
+# The article walks through BLOCK_SIZE = 8 (16 elements), and its walkthrough is garbled. It lists a
+# step "stride = 3", but stride doubles: 1, 2, 4. Its index lists run past the 16 elements
+# ("3, 7, 11 … 31" at stride 2, where the code writes 3, 7, 11, 15; "5, 11, 19 … 47" at its
+# stride 3; "7, 23, 11 … 31" at stride 4, where the code writes 7 and 15). Its reverse phase names
+# the wrong threads and elements: at stride 4 "thread0 … element5", where thread 0 writes element
+# 11 (7 + 4); at stride 1 "thread0, thread4", where threads 0 to 6 write elements 2, 4, … 14.
+#
+# And the code's `stride < BLOCK_SIZE` stops at stride 4, one level short: a tree over
 # 2 × BLOCK_SIZE elements has log2(16) = 4 levels, the last at stride 8, where the root (element
 # 15) adds the lower half's sum. No down-sweep step writes the root either. So every block's last
-# element is wrong. On 2 × 64 ones, with a block of 64:
+# element is wrong. On 2 × 64 ones, with a block of 64, the elements the kernel gets wrong:
 
 # %%
 scan.wrong_last_element()
 
 # %% [markdown]
-# Element 127 holds 64, the upper half's sum alone, not 128.
+# One element, the last: 127 holds 64, the upper half's sum alone, not 128.
 #
 # The article's merged kernel fixes the up-sweep's bound (`stride <= BLOCK_SIZE`) and breaks two
 # other things:
@@ -316,9 +381,20 @@ source.show("scan.cu", "brent_kung_scan_article")
 scan.article_findings("brent_kung_article")
 
 # %% [markdown]
-# On a GPU that write lands in whatever shared memory follows `XY`; `scan.run` refuses to launch
-# this kernel and the article's Kogge-Stone there (on the emulator they stop at the first stray
-# access or barrier).
+# On a GPU that write lands past the end of the block's shared memory: `XY` is its only shared
+# array, so no other variable of the kernel is there to absorb it, and the GPU may stop the kernel
+# with an illegal-address error, which poisons the CUDA context (every later launch in the process
+# fails). `scan.run` refuses to launch this kernel and the article's Kogge-Stone on a GPU; on the
+# emulator they stop at the first stray access or barrier.
+#
+# **What it would output.** The unloaded upper half does not make the stored half wrong. In both
+# sweeps data only flows to higher indices: `XY[index]` takes `XY[index - stride]` in the up-sweep,
+# `XY[index + stride]` takes `XY[index]` in the down-sweep. Elements BLOCK_SIZE to
+# 2 × BLOCK_SIZE − 1, whatever garbage they hold, only ever feed elements at or above BLOCK_SIZE,
+# and the kernel stores elements 0 to BLOCK_SIZE − 1: those are the right inclusive scan (the stray
+# write aside). The real flaw is the cost: a tree over 2 × BLOCK_SIZE elements, with 2 × BLOCK_SIZE
+# words of shared memory and one more level each way, to produce BLOCK_SIZE outputs. The fix below
+# loads two elements per thread, so the whole tree is input.
 #
 # ## Brent-Kung, fixed
 #
@@ -335,8 +411,8 @@ x = (np.arange(100) % 7 - 3).astype(np.int32)
 print(np.array_equal(scan.run("brent_kung", x, block=64), scan.reference(x)))
 
 # %% [markdown]
-# **The up-sweep and down-sweep trees, from the trace.** Block 0, 64 threads (two warps) on 128
-# elements; the first 64 elements are drawn (arrows from further right are dashed):
+# **The up-sweep and down-sweep trees, from the trace.** Block 0, 64 threads (two warps) on all
+# 128 elements; each row is labelled with the kernel's `stride`:
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 7.5))
@@ -344,7 +420,9 @@ scan.draw_steps(ax, "brent_kung", 128)
 
 # %% [markdown]
 # Read it from the top. The up-sweep halves the busy threads each step (64, 32, …, 1) and doubles
-# the stride; the down-sweep goes back down, 1, 3, 7, … 63 threads. Both warps add only in the
+# the stride, up to the root: at stride 64 element 127 adds element 63, the lower half's sum. The
+# down-sweep starts one level below the root (stride 32: element 95 takes 63) and goes back down,
+# 1, 3, 7, … 63 threads. Both warps add only in the
 # first and last steps: in between, the busy threads are warp 0's first lanes (the strip's red
 # frames), and the other warp has nothing to do. And the strides bring **bank conflicts**: the
 # right column counts up to 4-way. In numbers, counted from the trace:
@@ -374,12 +452,65 @@ scan.plot_steps_vs_work(a, b, work)
 # Left, the work: Kogge-Stone on the N log2 N line (9217 additions for 1024 elements), Brent-Kung
 # on 2N (2036), the naive scan far above both (half a million). Right, the steps: Kogge-Stone on
 # log2 N (10 at 1024), Brent-Kung close under 2 log2 N (19), the naive scan N − 1. Neither tree
-# wins outright: Kogge-Stone takes half the steps (and barriers) for 4.5 times the additions at
-# N = 1024. Inside one block every thread is there anyway: Kogge-Stone's extra additions fill
-# lanes that would idle, and its steps are barriers every thread waits at. Once the data outgrows a
-# block, every addition is work the whole GPU must do, and the kernels beyond the article do nearly
-# all of it one element after another, in registers, where an addition costs next to nothing.
+# wins outright: at N = 1024 Kogge-Stone takes about half Brent-Kung's steps (10 against 19) for 4.5
+# times the additions. Not half the barriers, though: Kogge-Stone's two a step make 20, as many as
+# Brent-Kung's one a step over twice the steps; only the double buffer halves them (10). Inside one
+# block every thread is there anyway: Kogge-Stone's extra additions fill lanes that would idle, but
+# each of its steps is a barrier every warp of the block waits at.
 #
+# **Inside a warp, the extra work is free.** The 32 lanes of a warp execute one instruction
+# together: a step in which 16 lanes add takes the same issue slot as one in which 31 do. So across
+# a warp only the steps count, and Kogge-Stone's log2 32 = 5 are the fewest (Brent-Kung's tree
+# would take 9 across the same 32 lanes, most of them idle in each). Nor does a warp need a
+# barrier between steps: its lanes execute the steps in order together, and `__shfl_up_sync` hands
+# a lane another lane's register directly, with no shared memory in between. This is the mechanism
+# the fast kernels below are built on: Kogge-Stone not in shared memory across a block, but in
+# registers across a warp. Once the data outgrows a block, every addition is work the whole GPU
+# must do: those kernels do nearly all of it one element after another in each thread's registers
+# (work-efficient, like the serial loop), and keep the warp's Kogge-Stone for the short scan across
+# threads.
+#
+# ### Exercise 2 · Predict, then check: steps, adds and barriers
+#
+# Three one-block scans at sizes the tables above never count: Kogge-Stone and its
+# double-buffered form on N = 512 (a block of 512 threads), and Brent-Kung on N = 2048 (a block of
+# 1024, two elements per thread). For each, predict the steps (barrier intervals in which threads
+# add), the adds in all, and the `__syncthreads()` a thread passes. Replace each `None`; the check
+# counts them from traces.
+
+# %%
+my_counts = {  # (steps, adds, barriers)
+    "kogge_stone, N = 512": (None, None, None),
+    "kogge_stone_double_buffer, N = 512": (None, None, None),
+    "brent_kung, N = 2048": (None, None, None),
+}
+scan.exercises.work.check(my_counts)
+
+# %% [markdown]
+# ### Exercise 3 · Write: the warp scan, in registers
+#
+# Before you read the course's own warp scan further down, write one. Kogge-Stone across the 32
+# lanes of a warp, each lane's value in a register: `__shfl_up_sync(mask, v, d)` hands lane l the
+# `v` of lane l − d (lanes below d get their own back), and every lane named in `mask` must make
+# the call. Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
+# y[i] = the sum of x over lanes 0 to its lane (inclusive). The check runs N = 1, 31, 32 and 33
+# with blocks of 32, 33 with a block of 64, 100 with blocks of 96 and 1000 with blocks of 256,
+# against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**, and
+# **at most 5 shuffles per warp** (log2 32 steps). On a GPU it then times your kernel beside
+# `lookback` and a copy.
+
+# %%
+mine = r"""
+extern "C" __global__ void warp_scan(const int* x, int* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int lane = threadIdx.x % 32;
+    int v = (i < n) ? x[i] : 0;   // past the end: the identity, so every lane of the warp takes part
+    // your scan: v becomes the sum of v over lanes 0 to lane of this warp
+    if (i < n) y[i] = v;
+}"""
+scan.exercises.warp.check(mine)
+
+# %% [markdown]
 # ## Beyond the article: Blelloch and bank conflicts
 #
 # GPU Gems 3 (ch. 39, Harris, Sengupta and Owens, 2007) writes the work-efficient tree as an
@@ -394,7 +525,7 @@ source.show("scan.cu", "blelloch_block", "blelloch_scan")
 
 # %%
 x = np.array([3, 1, 7, 0, 4, 1, 6, 3], np.int32)
-scan.ENGINE.plan("blelloch", course.asarray(x), block=32).launches
+scan.launches("blelloch", x, block=32)
 
 # %% [markdown]
 # The exclusive scan as the Blelloch kernel leaves it, the inclusive one after the second launch,
@@ -407,15 +538,20 @@ scan.conversion_table(x)
 # %% [markdown]
 # The kernel's exclusive row starts with the identity and stops short of x's last element (25 is
 # only in the inclusive row); each conversion is one more launch that reads and writes every
-# element again. The tree, from the trace, as for Brent-Kung:
+# element again. The tree, from the trace, as for Brent-Kung, all 128 elements; each row is
+# labelled with the kernel's own `d` (the threads that work in that step) and its `offset` (the
+# distance from the element read to the element written):
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 7.5))
 scan.draw_steps(ax, "blelloch", 128)
 
 # %% [markdown]
-# The down-sweep's crossed arrows are the swap: each busy thread moves the parent's value left and
-# writes the sum right. The conflicts in the right column grow with the block: the tree's
+# The up-sweep is Brent-Kung's, to the root (step 7, d = 1: element 127 takes element 63). Then,
+# with no barrier in between, thread 0 clears the root (the red mark): the exclusive scan's
+# identity enters there and travels down. The down-sweep's crossed arrows are the swap: each busy
+# thread moves the parent's value left and writes the sum right, from d = 1 (step 8, the root's two
+# children, 63 and 127) to d = 64. The conflicts in the right column grow with the block: the tree's
 # addresses are 2 × offset words apart, and shared memory has 32 **banks** of 4-byte words (word w
 # in bank w mod 32). When k lanes of a warp touch different words of one bank, the access takes k
 # passes: a k-way conflict. At offset 16 a warp's lanes are 32 words apart, all in one bank. For a
@@ -460,31 +596,95 @@ print("blelloch       :", np.array_equal(scan.run("blelloch", x, block=1024), sc
 print("blelloch_padded:", np.array_equal(scan.run("blelloch_padded", x, block=1024), scan.reference(x)))
 
 # %% [markdown]
+# ### Exercise 4 · Predict, then check: the bank conflicts of a tree
+#
+# Brent-Kung's tree has the same strides as Blelloch's, and so the same conflicts. For one block of
+# 256 threads on 512 elements (unpadded `brent_kung`: `XY[index]` with index = (t + 1)·2·stride − 1),
+# predict the worst bank conflict of five steps: the up-sweep at strides 1, 4, 16 and 64 and the
+# down-sweep at stride 16. Two things decide it: how far apart the busy lanes' words are, and how
+# many lanes of a warp are busy at all. The check counts the ways from the trace (1: no conflict).
+
+# %%
+my_ways = {  # (ways,) of the step's worst warp instruction
+    "up-sweep, stride 1": (None,),
+    "up-sweep, stride 4": (None,),
+    "up-sweep, stride 16": (None,),
+    "up-sweep, stride 64": (None,),
+    "down-sweep, stride 16": (None,),
+}
+scan.exercises.banks.check(my_ways)
+
+# %% [markdown]
 # ## Beyond one block: scan-then-propagate
 #
 # Every kernel so far scans what one block holds, at most 2048 elements. The article stops there.
 # A scan of any N, in three kinds of launch:
 #
 # 1. `scan_tiles`: each block scans its own **tile** of block × 32 elements (4096 for a block of
-#    128) and writes the tile's total. Each thread loads 32 consecutive elements into registers
-#    and adds them one after another (the cheapest possible additions: sequential, in registers,
-#    31 per thread), then the block scans the threads' 128 totals with warp shuffles: a thread's
-#    elements get the sum of all the threads before it. The tile moves between memory and
-#    registers through each warp's own slice of shared memory, padded as above, so that every
-#    warp load is 512 contiguous bytes.
+#    128) and writes the tile's total. The tile moves between memory and registers through each
+#    warp's own slice of shared memory, padded as above, so that every warp load is 512
+#    contiguous bytes.
 # 2. the tiles' totals are scanned the same way (again and again while there is more than one
 #    tile of them);
 # 3. `add_tile_prefix` adds to every element of tile t the scanned total of tiles 0 … t − 1.
+#
+# **Inside a tile: PMPP's coarsened three-phase scan.** The tile's scan, `scan_tile`, is what
+# PMPP's chapter on scan calls the three-phase scan (its "coarsening for even more work
+# efficiency"): (1) each thread scans its own 32 consecutive elements in registers, one after
+# another: 31 additions, work-efficient like the serial loop; (2) the block scans the threads'
+# totals, 128 of them for a block of 128; (3) each thread adds the total of the threads before it
+# to its 32 elements. PMPP runs phase 2 as a Kogge-Stone or Brent-Kung scan in shared memory;
+# here it is the warp's Kogge-Stone in registers, `warp_scan`, and a block scan built from it,
+# `block_exclusive_scan`:
+
+# %%
+source.show("scan.cu", "warp_scan", "block_exclusive_scan")
+
+# %% [markdown]
+# `warp_scan` is the fixed Kogge-Stone above with the shared array replaced by the lanes'
+# registers: the same loop over offsets 1, 2, 4, 8, 16, the same test (`lane >= offset`) around the
+# add, and no `__syncthreads()`, because the shuffle itself is the exchange. `block_exclusive_scan`
+# uses shared memory only to pass each warp's total to warp 0 (one word per warp), with two
+# barriers in all, where Kogge-Stone over 128 threads in shared memory passes 14 (two a step).
+# From the trace of `scan_tiles` on one tile (a block of 64 threads, 2048 elements, each thread's
+# 32 summing to 1, so that a number counts the threads a partial sum covers), warp 1's shuffles:
+
+# %%
+fig, ax = plt.subplots(figsize=(13, 5))
+scan.draw_warp_scan(ax)
+
+# %% [markdown]
+# Five shuffles take each lane's sum from one thread's total to up to 32, doubling its reach each
+# time, as Kogge-Stone's rows did in shared memory; each row of arrows is one instruction for all
+# 32 lanes. The sixth shuffle moves the sums one lane up: the exclusive scan, each thread's
+# "before" (lane 0 takes the identity). The title's counts are read from the same trace: between
+# the first shuffle and the last, no barrier and no shared-memory access. Warp 0 does a little more:
+# after the first barrier it scans the warps' totals with a second `warp_scan`. The tile's scan and
+# the three launches:
 
 # %%
 source.show("scan.cu", "scan_tile", "scan_tiles", "add_tile_prefix")
 
 # %% [markdown]
-# The launches for 70 000 elements and blocks of 128: 18 tiles, their 18 totals in one tile, then
-# 17 tiles to add to (the grid changes from launch to launch):
+# ### Exercise 5 · Predict, then check: the tile's shuffles and barriers
+#
+# For `scan_tiles` with a block of 32 (one warp) and a block of 256 (eight warps), predict the
+# shuffles warp 0 executes, the shuffles the block's last warp executes, and the `__syncthreads()`
+# a thread passes. The check counts them from the traces.
 
 # %%
-scan.ENGINE.plan("scan_then_propagate", course.asarray(np.ones(70_000, np.float32)), block=128).launches
+my_tile = {  # (shuffles by warp 0, shuffles by the last warp, __syncthreads)
+    "scan_tiles, block 32": (None, None, None),
+    "scan_tiles, block 256": (None, None, None),
+}
+scan.exercises.tile.check(my_tile)
+
+# %% [markdown]
+# **The launches change from one to the next.** For 70 000 elements and blocks of 128: 18 tiles,
+# their 18 totals in one tile, then 17 tiles to add to, each call as you would write it:
+
+# %%
+scan.launches("scan_then_propagate", np.ones(70_000, np.float32), block=128)
 
 # %%
 x = (np.arange(70_000) % 17 - 8).astype(np.float32)
@@ -503,8 +703,55 @@ scan.bytes_moved(2**16)
 
 # %% [markdown]
 # Scan-then-propagate moves 3.5 elements per element at 2^14 and 3.9 at 2^16, on its way to 4N (x
-# read, y written, y read and written again); a copy of x into y moves 2N. A scan is limited by
-# memory, not by its additions, so 4N costs about twice a copy. Moving only 2N needs **one pass**.
+# read, y written, y read and written again); a copy of x into y moves 2N.
+#
+# ### Exercise 6 · Predict, then check: how far from 4N
+#
+# With blocks of 128 (tiles of 4096), predict the elements scan-then-propagate moves per element
+# of x at N = 4096, 12 288 and 40 960: one, three and ten tiles. The check counts them from the
+# traces of every launch and passes within 3 %.
+
+# %%
+my_moved = {  # (elements read and written per element of x,)
+    "N = 4096": (None,),
+    "N = 12288": (None,),
+    "N = 40960": (None,),
+}
+scan.exercises.moved.check(my_moved)
+
+# %% [markdown]
+# **Bytes set a bound, not the time.** If bytes were all that counted, 4N would run at half a
+# copy's speed at large N. Scan-then-propagate runs slower than that (the GPU table below): its
+# third launch, `add_tile_prefix`, gives each 4096-element tile to one block of 128 threads that
+# loops over it, 32 passes per thread, each a load, an add and a store; `docs/tuning/scan.md`
+# records the whole scan losing ground when that loop stopped being unrolled, with the same bytes.
+# Merrill and Garland's paper names the schemes in between: scan-then-propagate (4N),
+# **reduce-then-scan** (3N: a first pass only reads x to get each tile's total, a small scan of the
+# totals, then a second pass reads x again and writes each tile's scan, started from its prefix)
+# and the **chained scan** (2N: one pass, each tile waiting for its predecessor's prefix), which
+# decoupled look-back makes fast. Moving only 2N needs **one pass**.
+#
+# ### Exercise 7 · Write: the propagate step, one thread per element
+#
+# `add_tile_prefix` is one way to add the prefixes; the other gives every element its own thread,
+# as a copy does. Write `add_prefix`: y holds each tile's own inclusive scan, and
+# scanned_totals[t] the sum of tiles 0 to t; add to every element of tile t ≥ 1 the sum of the tiles
+# before it (tile 0 is already right). One thread per element of y past the first tile: the grid is
+# ⌈(N − tile) / block⌉ blocks. The check runs tiles of 64, 96, 128 and 1024 on N from 65 (one
+# element past the first tile) to 5000, blocks of 32 to 256, against NumPy. Its target, read from
+# the trace: **one element of y per thread** (a load and a store), **coalesced** (no warp access
+# touches more than 5 sectors of 32 bytes). On a GPU it then times yours beside `add_tile_prefix`
+# and a copy of the same bytes: is the element-wise add as fast as a copy?
+
+# %%
+mine = r"""
+extern "C" __global__ void add_prefix(int* y, const int* scanned_totals, int n, int tile) {
+    // y holds each tile's own scan; scanned_totals[t] is the sum of tiles 0 to t.
+    // FILL ME IN (about 3 lines): one thread per element of y past the first tile
+}"""
+scan.exercises.propagate.check(mine)
+
+# %% [markdown]
 #
 # ## Beyond one block: a single pass with decoupled look-back
 #
@@ -544,12 +791,18 @@ source.show("scan.cu", "look_back")
 source.show("scan.cu", "take_ticket", "lookback_scan")
 
 # %% [markdown]
-# **The launch changes again:** a grid of ⌈N / 4096⌉ tiles for blocks of 128, and a status buffer
-# of tiles + 1 words (word 0: the ticket counter and the epoch):
+# **The launch changes again:** one launch, a grid of ⌈N / 4096⌉ tiles for blocks of 128, and a
+# status buffer of tiles + 1 words (word 0: the ticket counter and the epoch), zeroed once:
 
 # %%
-plan = scan.ENGINE.plan("lookback", course.asarray(x), block=128)
-print(plan.launches, "\none launch, matches NumPy:", np.array_equal(plan(), scan.reference(x)))
+n, block = 70_000, 128
+tiles = (n + 32 * block - 1) // (32 * block)  # a tile: 32 elements per thread
+x = (np.arange(n) % 17 - 8).astype(np.float32)
+k = scan.kernel("lookback", np.float32, block)
+y = course.zeros(n, np.float32)
+status = course.zeros(tiles + 1, np.uint64)
+k((tiles,), (block,), (course.asarray(x), y, status, np.int32(n)))
+print(f"{tiles} tiles, one launch; matches NumPy:", np.array_equal(course.asnumpy(y), scan.reference(x)))
 
 # %% [markdown]
 # **What the look-back does, from the trace.** Twelve tiles of 1024 elements (blocks of 32
@@ -579,8 +832,22 @@ scan.lookback_table()
 # %% [markdown]
 # With the window of 32 a look-back takes one load up to tile 32 and two from tile 33 on (a window
 # covers 32 predecessors); one word at a time, up to 12 loads. On an H200 the one-thread look-back
-# ran at 59 % of a copy where the window of 32 reached 76 % (the same kernel otherwise, before the
-# last tuning steps; `docs/tuning/scan.md`).
+# was clearly the slower of the two at 2^28 (the same kernel otherwise, before the last tuning
+# steps; `docs/tuning/scan.md` records both).
+#
+# ### Exercise 8 · Measure, then choose: lookback's block for N = 300 000
+#
+# At 2^28, 128 threads × 32 elements was the fastest tile. At N = 300 000 (1.2 MB, a size a copy
+# moves in a few microseconds), choose lookback's block again: 32, 64, 128 or 256 threads, 32
+# elements each. On a GPU the check times every block at this N and passes yours within 10 % of
+# the fastest; without one it checks the launch's arithmetic on this device: the tiles your block
+# makes at N, whether they are all resident at once, and how long a look-back they make. Replace
+# `None` with your block.
+
+# %%
+scan.exercises.block.check(None)
+
+# %% [markdown]
 #
 # ## Any associative operator: the running maximum
 #
@@ -631,9 +898,9 @@ scan.panel(version="lookback", n=65536, block=128)
 # ## How fast on a GPU
 #
 # A scan reads each element once and writes it once, with an addition in between: it is limited by
-# memory bandwidth. So it is timed against a device-to-device copy of the same 2N elements, in the
-# same run, and against CuPy's `cupy.cumsum`; the median of 20 or more CUDA-event timings, inputs
-# rotated out of the L2 cache.
+# memory bandwidth. So it is timed against a read + write copy of the same 2N elements, in the
+# same run, and against CuPy's `cupy.cumsum` and CUB's `DeviceScan`; the median of 20 or more
+# CUDA-event timings, inputs rotated out of the L2 cache.
 #
 # **The article's kernels, at the article's scale.** Each one-block version scanning N = 1024 floats
 # in one launch (block 1024 for the naive scan and Kogge-Stone, 512 for the trees; Blelloch's
@@ -643,14 +910,15 @@ scan.panel(version="lookback", n=65536, block=128)
 scan.one_block_table()
 
 # %% [markdown]
-# On an H200 the one-block trees and Kogge-Stone take a few microseconds, as the copy of 8 KB
-# does: at this size a launch costs more than its work, and the differences between the algorithms
-# hide under it. The naive scan takes longer, about 18 µs: its last thread adds 1023 times in a
-# row, each addition waiting for a load. And one block uses one of the GPU's 132 SMs. That is why
-# the article's kernels are where a scan starts, not where it ends.
+# Read the µs column against the copy's first row: the one-block trees and Kogge-Stone take about
+# as long as the copy of 8 KB does, a few microseconds: at this size a launch costs more than its
+# work, and the differences between the algorithms hide under it. The naive scan takes several
+# times longer: its last thread adds 1023 times in a row, each addition waiting for a load. And
+# one block uses one of the GPU's SMs (`course.device()` says how many there are). That is why the
+# article's kernels are where a scan starts, not where it ends.
 #
-# **The whole scan, against N.** The two versions that scan any N, with `cupy.cumsum` and the copy,
-# float32 from 2^16 to 2^28:
+# **The whole scan, against N.** The two versions that scan any N, with the copy, `cupy.cumsum`
+# and CUB's `DeviceScan` (the table only), float32 from 2^16 to 2^28:
 
 # %% tags=["nbval-ignore-output"]
 records = scan.speed_against_n()
@@ -661,115 +929,42 @@ fig, ax = plt.subplots(figsize=(9, 4.2))
 scan.plot_speed(ax, records)
 
 # %% [markdown]
-# Read the big sizes first. At 2^28 on an H200 the single pass reaches about 88 % of the copy and
-# about 3.4 times `cupy.cumsum`; scan-then-propagate, which moves twice the bytes, stays between a
-# third and a half of the copy (about 1.6 times `cupy.cumsum` at 2^28), and `cupy.cumsum` at a
-# quarter to a third of it. Below 2^22 everything takes microseconds and the look-back's round
-# trips show: the single pass is at about 60 % of a copy that is itself far from the memory's peak.
+# Read the big sizes first. At 2^28 the single pass is the course's fastest scan and the closest to
+# the copy; scan-then-propagate stays under half of the copy at every size (not for its bytes
+# alone: see "Bytes set a bound" above), and `cupy.cumsum`, at 2^28, is slower still. Below 2^22
+# everything takes microseconds and the look-back's round trips show: the single pass falls
+# further behind a copy that is itself far from the memory's peak.
 #
-# **How the single pass got there.** The look-back kernel started at 58 % of the copy. The steps
-# that took it to 88 %, each measured on an H200 at 2^28 float32 and recorded in
-# `docs/tuning/scan.md` (recorded numbers, the same on every machine):
+# **What to call outside the course.** CUB's `DeviceScan` is the production single pass: the same
+# decoupled look-back (Merrill and Garland wrote both), tuned by NVIDIA for each GPU generation.
+# Its rows in the table are the bar for `lookback`: compare the two `% of copy` values at each N.
+# In CUDA C++, `cub::DeviceScan::InclusiveSum` (or `ExclusiveSum`, or `InclusiveScan` with any
+# associative operator; `thrust::inclusive_scan` calls it), in two calls, one to size its
+# temporary storage and one to scan. From Python, `cuda.compute` (the `cuda-cccl` package) has
+# `inclusive_scan` and `exclusive_scan`; the table reaches CUB through CuPy's binding,
+# `cupy.cuda.cub.cub_scan`. `cupy.cumsum` is not that: CuPy 14 runs its own cumsum kernel, and
+# switching on CuPy's CUB accelerator did not change its time (`docs/tuning/scan.md`).
+#
+# **How the single pass got there.** The look-back kernel started at little more than half of the
+# copy's speed. The steps that took it close to the copy, each measured on an H200 at 2^28 float32
+# and recorded in `docs/tuning/scan.md` (recorded numbers, the same on every machine):
 
 # %%
 scan.tuning_steps()
 
 # %% [markdown]
 # Read it as a story of latency. The tile's own work was never the problem: the same tiles scanned
-# without a look-back run at 97 % of the copy (last row). What costs is the wait. The DRAM stays
-# busy only if enough loads are on their way at every moment: by **Little's law**, bytes in flight
-# = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB on an H200, some 22 KB per SM. A block
-# loads its 16 KB tile at once, then scans it and looks back, and while it waits it holds its
-# registers and has nothing in flight. So the steps are (1) cheaper waits (a warp-local exchange instead of block barriers, one atomic instead of a
-# round trip and a fence), (2) more blocks per SM to fill in for a waiting one
-# (`__launch_bounds__` keeps the registers at 56 so that 9 blocks fit), (3) a pause before the
-# first look, so that the predecessors' prefixes are there when it looks (fewer windows walked),
-# and (4) a prefetch of the tile 256 tiles ahead into L2, which costs no register and keeps the
-# DRAM busy while blocks wait.
-#
-# ## Exercises
-#
-# Each exercise is checked by a call: `scan.exercises.<name>.check(answer)` says what is wrong (which
-# launch, which case, which thread and line) and the rule to apply, never the answer.
-# `scan.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
-# `scan.exercises.<name>.show(mine)` draws what your kernel did, as the steps above are drawn. Kernels
-# you write run on the emulator first, with the checker, whatever the machine: a stray access, a
-# shuffle only part of a warp reaches or an endless loop ends in a verdict, never in a crashed GPU.
-#
-# **1. Predict, then check: steps, adds and barriers.** Three one-block scans at sizes the tables
-# above never count: Kogge-Stone and its double-buffered form on N = 512 (a block of 512 threads),
-# and Brent-Kung on N = 2048 (a block of 1024, two elements per thread). For each, predict the
-# steps (barrier intervals in which threads add), the adds in all, and the `__syncthreads()` a
-# thread passes. Replace each `None`; the check counts them from traces.
-
-# %%
-my_counts = {  # (steps, adds, barriers)
-    "kogge_stone, N = 512": (None, None, None),
-    "kogge_stone_double_buffer, N = 512": (None, None, None),
-    "brent_kung, N = 2048": (None, None, None),
-}
-scan.exercises.work.check(my_counts)
-
-# %% [markdown]
-# **2. Write: make Kogge-Stone exclusive.** The article calls its Kogge-Stone an exclusive scan.
-# Make it one: each block scans its own `blockDim.x` elements, the first of them gets 0 (the
-# identity) and Y[i] = X[first] + … + X[i − 1]. `mine` is the fixed inclusive kernel on `int`, with
-# a dynamic shared array (`extern __shared__`) that the launch sizes: `shared_mem=` block × 4 bytes.
-# The check runs it on N = 1, 31 and 33 with blocks of 32; 64 with 64; 95, 97 and 1000 with blocks
-# of 96 (no power of two); 255 with 256; 1023 and 3000 with 1024, against NumPy. Its target, read
-# from the trace: **a log-depth scan**, no thread loads more than 2·⌈log2 block⌉ + 3 elements (two
-# a step, its X, and one to read back); a loop over the elements before i is a serial scan. On a
-# GPU it then times your kernel beside `lookback` and a copy.
-
-# %%
-mine = r"""
-extern "C" __global__ void kogge_stone_exclusive(const int* X, int* Y, int n) {
-    extern __shared__ int XY[];
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    XY[threadIdx.x] = (i < n) ? X[i] : 0;                  // <- load what an exclusive scan needs
-    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
-        __syncthreads();
-        int in1 = 0;
-        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
-        __syncthreads();
-        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
-    }
-    if (i < n) Y[i] = XY[threadIdx.x];
-}"""
-scan.exercises.exclusive.check(mine)
-
-# %% [markdown]
-# **3. Write: the warp scan, in registers.** The tiles of `scan_tiles` and `lookback` are scanned
-# "with warp shuffles": Kogge-Stone across the 32 lanes of a warp, each lane's value in a register.
-# `__shfl_up_sync(mask, v, d)` hands lane l the `v` of lane l − d (lanes below d get their own back),
-# and every lane named in `mask` must make the call. Write the scan where `mine` marks it: each warp
-# scans its own 32 consecutive elements, y[i] = the sum of x over lanes 0 to its lane (inclusive).
-# The check runs N = 1, 31, 32 and 33 with blocks of 32, 33 with a block of 64, 100 with blocks of
-# 96 and 1000 with blocks of 256, against NumPy. Its targets, read from the trace: **no
-# shared-memory access and no barrier**, and **at most 5 shuffles per warp** (log2 32 steps). On a
-# GPU it then times your kernel beside `lookback` and a copy.
-
-# %%
-mine = r"""
-extern "C" __global__ void warp_scan(const int* x, int* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned int lane = threadIdx.x % 32;
-    int v = (i < n) ? x[i] : 0;   // past the end: the identity, so every lane of the warp takes part
-    // your scan: v becomes the sum of v over lanes 0 to lane of this warp
-    if (i < n) y[i] = v;
-}"""
-scan.exercises.warp.check(mine)
-
-# %% [markdown]
-# **4. Measure, then choose: lookback's block for N = 300 000.** At 2^28, 128 threads × 32
-# elements was the fastest tile. At N = 300 000 (1.2 MB), choose lookback's block again: 32, 64, 128
-# or 256 threads, 32 elements each. On a GPU the check times every block at this N and passes yours
-# within 10 % of the fastest; without one it checks the launch's arithmetic on this device: the
-# tiles your block makes at N, against the SMs (`course.device()`) and the blocks each holds at
-# once. Replace `None` with your block.
-
-# %%
-scan.exercises.block.check(None)
+# without a look-back run nearly at the copy's speed (last row). What costs is the wait. The DRAM
+# stays busy only if enough loads are on their way at every moment: by **Little's law**, bytes in
+# flight = bandwidth × latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB on an
+# H200, some 22 KB per SM. A block loads its 16 KB tile at once, then scans it and looks back, and
+# while it waits it holds its registers and has nothing in flight. So the steps are (1) cheaper
+# waits (a warp-local exchange instead of block barriers, one atomic instead of a round trip and a
+# fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__` brings the
+# registers from 72 to 56 a thread, so that 9 blocks of 128 fit where 7 did), (3) a pause before
+# the first look, so that the predecessors' prefixes are there when it looks (fewer windows
+# walked), and (4) a prefetch of the tile 256 tiles ahead into L2, which costs no register and
+# keeps the DRAM busy while blocks wait.
 
 # %% [markdown]
 # ## Summary
@@ -780,17 +975,25 @@ scan.exercises.block.check(None)
 # - Inside a block: two barriers per Kogge-Stone step, or one with a double buffer; a tree whose
 #   strides double has bank conflicts up to 32-way, which one padding word per 32 removes (GPU
 #   Gems 3's offset pads for 16 banks, and its "zero conflicts" macro pads nothing).
+# - Inside a warp, Kogge-Stone's extra work is free: 32 lanes execute each step together, with
+#   no barrier and no shared memory (`__shfl_up_sync`). The fast kernels are PMPP's coarsened
+#   three-phase scan: 32 elements per thread added one after another in registers, a warp scan
+#   and a block scan of the threads' totals, and each thread's prefix added back.
 # - Past a block, memory decides. Scan-then-propagate moves 4N elements; a single pass with
-#   decoupled look-back moves 2N, like a copy, and reaches about 88 % of one on an H200 (3.4 times
-#   `cupy.cumsum`), once its waits are hidden: a window of 32 predecessors, a ticket so that no
-#   block waits for one that never started, a pause, and a prefetch.
+#   decoupled look-back moves 2N, like a copy, and comes close to one once its waits are hidden: a
+#   window of 32 predecessors, a ticket so that no block waits for one that never started, a
+#   pause, and a prefetch. Outside the course, call CUB's `DeviceScan` (`cuda.compute` from
+#   Python), the same algorithm.
 # - The same kernels compute any associative operator's scan: `-DSCAN_MAX` gives the running
 #   maximum.
 # - The article's code does not compile (`_shared__`); its Kogge-Stone waits at barriers only some
 #   threads reach, never stores its result, reads unloaded elements when N < block and is inclusive,
 #   not exclusive; its two Brent-Kung listings stop one level short of the root (the last element is
-#   wrong), and its merged kernel leaves half its 2 × BLOCK_SIZE array unloaded and writes past its
-#   end. Its serial loop does not wait (n − 1)(n − 2)/2 additions: it does N − 1.
+#   wrong), and its merged kernel leaves half its 2 × BLOCK_SIZE array unloaded (the stored half is
+#   still right: data flows only upward) and writes past its end. Its serial loop does not wait (n − 1)(n − 2)/2 additions: it does N − 1.
+
+# %% [markdown]
+# Your exercises in this notebook, done or not yet:
 
 # %%
 course.my_progress("scan")
