@@ -1,6 +1,14 @@
 """Notebook 01's exercises: answers that pass, and wrong answers a learner writes."""
 
-from course.dot.exercises import KAHAN_STUB, STRIDE_STUB, atomic_truth
+from course.dot.exercises import (
+    KAHAN_STUB,
+    ORDER_STUB,
+    STRIDE_STUB,
+    VEC_STUB,
+    atomic_truth,
+    block_cost_truth,
+    rounding_truth,
+)
 
 STRIDE = STRIDE_STUB.replace("i += blockDim.x)", "i += blockDim.x * gridDim.x)")
 
@@ -17,7 +25,44 @@ extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums
     sums[g] = s;
 }"""
 
+VEC_LOOP = """    for (unsigned int i = first; i < n; i += stride) {
+        sum += a[i] * b[i];
+    }"""
+
+VEC = VEC_STUB.replace(
+    VEC_LOOP,
+    """    const float4* a4 = reinterpret_cast<const float4*>(a);
+    const float4* b4 = reinterpret_cast<const float4*>(b);
+    for (unsigned int j = first; j < n / 4; j += stride) {
+        float4 x = a4[j], y = b4[j];
+        sum += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+    }
+    for (unsigned int i = 4 * (n / 4) + first; i < n; i += stride) {
+        sum += a[i] * b[i];
+    }""",
+)
+
+ORDER_ATOMIC = "    if (threadIdx.x == 0) atomicAdd(out, sum);"
+
+ORDER = ORDER_STUB.replace(
+    ORDER_ATOMIC,
+    """    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = sum;
+        __threadfence();  // the sum is visible to every block before the ticket is taken
+        if (atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1) {  // the last ticket
+            const volatile float* p = partial;
+            float total = 0;
+            for (unsigned int k = 0; k < gridDim.x; k++) total += p[k];  // block order, every run
+            out[0] = total;
+        }
+    }""",
+)
+
 SOLUTIONS = {
+    "rounding": rounding_truth(),
+    "block_cost": block_cost_truth(),
+    "vec4": VEC,
+    "ordered": ORDER,
     "atomics": atomic_truth(),
     "stride": STRIDE,
     "kahan": KAHAN,
@@ -25,6 +70,64 @@ SOLUTIONS = {
 }
 
 WRONG = {
+    "rounding": [
+        # the text's index for the article's 2i²: 3i², 5i² and ones are not 2i²
+        ({k: (369,) for k in rounding_truth()}, "'first i whose add rounds' is not what the trace counts"),
+        # where the running sum first passes 2^24: that add is still exact (an even product)
+        (
+            {
+                "a[i] = i, b[i] = 3i": (256,),
+                "a[i] = i, b[i] = 5i": (216,),
+                "a[i] = b[i] = 1, N = 2^25": (2**24 - 1,),
+            },
+            "not a multiple of the spacing",
+        ),
+        ({}, "fill in every data"),
+    ],
+    "block_cost": [
+        # the text's counts for blocks of 256, copied
+        ({k: (64, 9, 45) for k in block_cost_truth()}, "'dot1: shared loads by one lane alone'"),
+        # one shared load per float (not four at a time)
+        ({k: (v[0] * 4, v[1], v[2]) for k, v in block_cost_truth().items()}, "16 bytes wide"),
+        # the halving steps without the first barrier
+        (
+            {k: (v[0], v[1] - 1, v[2]) for k, v in block_cost_truth().items()},
+            "one barrier after the products",
+        ),
+    ],
+    "vec4": [
+        (VEC_STUB, "4 bytes at a time"),
+        (
+            VEC.replace(
+                "for (unsigned int i = 4 * (n / 4) + first; i < n; i += stride)",
+                "for (unsigned int i = n; i < n; i += stride)",
+            ),
+            "loaded 0 times",
+        ),
+        (VEC.replace("j < n / 4;", "j <= n / 4;"), "out-of-bounds"),
+        (VEC.replace("x.w * y.w", "x.z * y.w"), "the sum is wrong"),
+    ],
+    "ordered": [
+        (ORDER_STUB, "no atomic on a float"),
+        # the last block by its index: on a GPU blocks finish in any order
+        (
+            ORDER.replace(
+                "if (atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1)",
+                "if (blockIdx.x == gridDim.x - 1)",
+            ),
+            "only a counter",
+        ),
+        # a ticket that never goes back to 0: the second launch finds no last block
+        (
+            ORDER.replace(
+                "atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1",
+                "atomicAdd(&blocks_done, 1) == gridDim.x - 1",
+            ),
+            "back at 0",
+        ),
+        # the last block forgets its own sum
+        (ORDER.replace("k < gridDim.x; k++", "k + 1 < gridDim.x; k++"), "its own included"),
+    ],
     "atomics": [
         # every element makes an atomic (the article's view): 'atomics' named, not the count
         (
@@ -43,7 +146,11 @@ WRONG = {
     ],
     "kahan": [
         (KAHAN_STUB.replace("float s = 0;", "double s = 0;"), "no double arithmetic"),
-        (KAHAN.replace("c = (t - s) - y;", "c = (t - s) + y;"), "spacings from its exact sum"),
+        (KAHAN.replace("c = (t - s) - y;", "c = (t - s) + y;"), "not a number"),
+        (
+            KAHAN.replace("float y = a[i] * b[i] - c;", "float y = a[i] * b[i];"),
+            "spacings from its exact sum",
+        ),
         (KAHAN.replace("dot_kahan", "dot_mine"), "there is no kernel `dot_kahan`"),
     ],
     "grid": [

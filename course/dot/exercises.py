@@ -1,5 +1,8 @@
-"""Notebook 01's exercises, on the frame of `course.exercises`: a prediction, two kernels to fix and a
-grid to choose. The learner's kernels are float32 (`float`) and may `#include "common.cuh"`.
+"""Notebook 01's exercises, on the frame of `course.exercises`, in the order the notebook teaches
+their ideas: where a float32 sum starts to round, what one block costs each version, the atomics of
+three launches (predictions); the grid-stride loop's stride, 16-byte loads, one launch whose answer
+repeats, an accurate float32 sum per thread (kernels to write); a grid for blocks of 384 (a choice).
+The learner's kernels are float32 (`float`) and may `#include "common.cuh"`.
 
     dot.exercises.stride.check(mine)   # the verdict: what is wrong, never the answer
     dot.exercises.stride.hint()        # one hint more each time
@@ -9,22 +12,100 @@ grid to choose. The learner's kernels are float32 (`float`) and may `#include "c
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
 
 from .. import analysis, arrays, backend, exercises, occupancy
 from ..engine.launch import blocks_in_words
-from ..exercises import Case, Choice, KernelExercise, Prediction, Verdict
+from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
 from . import pictures
-from .story import atomic_table
+from .story import atomic_table, block_work
 from .topic import ENGINE, article_inputs
 
 F32 = np.float32
 
 
-# ---------------------------------------------------------------- 1. predict, then check: atomics
+# ---------------------------------------------------------------- predict, then check: where a float32 sum rounds
+
+# (N, k): the products are k·i² (k = 0: all ones); none is the article's 2i², whose answer the text gives
+ROUNDING_DATA = {"a[i] = i, b[i] = 3i": (1024, 3), "a[i] = i, b[i] = 5i": (1024, 5),
+                 "a[i] = b[i] = 1, N = 2^25": (2**25, 0)}  # fmt: skip
+
+
+def rounding_truth() -> dict[str, tuple[int]]:
+    """Data -> (the first i whose float32 add rounds), the products added one by one from i = 0
+    (NumPy's float32 cumsum adds sequentially) against the exact int64 running sum."""
+    out = {}
+    for label, (n, k) in ROUNDING_DATA.items():
+        i = np.arange(n, dtype=np.int64)
+        p = k * i * i if k else np.ones(n, np.int64)
+        f32 = np.cumsum(p.astype(F32), dtype=F32)
+        out[label] = (int(np.flatnonzero(f32.astype(np.int64) != np.cumsum(p))[0]),)
+    return out
+
+
+rounding = Prediction(
+    key="dot.rounding",
+    title="predict where a float32 running sum first rounds",
+    truth=rounding_truth,
+    columns=("first i whose add rounds",),
+    what="data",
+    rules={
+        "first i whose add rounds": "float32 holds every integer up to 2^24 = 16 777 216, past it "
+        "only even ones (past 2^25 multiples of 4): while the running sum is exact, an add rounds "
+        "when its exact result is not a multiple of the spacing there"
+    },
+    hints=(
+        "find where the running sum passes 2^24 first: the sum of k·i² for i = 0 .. m is k·m(m+1)(2m+1)/6",
+        "past 2^24 the spacing is 2: an even sum plus an even product stays exact; which products are odd?",
+        "check your reasoning in NumPy: np.cumsum(p.astype(np.float32), dtype=np.float32) adds one "
+        "by one in float32, np.cumsum(p) in int64 is exact",
+    ),
+)
+
+
+# ---------------------------------------------------------------- predict, then check: what one block costs
+
+BLOCK_COST_BLOCKS = (128, 1024)  # the text counts blocks of 256
+BLOCK_COST_COLUMNS = ("dot1: shared loads by one lane alone", "dot3: barriers", "dot_shfl: shuffles")
+
+
+def block_cost_truth() -> dict[str, tuple[int, ...]]:
+    """Block size -> the three counts of `story.block_work`, read from the traces of block 0."""
+    out = {}
+    for block in BLOCK_COST_BLOCKS:
+        rows = {r["version"]: r for r in block_work(block)}
+        out[f"blocks of {block}"] = (int(rows["dot1"]["by one lane alone"]), int(rows["dot3"]["barriers"]),
+                                     int(rows["dot_shfl"]["shuffles"]))  # fmt: skip
+    return out
+
+
+block_cost = Prediction(
+    key="dot.block_cost",
+    title="predict what one block costs dot1, dot3 and dot_shfl",
+    truth=block_cost_truth,
+    columns=BLOCK_COST_COLUMNS,
+    what="block",
+    rules={
+        "dot1: shared loads by one lane alone": "thread 0 reads every product of its block, and the "
+        "compiler makes each shared load 16 bytes wide (four floats)",
+        "dot3: barriers": "one barrier after the products are written, then one after each halving "
+        "step, until one sum is left",
+        "dot_shfl: shuffles": "a warp adds its 32 values in 5 shuffle steps (one instruction per "
+        "warp each); then warp 0 adds the warps' sums the same way",
+    },
+    hints=(
+        "the table above counts blocks of 256: say for each column what grows when the block does",
+        "dot1 grows with the products, dot3 with log2 of the block, dot_shfl with the warps",
+        "read the loops: dot1's `for (k < blockDim.x)`, dot3's `while (num != 0)`, and warp_sum and "
+        "block_sum (shown with dot_shfl further down; common.cuh)",
+    ),
+)
+
+# ---------------------------------------------------------------- predict, then check: atomics
 
 ATOMICS_N = 10_000  # not a multiple of 256: the article's N / 256 blocks leave some threads two elements
 ATOMICS_GRID = 8
@@ -64,7 +145,7 @@ atomics = Prediction(
 )
 
 
-# ---------------------------------------------------------------- 2. fix: the stride
+# ---------------------------------------------------------------- fix: the stride
 
 STRIDE_STUB = r"""
 #include "common.cuh"
@@ -156,7 +237,200 @@ stride = KernelExercise(
 )
 
 
-# ---------------------------------------------------------------- 3. fix: accuracy in float32
+# ---------------------------------------------------------------- write: 16-byte loads
+
+VEC_STUB = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_vec(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    const unsigned int first = blockIdx.x * blockDim.x + threadIdx.x, stride = blockDim.x * gridDim.x;
+    float sum = 0;
+    // FILL ME IN (about 8 lines): replace this loop by one over float4s (n / 4 of them, a and b
+    // read 16 bytes at a time), then add the last n % 4 elements one by one
+    for (unsigned int i = first; i < n; i += stride) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+
+VEC_CASES = ((1, 1, 32), (3, 1, 32), (1000, 3, 64), (4099, 8, 128), (77_777, 6, 256), (130, 5, 32))
+
+
+def _loads(trace: Any, name: str, n: int) -> tuple[np.ndarray, int]:
+    """(how many times each element of buffer `name` was loaded, how many of its elements were
+    loaded by accesses narrower than 16 bytes), from the trace."""
+    ids = [i for i, b in enumerate(trace.buffers) if b.name == name]
+    times = np.zeros(n, np.int64)
+    narrow = 0
+    if not ids:
+        return times, narrow
+    ld = trace.where(op="ld")
+    on = ld.lanes() & (ld.columns["buffer"] == ids[0])
+    item = trace.buffers[ids[0]].itemsize
+    for size in np.unique(ld.columns["size"]):
+        rows = ld.columns["size"] == size
+        first = ld.columns["index"][rows][on[rows]]
+        per = max(1, int(size) // item)
+        covered = (first[:, None] + np.arange(per)).ravel()
+        np.add.at(times, covered[covered < n], 1)
+        if int(size) < 16:
+            narrow += len(covered)
+    return times, narrow
+
+
+def _vec_case(n: int, grid: int, block: int) -> Case:
+    a, b = _normal(n, n + 1)
+    want = ENGINE.reference(a, b)
+
+    def args() -> tuple[Any, ...]:
+        return arrays.asarray(a), arrays.asarray(b), arrays.zeros(1, F32), np.int32(n)
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        for name in ("a", "b"):
+            times, narrow = _loads(trace, name, n)
+            if (times != 1).any():
+                e = int(np.flatnonzero(times != 1)[0])
+                return (
+                    f"element {e} of {name} was loaded {times[e]} time{'s' * bool(times[e] != 1)}, not once"
+                )
+            if narrow > n % 4:
+                return (f"{narrow} elements of {name} were loaded 4 bytes at a time; only the last n % 4 "
+                        f"= {n % 4} may be (the rest 16 bytes at a time, as float4)")  # fmt: skip
+        if ENGINE.topic.compare(F32(arrays.asnumpy(done[2])[0]), want, (a, b)):
+            return (
+                "each element is loaded once, but the sum is wrong: is every product of the four lanes added?"
+            )
+        return ""
+
+    return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
+
+
+def _draw_vec(fig: Any, k: Kernel) -> None:
+    """The learner's loads up close, as the notebook draws dot_vec4's."""
+    a, b = article_inputs(4096)
+    t = k.trace((2,), (64,), (arrays.asarray(a), arrays.asarray(b), arrays.zeros(1, F32), np.int32(4096)),
+                spaces={"global"})  # fmt: skip
+    ax = fig.add_subplot()
+    pictures.grid_stride(ax, t, "a")
+    ax.set_title("your loads of a: 4096 elements, 2 blocks of 64 (a row per trip, coloured by warp)")
+
+
+vec4 = KernelExercise(
+    key="dot.vec4",
+    title="write the 16-byte loads and the tail",
+    kernel="dot_vec",
+    stub=VEC_STUB,
+    cases=lambda: [_vec_case(*c) for c in VEC_CASES],
+    timing=lambda k: _stride_speed(k),
+    draw=_draw_vec,
+    hints=(
+        "a float4 is four floats in 16 bytes; a pointer to float can be reinterpreted as a pointer "
+        "to float4 when the address is a multiple of 16 (CuPy's arrays are)",
+        "vector j holds elements 4j .. 4j+3: the loop over vectors is the same grid-stride loop with "
+        "n / 4 in place of n; the elements it leaves are 4·(n / 4) .. n − 1",
+        "dot_vec4's `accumulate` above does the same with a struct Vec16 and LOADS vectors per trip; "
+        "float4's fields are .x .y .z .w",
+    ),
+)
+
+
+# ---------------------------------------------------------------- write: one launch whose answer repeats
+
+ORDER_STUB = r"""
+#include "common.cuh"
+__device__ unsigned int blocks_done = 0;  // blocks finished so far: must be back at 0 after every launch
+
+extern "C" __global__ void dot_ordered(const float* a, const float* b, float* partial, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    // FILL ME IN (about 10 lines): instead of this atomic, thread 0 writes the block's sum to
+    // partial[blockIdx.x]; the last block to finish adds partial[0], partial[1], ... into out[0]
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+
+ORDER_CASES = ((1, 1, 32), (1000, 3, 64), (4097, 8, 128), (100, 5, 32), (77_777, 6, 256), (5000, 2, 64))
+
+
+def _order_case(n: int, grid: int, block: int) -> Case:
+    a, b = _normal(n, n + 2)
+    want = ENGINE.reference(a, b)
+
+    def args() -> tuple[Any, ...]:
+        return (
+            arrays.asarray(a),
+            arrays.asarray(b),
+            arrays.zeros(grid, F32),
+            arrays.zeros(1, F32),
+            np.int32(n),
+        )
+
+    def judge(done: tuple[Any, ...], trace: Any) -> str:
+        names = {i: buf.name for i, buf in enumerate(trace.buffers)}
+        atomics = trace.where(op="atom")
+        hit = atomics.columns["buffer"][atomics.lanes()]
+        floats = sorted({names[int(i)] for i in hit if names.get(int(i)) in ("a", "b", "partial", "out")})
+        if floats:
+            return (f"atomics add into {', '.join(floats)}: the order they land in changes from run to run "
+                    "on a GPU, and so do the answer's last bits (rule: no atomic on a float)")  # fmt: skip
+        if len(hit) < grid:
+            return (f"{len(hit)} atomic{'s' * (len(hit) != 1)} for {blocks_in_words(grid, block)}: on a GPU blocks finish in "
+                    "any order, so only a counter that every block bumps can tell a block it is the last")  # fmt: skip
+        out = [i for i, name in names.items() if name == "out"]
+        stores = trace.where(op="st")
+        writes = int((stores.columns["buffer"][stores.lanes()] == out[0]).sum()) if out else 0
+        if writes == 0:
+            return "out[0] was never written: no block found that it drew the last ticket"
+        if writes > 1:
+            return f"out[0] was written {writes} times: only the block with the last ticket may write it"
+        if ENGINE.topic.compare(F32(arrays.asnumpy(done[3])[0]), want, (a, b)):
+            return "the answer is wrong: does the last block add every block's sum, its own included?"
+        return ""
+
+    return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
+
+
+def counter_reset(counter: str = "blocks_done") -> Target:
+    """The compiled code sets `counter` back to 0 for the next launch: an atomicInc that wraps, an
+    atomicExch, or a store to it. (The emulator starts every launch with fresh `__device__`
+    variables, so only the compiled code can show what a GPU's next launch would find.)"""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        ptx = k.module.compiled.ptx
+        where = {counter, *re.findall(rf"mov\.u64\s+(%rd\d+),\s*{counter};", ptx)}
+        for op, address in re.findall(r"\b(atom\S*|st\S*)\s[^;\[]*\[(%?\w+)\]", ptx):
+            if address in where and (op.startswith("st") or re.search(r"\.(inc|exch)\b", op)):
+                return ""
+        return (f"{counter} is never set back to 0: a GPU keeps it from one launch to the next, and the "
+                "next launch finds no last block (the emulator starts every launch afresh)")  # fmt: skip
+
+    return Target(f"{counter} back at 0 after every launch", measure)
+
+
+ordered = KernelExercise(
+    key="dot.ordered",
+    title="one launch, no float atomics, the same bits every run",
+    kernel="dot_ordered",
+    stub=ORDER_STUB,
+    cases=lambda: [_order_case(*c) for c in ORDER_CASES],
+    targets=(counter_reset(),),
+    hints=(
+        "each block can write its sum to a word of its own with no atomic; the hard part is knowing "
+        "when every block has written",
+        "let thread 0 of each block take a ticket from blocks_done with an atomic after writing its "
+        "sum: the block that draws the last ticket knows all the others have written (make the write "
+        "visible to other blocks first: __threadfence())",
+        "atomicInc(&counter, limit) returns the old value and wraps to 0 after `limit`: with "
+        "limit = gridDim.x − 1 the counter is ready for the next launch; read partial through a "
+        "volatile pointer so the last block sees the other blocks' writes",
+    ),
+)
+
+# ---------------------------------------------------------------- fix: accuracy in float32
 
 KAHAN_STUB = r"""
 extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
@@ -188,6 +462,8 @@ def _kahan_case(data: str, n: int, grid: int, block: int) -> Case:
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         sums = arrays.asnumpy(done[2])
         off = np.abs(sums.astype(np.float64) - exact) / spacing
+        if not np.isfinite(off).all():
+            return f"thread {int(np.flatnonzero(~np.isfinite(off))[0])}'s sum is not a number (inf or NaN)"
         worst = int(np.argmax(off))
         if off[worst] <= 1:
             return ""
@@ -208,15 +484,16 @@ kahan = KernelExercise(
     hints=(
         "a float32 add rounds its result to the spacing of floats near the sum: once s is large, "
         "each small product loses its low bits. What if you kept what was lost?",
-        "the rounding error of one add can itself be computed in float32: with t the rounded sum "
-        "of s and y (|s| ≥ |y|), (t - s) - y is exactly what the add got wrong",
+        "the rounding error of one add can itself be computed in float32, exactly, from the three "
+        "floats involved (the sum before, the term, the rounded sum) when the sum is the larger: "
+        "subtract it from the next term",
         "this is compensated (Kahan) summation: one more float per thread, carried from trip to "
         "trip; look it up if the order of the four operations is unclear",
     ),
 )
 
 
-# ---------------------------------------------------------------- 4. measure, then choose: a grid for blocks of 384
+# ---------------------------------------------------------------- measure, then choose: a grid for blocks of 384
 
 GRID_N = 30_000_000  # not the text's 2^26 or 2^28
 GRID_BLOCK = 384  # not the text's 256: 2048 / 384 is not a whole number
@@ -281,4 +558,4 @@ grid = Choice(
     ),
 )
 
-EXERCISES = (atomics, stride, kahan, grid)
+EXERCISES = (rounding, block_cost, atomics, stride, vec4, ordered, kahan, grid)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import matplotlib as mpl
 import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.patches import Rectangle
@@ -132,7 +131,8 @@ def block_sums(ax: Any, t: Trace, buffer: str = "temp", *, max_blocks: int = 4) 
 
 def slot_atomics(ax: Any, t: Trace, buffer: str = "c", *, ymax: int | None = None) -> None:
     """The atomics on each slot of `buffer`, stacked in the order the trace has them land: one
-    cell per atomic, coloured by the block that made it (a sequential colour map over the grid)."""
+    cell per atomic. The stack's height is the story (atomics on one word are done one after
+    another), so one colour; a white gap separates the cells."""
     every = analysis.atomics(t, buffer)
     at = analysis.subset(every, np.lexsort((every.event, every.index)))  # by slot, then by when it landed
     slots = at.index
@@ -140,15 +140,13 @@ def slot_atomics(ax: Any, t: Trace, buffer: str = "c", *, ymax: int | None = Non
     start = np.maximum.accumulate(np.where(first, np.arange(len(slots)), 0))
     rank = np.arange(len(slots)) - start
     blocks = int(np.prod(t.grid))
-    cmap = mpl.colormaps["viridis"]
-    colors = [cmap(b / max(blocks - 1, 1)) for b in at.block]
-    _bars(ax, slots, rank, colors, w=0.9, h=0.9)
+    _bars(ax, slots, rank, draw.group_color(0), w=0.8, h=0.8)
     top = int(rank.max()) + 1 if len(rank) else 1
     n_slots = int(slots.max()) + 1 if len(slots) else 1
     ax.set_xlim(-0.5, n_slots + 0.5)
     ax.set_ylim(0, max(top, ymax or 0) + 0.5)
     ax.set_xlabel(f"slot of {buffer} (= threadIdx.x)")
-    ax.set_ylabel("atomics on the slot, in the order they landed")
+    ax.set_ylabel("atomics on the slot, one after another")
     per = len(at) // max(n_slots, 1)
     loads = analysis.iterations(t, "a")
     products = int(np.bincount(loads.gthread[loads.op == "ld"]).max()) if len(loads) else 0
@@ -157,10 +155,6 @@ def slot_atomics(ax: Any, t: Trace, buffer: str = "c", *, ymax: int | None = Non
         f"each adding one thread's sum of {products} product{'s' * (products != 1)}",
         fontsize=FONT + 2,
     )
-    sm = mpl.cm.ScalarMappable(cmap=cmap, norm=mpl.colors.Normalize(0, max(blocks - 1, 1)))
-    bar = ax.figure.colorbar(sm, ax=ax, label="block that made it", fraction=0.04, pad=0.02)
-    bar.locator = mpl.ticker.MaxNLocator(integer=True)
-    bar.update_ticks()
 
 
 def running_sum(ax_spacing: Any, ax_error: Any, rows: Mapping[str, np.ndarray], first: int) -> None:

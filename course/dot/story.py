@@ -146,6 +146,15 @@ def running_sum(n: int = 1024) -> dict[str, int]:
             "exact": int(exact[-1]), "one by one in float32": s, "lost": int(exact[-1]) - s}  # fmt: skip
 
 
+def running_sum_table(n: int = 1024) -> Table:
+    """`running_sum` as a one-row table: where the one-by-one float32 sum starts to round, and
+    what it has lost by the end."""
+    r = running_sum(n)
+    return Table([{"first i that rounds": r["first index that rounds"], "exact sum there": r["running sum there"],
+                   "exact at the end": r["exact"], "float32, one by one": r["one by one in float32"],
+                   "lost": r["lost"]}])  # fmt: skip
+
+
 def running_rows(n: int = 1024) -> dict[str, np.ndarray]:
     """The article's products 2i² added one by one in float32, step by step: i, the exact running
     sum, the float32 spacing at it, and the float32 running sum minus the exact one."""
@@ -228,6 +237,20 @@ def listing3_answer(n: int = 1024) -> dict[str, float]:
         "exact": float(article_answer(n)),
         "the listing's answer": float(host_sum(arrays.asnumpy(c)[: n // 256])),
     }
+
+
+def listing3_table(n: int = 1024) -> Table:
+    """`listing3_answer` as a table: the exact dot beside what the article's third listing computes."""
+    r = listing3_answer(n)
+    return Table([{"how": "exact", "answer": _integer(r["exact"])},
+                  {"how": "the article's listing 3", "answer": _integer(r["the listing's answer"])}])  # fmt: skip
+
+
+def launch_text(name: str, a: Any, b: Any, block: int | None = None) -> Printed:
+    """The launches `dot.run(name, a, b)` makes, one a line, written as the learner would write
+    them: kernel, grid, block, arguments and dynamic shared memory."""
+    plan = ENGINE.plan(name, arrays.asarray(a), arrays.asarray(b), block=block)
+    return Printed("\n".join(str(launch) for launch in plan.launches))
 
 
 def check(version: str, *inputs: Any, block: Any = None, grid: int | None = None) -> Findings:
@@ -382,6 +405,7 @@ def block_work(block: int = 256) -> Table:
         lanes = loads.lanes().sum(axis=1)
         rows.append({"version": name, "shared loads": len(loads), "by one lane alone": int((lanes == 1).sum()),
                      "barriers": analysis.totals(t)["barrier_steps"],
+                     "warps stopped at barriers": len(t.where(op="bar")),
                      "shuffles": int((t.op == "shfl").sum())})  # fmt: skip
     return rows
 
@@ -589,11 +613,14 @@ def draw_errors(
     for marker, name in zip("oDsv", KERNEL_POINTS):
         ax.plot([r["N"] for r in points], [max(r[name], floor) for r in points], marker, ls="none",
                 color=colours[POINT_LINE[name]], markerfacecolor="white", markersize=7, label=f"{name} (kernel)")  # fmt: skip
+    ax.axhline(floor, color="0.5", lw=0.8, ls=":")
+    ax.text(model_ns[0], floor * 1.4, "error exactly 0 (the answer came out exact): drawn on this line",
+            fontsize=8, color="0.3", va="bottom")  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(floor / 2, 1e-3)
     ax.set_xlabel("N (standard-normal a and b)")
-    ax.set_ylabel(f"median relative error ({seeds} seeds)")
+    ax.set_ylabel(f"median relative error ({seeds} seeds each)")
     ax.set_title("float32 dot products: how the error grows with N, by the order of the additions")
     ax.legend(fontsize=8, ncol=2)
 
@@ -704,8 +731,8 @@ def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: in
     """dot1, dot2 and dot3 (the fixed kernels) each launched two ways in the same run, beside a
     device copy of the same 8·N bytes: with the article's N / 256 blocks, and by the version's own
     rule (dot1: the same; dot2, dot3: one wave of the GPU). The kernel alone (its partial sums),
-    median of `runs` CUDA-event timings, inputs rotated past L2. On the emulator: an empty table
-    that says why."""
+    median of `runs` CUDA-event timings, inputs rotated past L2; each time also as a percentage of
+    the copy's. On the emulator: an empty table that says why."""
     if not _on_gpu():
         return Table(note=NEEDS_A_GPU)
     rows = Table()
@@ -718,7 +745,12 @@ def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: in
             ]
             return article, [ENGINE.plan(name, a, b, block=block).launches[0] for a, b in sets]
 
-        rows.extend(bench.launch_rule_rows(n, 8 * n, STORY, launches, runs=runs))
+        block_rows = bench.launch_rule_rows(n, 8 * n, STORY, launches, runs=runs)
+        copy = block_rows[0]["article µs"]
+        rows.extend({"N": r["N"], "kernel": r["kernel"], "article grid": r["article grid"],
+                     "article µs": r["article µs"], "article % of copy": 100 * copy / r["article µs"],
+                     "fixed grid": r["fixed grid"], "fixed µs": r["fixed µs"],
+                     "fixed % of copy": 100 * copy / r["fixed µs"]} for r in block_rows)  # fmt: skip
         del sets
         bench.free_gpu_memory()
     return rows
@@ -760,7 +792,7 @@ def speed_against_n(
         return []
     return [
         r
-        for n in bench.progress(sizes, "dot", label=bench.format_size)
+        for n in sizes  # no progress bar: a notebook would store it in its outputs
         for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
     ]
 

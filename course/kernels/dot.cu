@@ -54,10 +54,10 @@ extern "C" __global__ void dot1_article(float* a, float* b, float* c) {
 
 // 1, fixed: shared memory indexed by threadIdx.x (one slot per thread of *this* block), threads
 // past n contribute 0, a float accumulator, and one partial sum per block in c[blockIdx.x], so
-// any number of blocks works. Thread 0 still adds blockDim.x values one by one while the
-// other threads wait: the slow part of the kernel, and a sequential float sum whose partial
-// sums grow big: on the article's data (1024 products, one block) it loses 768 of 714779648,
-// exactly as the article's int sum does.
+// any number of blocks works. Thread 0 still adds blockDim.x values one by one (warps 1.. have
+// left, lanes 1-31 of warp 0 sit masked; the block holds its place on the SM until it is done):
+// the slow part of the kernel, and a sequential float sum whose partial sums grow big: on the
+// article's data (1024 products, one block) it loses 768 of 714779648, as the article's int does.
 extern "C" __global__ void dot1(const elem_t* a, const elem_t* b, acc_t* c, int n) {
     extern __shared__ acc_t temp[];
     unsigned int i = threadIdx.x + blockIdx.x * blockDim.x;

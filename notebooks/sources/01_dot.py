@@ -34,7 +34,8 @@
 #
 # The tree that adds a block's partial sums is notebook 5's subject; here it comes ready-made from
 # the course's shared header. The lessons of this notebook are the grid-stride loop, atomics, and
-# accuracy. Every cell runs without a GPU; on a GPU the timing cells measure.
+# accuracy. Every cell runs without a GPU; on a GPU the timing cells measure. Eight exercises sit
+# where their idea is taught: three predictions, four kernels to write and a grid to choose.
 
 # %%
 # On Google Colab: install the course, with CuPy for the GPU's driver (CUDA 12 or 13). Elsewhere: nothing.
@@ -67,18 +68,21 @@ course.notebook()
 # ## The problem, and the answer to check against
 #
 # With a[i] = i and b[i] = 2i for i < N, the dot product is 2 · (0² + 1² + … + (N−1)²) =
-# (N−1) · N · (2N−1) / 3, an integer we can compute exactly. `dot.reference(a, b)` computes any dot
-# product of float32 vectors exactly (each product is exact in float64; the sum is kept in two
-# float64 numbers) and rounds it once to float32. The article checks its kernels against the same
-# closed form, but evaluated in `float`:
+# (N−1) · N · (2N−1) / 3, an integer we can compute exactly. `dot.reference(a, b)` multiplies in
+# float64 (a float32 × float32 product is exact there), adds in twice float64's precision (the sum
+# kept as a pair of float64 numbers) and rounds once to float32. On the article's data that is
+# exact: every partial sum is an integer below 2⁵³, so no addition rounds. On other float32 data
+# (the random vectors further down) its error is at most about N · 10⁻³² × Σ|aᵢbᵢ|: far below
+# float32's rounding, though not zero, unless the products cancel almost completely. The article
+# checks its kernels against the closed form, but evaluated in `float`:
 
 # %%
 a, b = dot.article_inputs(1024)
 print("a[:5] =", a[:5], " b[:5] =", b[:5])
 print("exact (N-1) N (2N-1) / 3   =", dot.article_answer(1024))
 print("dot.reference(a, b)        =", float(dot.reference(a, b)))  # float(): its exact value
-print("the article's check, float =", dot.article_check(1024), " (at N = 1000:", dot.article_check(1000),
-      "but exact is", dot.article_answer(1000), ")")  # fmt: skip
+print("the article's check, float =", dot.article_check(1024))
+print("at N = 1000: float", dot.article_check(1000), " exact", dot.article_answer(1000))
 
 # %% [markdown]
 # At N = 1024 the answer, 714 779 648, happens to be a float32 number (it is a multiple of 64), so
@@ -115,7 +119,7 @@ dot.article_sums(1024)
 # does the one-by-one sum start to lose, and why?
 
 # %%
-dot.running_sum(1024)
+dot.running_sum_table(1024)
 
 # %% [markdown]
 # A float32 number has 24 significant bits. Up to 2²⁴ = 16 777 216 it holds every integer; from 2²⁴
@@ -130,13 +134,33 @@ fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 dot.draw_running_sum(axes, 1024)
 
 # %% [markdown]
-# Left, the staircase of float32 spacings under the growing sum; right, what the sum has lost: zero
-# until i = 369, then errors at more and more of the adds, up or down, each up to half the spacing,
-# so the drift grows as the spacing does. A running sum of many positive terms
-# always ends like this: the sum grows, its spacing grows with it, and every term added is rounded
-# to that spacing. The tree avoided it by adding numbers of similar size: pairs first, then pairs of
-# pairs.
+# Left, the staircase of float32 spacings under the growing sum; right, what the sum has lost. It
+# is not noise: it is a drift with a slope. Zero until i = 369; then a straight line down, 2 lost
+# at every odd i. The rounded sum is a multiple of 8 there, and 2i² of an odd i is 2 more than a
+# multiple of 8 (an odd square is 1 more), so every sum lands exactly halfway between two float32
+# numbers, and the tie goes to the even significand: the multiple of 8 below, every time. Past 2²⁷
+# (i ≈ 586, spacing 16) a steeper line, down to about −680 at i ≈ 740. Only past 2²⁸ (spacing 32)
+# do the roundings point both ways, and the curve wanders before it ends at −768. Regular terms
+# round in a regular pattern, and here the pattern is biased: the errors add up instead of
+# cancelling. Any running sum of many positive terms has the same trouble: the sum grows, its
+# spacing grows with it, and every term added is rounded to that spacing. The tree avoided it by
+# adding numbers of similar size: pairs first, then pairs of pairs.
 #
+# **Exercise 1. Predict, then check: where a float32 sum first rounds.** For each data set below
+# (products 3i², 5i², and 2²⁵ ones), predict the first i whose float32 add rounds when the products
+# are added one by one from i = 0. Replace each `None`. Each exercise in this notebook is checked
+# by a call like this one: `check` says what is wrong and the rule to apply, never the answer;
+# `dot.exercises.<name>.hint()` gives one hint more each time you ask.
+
+# %%
+my_first = {  # the first i whose add rounds
+    "a[i] = i, b[i] = 3i": None,
+    "a[i] = i, b[i] = 5i": None,
+    "a[i] = b[i] = 1, N = 2^25": None,
+}
+dot.exercises.rounding.check(my_first)
+
+# %% [markdown]
 # **The article's bugs.** `sum` is an `int`. On the article's whole-number products the truncation
 # costs nothing, but every `sum += temp[i]` converts sum to float, adds, and truncates back to an
 # int: a fraction never survives. On random standard-normal vectors (one block of 1024):
@@ -212,19 +236,36 @@ dot.verify(a, b, ["dot1"])
 # %% [markdown]
 # **What thread 0 costs.** In one block of 256, counted from the trace of block 0: dot1's thread 0
 # makes 64 shared-memory loads (16 bytes each: the compiler reads four products at a time) with no
-# other lane of its warp active, while 255 threads wait. The same block as a tree (version 3) and with
-# warp shuffles (beyond the article) for comparison:
+# other lane of its warp active. Nobody else waits for it: warps 1 to 7 leave the kernel after the
+# barrier, and lanes 1 to 31 of warp 0 sit masked off. What it costs is the block's place on the SM:
+# the block (its slot, its shared memory) stays resident until thread 0 is done, and no new block
+# can take that place. The same block as a tree (version 3) and with warp shuffles (beyond the
+# article) for comparison:
 
 # %%
 dot.block_work(256)
 
 # %% [markdown]
-# dot1 serialises 256 additions on one thread; dot3's tree spreads them over 8 barrier-separated
-# steps (9 barriers with the first); dot_shfl does the block's sum in registers with 45 shuffle
-# instructions (5 per warp, and 5 more in warp 0) and one barrier. On an H200, dot1 reaches about
-# half of what a device-to-device copy moves at N = 2²⁸, the versions below about nine tenths (the
-# timing section).
+# dot1 chains 256 additions on one lane; dot3's tree spreads them over 8 steps, but every step ends
+# at a barrier that all 8 warps must reach (9 barriers with the first); dot_shfl does the block's sum
+# in registers with 45 shuffle instructions (5 per warp, and 5 more in warp 0) and one barrier.
+# Fewer steps is not the same as less time: the tree's barriers hold all 8 warps 9 times, dot1's
+# chain holds one lane while the other warps have left. Which costs more per block is for a GPU to
+# say (the timing section measures both under the article's launch). What matters more is how
+# often a block pays it: with one element per thread, once per 256 products.
 #
+# **Exercise 2. Predict, then check: what one block costs.** For blocks of 128 and of 1024 threads
+# (one element each, as above), predict the three counts the table gives for 256: dot1's shared
+# loads by one lane alone, dot3's barriers, dot_shfl's shuffle instructions.
+
+# %%
+my_costs = {  # (dot1: shared loads by one lane alone, dot3: barriers, dot_shfl: shuffles)
+    "blocks of 128": (None, None, None),
+    "blocks of 1024": (None, None, None),
+}
+dot.exercises.block_cost.check(my_costs)
+
+# %% [markdown]
 # ## Version 2 (the article's): a grid-stride loop and atomicAdd
 #
 # The article's second kernel lifts the 1024 limit with a **grid-stride loop**: thread g of the
@@ -285,9 +326,26 @@ dot.draw_slot_atomics(axes, n=2048, block=64, grid=4)
 
 # %% [markdown]
 # Left, 32 atomics pile up on every slot, each carrying one product; right, 4, each carrying a
-# thread's sum of 8. The emulator lands them block by block; a GPU lands them in whatever order its
-# blocks get there, and that order changes from run to run (the accuracy section comes back to it).
+# thread's sum of 8. The heights are the whole story: the atomics on one slot are done one after
+# another, so the tallest stack is the longest wait. (The emulator lands them block by block; a GPU
+# lands them in whatever order its blocks get there, and that order changes from run to run: the
+# accuracy section comes back to it.)
 #
+# **Exercise 3. Predict, then check: the atomics of three launches.** N = 10 000 (not a multiple of
+# 256), blocks of 256, the article's data. For each launch, predict three numbers: the atomics that
+# reach memory, how many of them land on the busiest word (a slot of c for dot2, out[0] for
+# dot_shfl, which adds each block's sum once: it comes later, under *Beyond the article*), and the
+# most elements of `a` one thread loads. Replace each `None`; the check counts them from traces.
+
+# %%
+my_counts = {  # (atomics, on the busiest word, most loads of a per thread)
+    "dot2_article, N / 256 blocks": (None, None, None),
+    "dot2, 8 blocks": (None, None, None),
+    "dot_shfl, 8 blocks": (None, None, None),
+}
+dot.exercises.atomics.check(my_counts)
+
+# %% [markdown]
 # **The article's bug: c is never zeroed.** `c` comes from `cudaMalloc`, which does not clear
 # memory, and `atomicAdd` adds to whatever is there. The checker sees the atomics read words that
 # nothing wrote (on the emulator, fresh memory holds garbage, as a GPU's may):
@@ -307,6 +365,17 @@ dot.reruns_without_zeroing(1024, runs=3)
 # the exact 714 779 648: the host's one-by-one float32 sum of the 256 words rounds, as thread 0's did.)
 # The `__syncthreads()` at the end of the kernel orders nothing: no thread reads anything after it.
 #
+# Two more gaps in the article's host code. `dim3 blocks(N/256)` is 0 blocks for N < 256: an
+# invalid launch, which the program would not notice, because it checks the error of no CUDA call
+# (neither the launch nor a `cudaMalloc` or `cudaMemcpy`) and would go on to print whatever c
+# held. The course launches at least one block instead, and then the kernel's `c[threadIdx.x]`, 256
+# slots, runs past a c of N floats:
+
+# %%
+with course.expect_error():
+    dot.trace("dot2_article", *dot.article_inputs(200))
+
+# %% [markdown]
 # **The fix** is mostly on the host: zero c (blockDim.x words) before every launch, and launch one
 # wave, so that each thread loops. The kernel takes N as an argument:
 
@@ -318,12 +387,35 @@ source.show("dot.cu", "dot2")
 # one wave at most, fewer blocks when N needs fewer, then `dot_sum_partials` adds the 256 words:
 
 # %%
-dot.ENGINE.plan("dot2", course.asarray(a), course.asarray(b)).launches
+dot.launch_text("dot2", a, b)
 
 # %% [markdown]
 # At N = 1000 one wave would leave most threads with nothing to do, so the grid is 4 blocks; at
 # N = 2²⁸ it is the 1056 blocks above.
 #
+# **Exercise 4. Fix: the stride.** This kernel adds a · b into `out[0]` with `block_sum` (the block's
+# sum in registers, from the course's shared header: *Beyond the article* shows it) and one atomic
+# per block, but its loop is wrong. It is right with one block; find out what goes wrong with
+# several, and fix it. The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to
+# 256, counts how many times each element of `a` was loaded (once is right), and compares the
+# answer with the exact dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the
+# same bytes. `dot.exercises.stride.show(mine)` draws your loop as the picture above draws dot2's.
+
+# %%
+mine = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+dot.exercises.stride.check(mine)
+
+# %% [markdown]
 # ## Version 3 (the article's): a grid-stride loop and a tree per block
 #
 # The third kernel keeps the loop, writes each thread's sum to shared memory, and adds a block's
@@ -362,7 +454,7 @@ with course.expect_error():
 # answer (the article reports only a time for it):
 
 # %%
-dot.listing3_answer(1024)
+dot.listing3_table(1024)
 
 # %% [markdown]
 # **The barrier inside the `if`.** The article warns that the tree's second `__syncthreads()` must
@@ -390,7 +482,7 @@ dot.check("dot3_sync_in_if", *dot.article_inputs(512), block=256)
 source.show("dot.cu", "dot3")
 
 # %%
-dot.ENGINE.plan("dot3", course.asarray(a), course.asarray(b)).launches[0]
+dot.launch_text("dot3", a, b)
 
 # %% [markdown]
 # **The article's timings.** The article reports 108, 90 and 92 ms for its three programs. They were
@@ -441,9 +533,34 @@ dot.load_table()
 # %% [markdown]
 # The same bytes in a quarter of the instructions, every sector of each request used. The vector
 # path needs a and b 16-byte aligned (CuPy's arrays are; a view such as `a[1:]` is not, and then the
-# kernel takes the 4-byte path for every element). On an H200, this is the version that reads faster
-# than a device-to-device copy (the timing section).
+# kernel takes the 4-byte path for every element). The timing section measures what the wider loads
+# and the loads in flight buy.
 #
+# **Exercise 5. Write: 16-byte loads and the tail.** Make this kernel read a and b as `float4`, 16
+# bytes per lane, in the same grid-stride loop, and add the last `n % 4` elements one by one. The
+# check runs it on N from 1 to 77 777 (multiples of 4 and not) with one to eight blocks, reads the
+# trace to count how often each element of a and b was loaded (once) and how many were loaded 4
+# bytes at a time (at most the `n % 4` of the tail), and compares the answer with the exact dot. On
+# a GPU it then times your kernel beside `dot_vec4`.
+
+# %%
+mine = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_vec(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    const unsigned int first = blockIdx.x * blockDim.x + threadIdx.x, stride = blockDim.x * gridDim.x;
+    float sum = 0;
+    // FILL ME IN (about 8 lines): replace this loop by one over float4s (n / 4 of them, a and b
+    // read 16 bytes at a time), then add the last n % 4 elements one by one
+    for (unsigned int i = first; i < n; i += stride) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+dot.exercises.vec4.check(mine)
+
+# %% [markdown]
 # ## Accuracy: what the order of the additions does
 #
 # Every version so far adds the same float32 products; they differ in the *order* of the additions,
@@ -490,9 +607,37 @@ dot.repeat_table()
 
 # %% [markdown]
 # When the bits must repeat (a test that compares answers exactly, a reproducible training run), add
-# in a fixed order, as `dot_sum_partials` and `dot_compensated` do: each block writes its sum to its
-# own word, and the last block to finish adds them in block order.
+# in a fixed order: each block writes its sum to its own word, and the last block to finish adds
+# them in block order. `cupy.dot` repeats its bits too.
 #
+# **Exercise 6. Write: one launch, the same bits every run.** This kernel is dot_shfl with its
+# atomic on `out[0]` still in place. Replace the atomic: thread 0 writes its block's sum to
+# `partial[blockIdx.x]`, and the block that finishes last adds `partial[0]`, `partial[1]`, … in that
+# order into `out[0]`. On a GPU blocks finish in any order, so a block learns it is the last from
+# the counter `blocks_done`, which every block bumps once; the counter must be back at 0 when the
+# launch ends, ready for the next one. The check runs six launches (N from 1 to 77 777, one to eight
+# blocks), refuses any atomic on a float, counts one atomic on the counter per block, reads the
+# compiled code for the counter's reset, and compares the answer with the exact dot.
+
+# %%
+mine = r"""
+#include "common.cuh"
+__device__ unsigned int blocks_done = 0;  // blocks finished so far: must be back at 0 after every launch
+
+extern "C" __global__ void dot_ordered(const float* a, const float* b, float* partial, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    // FILL ME IN (about 10 lines): instead of this atomic, thread 0 writes the block's sum to
+    // partial[blockIdx.x]; the last block to finish adds partial[0], partial[1], ... into out[0]
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+dot.exercises.ordered.check(mine)
+
+# %% [markdown]
 # **How the error grows with N.** The article's data has no cancellation (every product is
 # positive). Random vectors do: the products have both signs and the answer is much smaller than
 # the terms, so the same rounding errors weigh more. Lines: NumPy models of each way of adding,
@@ -505,11 +650,37 @@ dot.draw_errors(ax)
 
 # %% [markdown]
 # One thread adding one by one (blue) loses more as N grows, to about 10⁻⁴ at 2²²: its running sum
-# is big and every product is rounded to its spacing. The grid-stride kernels (orange)
-# stay within a few times the float32 rounding of the exact answer (dashed): each thread adds only
-# N / (threads) products, and the trees add the rest in about log₂ steps. The points follow their
-# lines. A float32 answer cannot do better than the dashed line, whatever the order.
+# is big and every product is rounded to its spacing. The orange line models the grid-stride
+# kernels' loop: each thread adds only N / (threads) products in its register, and the per-thread
+# sums are then added in a tree; it stays within a few times the float32 rounding of the exact
+# answer (dashed), which no float32 answer can beat, whatever the order. The kernels do not all end
+# in a tree: dot3 does (a tree per block, then `dot_sum_partials`), but dot2 ends with one atomic
+# per thread on each word of c, and dot_shfl and dot_vec4 add their block sums into one float32
+# word one atomic after another: a short running sum again, of 1056 terms at one wave. At the sizes
+# drawn here the grids are small and that tail is short; at 2²⁴ on a GPU (the error table below) it
+# shows. The points scatter around their lines by up to a factor of ten: each is a median of 3
+# seeds, at sizes where a handful of roundings decides the error. Errors of exactly 0 (the answer
+# came out exact) are drawn on the labelled line at the bottom.
 #
+# **Exercise 7. Fix: an accurate float32 sum per thread.** Each thread of this kernel adds its
+# products in a plain `float` and writes its own sum to `sums[g]`. Make every thread's sum accurate
+# to within one float32 spacing of its exact value, **in float32 arithmetic**: the check reads the
+# compiled code and refuses any `double` arithmetic. It runs on the article's data and on random
+# positive products, N from 1 to 16 384; a plain sum is many spacings off.
+
+# %%
+mine = r"""
+extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+    unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0;
+    for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
+        s += a[i] * b[i];
+    }
+    sums[g] = s;
+}"""
+dot.exercises.kahan.check(mine)
+
+# %% [markdown]
 # **Two ways past float32.** `dot_f64` widens each product to double (a float32 × float32 product is
 # exact in double) and adds in double. `dot_compensated` stays in float32 arithmetic but carries every
 # sum as a pair (s, c): each product's rounding error is recovered exactly with an `fma`
@@ -574,23 +745,35 @@ dot.panel(version="dot1", n=1024, block=256)
 #
 # **The article's launch against one wave.** dot1, dot2 and dot3 (the fixed kernels, the kernel
 # alone without the partial sums' pass), each timed with the article's N / 256 blocks and with the
-# version's own grid, in the same run (dot1's own grid is the article's), median of 20 CUDA-event
-# timings with inputs rotated out of the L2 cache:
+# version's own grid, in the same run (dot1 has no loop, so its own grid is the article's), median of
+# 20 CUDA-event timings with inputs rotated out of the L2 cache; each time also as a percentage of
+# the copy's at the same N:
 
 # %% tags=["nbval-ignore-output"]
 dot.launch_table()
 
 # %% [markdown]
-# Read the 2²⁰ rows last: 8 MB take a few microseconds whatever the kernel. At 2²⁸ on the H200, dot2
-# under the article's launch reads at about 5 % of the copy: a million atomics on each word of c,
-# one after another. Launched as one wave, the same kernel reaches about 88 %. dot3's tree costs no
-# atomics, but under the article's launch each of a million blocks runs its 9 barriers for 256
-# products, about 40 % of the copy; one wave brings it to about 88 % too. dot1 stays near 47 %:
-# its thread 0 adds 256 products one by one in every block.
+# Start with dot2. Under the article's launch it is the slowest row at every N, a small fraction of
+# the copy: every product is an atomic, and the atomics on one word of c wait for each other. Even
+# at 2²⁰, where 8 MB take the copy a few µs, it takes 43.0 µs<!-- from launch_table: article µs @ N=1048576, kernel=dot2 -->:
+# there the atomics, not the launch, set its time. Launched as one wave the same kernel reaches
+# about nine tenths of the copy at 2²⁸.
+#
+# Now dot1 against dot3, both under the article's launch. At 2²⁴ and 2²⁸ the serial dot1 beats the
+# tree dot3 (75.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> against
+# 87.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> at 2²⁴): the tree's 8 steps
+# do not make it faster. With one element per thread a block has only 256 products, and what it
+# pays per block decides. dot3 pays 9 barriers, each a wait of the whole block: all 8 warps run
+# every step of the loop and stop at every barrier, though from step 3 on only one warp adds. dot1
+# pays one barrier; then 7 warps leave, and one lane makes 64 16-byte loads and 256 dependent
+# adds. Neither comes near the copy, because neither spreads that cost over more than 256 products.
+# The fix is the grid, not the tree: launched as one wave, dot3 pays its 9 barriers once per block
+# of about a thousand products per thread, and reaches about nine tenths of the copy, as dot2 does.
+# dot1, which has no loop, cannot take that grid.
 #
 # **How many blocks?** A load from DRAM takes several hundred nanoseconds. To keep the memory busy,
 # each SM must always have enough loads on their way: by Little's law, bytes in flight = bandwidth ×
-# latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB for the H200, or about 22 KB per SM (notebook 5 measures
+# latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB for the H200, or about 22 KB per SM (notebook 5 measures
 # this for the reduction). Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the
 # table times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
 
@@ -598,11 +781,24 @@ dot.launch_table()
 dot.wave_table()
 
 # %% [markdown]
-# On the H200 one block per SM (16 KB in flight per SM) reaches about 80 % of the copy, two (32 KB)
-# just over 100 %, and four or eight about 106 %: once each SM has more in flight than Little's law
-# asks, more blocks change nothing. That is why the versions here launch one wave: 8 blocks of 256
-# on every SM.
+# One block per SM (16 KB in flight per SM) reaches 80.5 %<!-- from wave_table: % of copy @ blocks per SM=1 -->
+# of the copy, two (32 KB) 105 %<!-- from wave_table: % of copy @ blocks per SM=2 -->, four
+# 109 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight the same: once each SM has
+# more in flight than Little's law asks, more blocks change nothing. A read-only kernel beats the
+# read + write copy because the memory loses no time turning round between reads and writes. The
+# versions here launch one wave: as many blocks of 256 as every SM holds.
 #
+# **Exercise 8. Measure, then choose: a grid for blocks of 384.** The notebook launched dot2 with
+# blocks of 256. Choose its number of blocks for blocks of **384** threads and N = 30 000 000: every SM full,
+# no second wave left partly empty, and enough products per thread that the atomics stay few. On a
+# GPU the check times your grid beside one wave, two waves and the article's N / block, and passes
+# within 10 % of the fastest; without one it checks the launch's arithmetic against this device.
+# Replace `None` with your number of blocks.
+
+# %%
+dot.exercises.grid.check(None)
+
+# %% [markdown]
 # **Every version against N.** The whole product on the GPU (partial sums included), beside
 # `cupy.dot` and the copy, from 2¹⁶ to 2²⁸:
 
@@ -615,87 +811,32 @@ dot.plot_speed(ax, records)
 dot.speed_table(records, 2**28)
 
 # %% [markdown]
-# Below 2²⁰ every version is launch-bound (a few µs). At 2²⁸ on the H200 (this run;
-# `docs/benchmarks/` agrees within 3 %): dot1 about 47 % of the copy; dot2, dot3 and dot_shfl
-# about 87 % (one float per lane and 8 bytes in flight per thread leave the memory short of
-# requests); the 16-byte versions about 106 %, faster than the copy, at about 3.2× `cupy.dot`,
-# which reaches about a third of the copy. The accurate
-# versions cost nothing: dot_f64 and dot_compensated read as fast as dot_vec4.
+# Below 2²⁰ every version is launch-bound (a few µs): read the plot from 2²² on. At 2²⁸, in the
+# table: dot1 reaches 47.2 %<!-- from speed_table: % of copy @ kernel=dot1 --> of the copy, held by its
+# serial sum in every block of 256. dot2, dot3 and dot_shfl reach about nine tenths of it (dot_shfl
+# 89.3 %<!-- from speed_table: % of copy @ kernel=dot_shfl -->): one float per lane and 8 bytes in
+# flight per thread leave the memory short of requests. The 16-byte versions beat the copy
+# (dot_vec4 109 %<!-- from speed_table: % of copy @ kernel=dot_vec4 -->), and the accurate ones cost
+# nothing: dot_f64 and dot_compensated read as fast as dot_vec4, because a dot product waits on
+# memory, not on arithmetic.
 #
-# ## Exercises
+# ## What to call outside this course
 #
-# Each exercise is checked by a call: `dot.exercises.<name>.check(answer)` says what is wrong (which
-# launch, which case, which thread and line) and the rule to apply, never the answer.
-# `dot.exercises.<name>.hint()` gives a hint when you ask, one more each time, and
-# `dot.exercises.<name>.show(mine)` draws what your kernel did. Kernels you write run on the
-# emulator first, with the checker, whatever the machine: a stray access or an endless loop ends in
-# a verdict, never in a crashed GPU.
+# `cupy.dot(a, b)`. On two 1-D float32 arrays CuPy calls cuBLAS's `cublasSdot`, NVIDIA's tuned
+# library routine. In the table it is the slowest row after dot1, a third of the copy
+# (33.4 %<!-- from speed_table: % of copy @ kernel=cupy.dot -->), and the plot shows its curve flat
+# from 2²⁴ on, as dot1's is: a limit that more data does not lift, set by how the kernel works, not
+# by the memory. Yet in the error table it is the most accurate float32 answer of all, and in the
+# repeat table it gives the same bits on every run. `cublasSdot` is written for any stride between
+# elements (`incx`, `incy`) and for every GPU; its answer repeats, so it adds its partial sums in a
+# fixed order, as dot3 does. Nsight Compute names its kernels, their grids and blocks and the
+# DRAM throughput they reach on this GPU: `scripts/gpu_facts_dot.py` runs it and prints them.
 #
-# **1. Predict, then check: atomics.** N = 10 000 (not a multiple of 256), blocks of 256, the
-# article's data. For each launch, predict three numbers: the atomics that reach memory, how many of
-# them land on the busiest word (a slot of c for dot2, out[0] for dot_shfl), and the most elements
-# of `a` one thread loads. Replace each `None`; the check counts them from traces.
-
-# %%
-my_counts = {  # (atomics, on the busiest word, most loads of a per thread)
-    "dot2_article, N / 256 blocks": (None, None, None),
-    "dot2, 8 blocks": (None, None, None),
-    "dot_shfl, 8 blocks": (None, None, None),
-}
-dot.exercises.atomics.check(my_counts)
-
-# %% [markdown]
-# **2. Fix: the stride.** This kernel adds a · b into `out[0]` with `block_sum` and one atomic per
-# block, but its loop is wrong. It is right with one block; find out what goes wrong with several,
-# and fix it. The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to 256, counts
-# how many times each element of `a` was loaded (once is right), and compares the answer with the
-# exact dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the same bytes.
-
-# %%
-mine = r"""
-#include "common.cuh"
-extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
-    __shared__ float scratch[32];
-    float sum = 0;
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
-        sum += a[i] * b[i];
-    }
-    sum = block_sum(sum, scratch);
-    if (threadIdx.x == 0) atomicAdd(out, sum);
-}"""
-dot.exercises.stride.check(mine)
-
-# %% [markdown]
-# **3. Fix: accuracy in float32.** Each thread of this kernel adds its products in a plain `float`
-# and writes its own sum to `sums[g]`. Make every thread's sum accurate to within one float32
-# spacing of its exact value, **in float32 arithmetic**: the check reads the compiled code and
-# refuses any `double` arithmetic. It runs on the article's data and on random positive products,
-# N from 1 to 16 384; a plain sum is many spacings off.
-
-# %%
-mine = r"""
-extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
-    unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
-    float s = 0;
-    for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
-        s += a[i] * b[i];
-    }
-    sums[g] = s;
-}"""
-dot.exercises.kahan.check(mine)
-
-# %% [markdown]
-# **4. Measure, then choose: a grid for blocks of 384.** The notebook launched dot2 with blocks of
-# 256. Choose its number of blocks for blocks of **384** threads and N = 30 000 000: every SM full,
-# no second wave left partly empty, and enough products per thread that the atomics stay few. On a
-# GPU the check times your grid beside one wave, two waves and the article's N / block, and passes
-# within 10 % of the fastest; without one it checks the launch's arithmetic against this device.
-# Replace `None` with your number of blocks.
-
-# %%
-dot.exercises.grid.check(None)
-
-# %% [markdown]
+# So: call `cupy.dot` when you want a float32 answer that is accurate and repeats; when a dot
+# product of large float32 vectors is the bottleneck, a one-wave grid-stride loop with 16-byte
+# loads (dot_vec4 here) reads 3.25×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast, and `dot_compensated` keeps that speed with
+# an answer 10⁷ times more accurate that also repeats.
+#
 # ## Summary
 #
 # - **A grid-stride loop** (`i += blockDim.x * gridDim.x`) lets any grid cover any N, keeps each
@@ -712,6 +853,9 @@ dot.exercises.grid.check(None)
 #   that order, and so the answer, change from run to run on a GPU; the emulator, with its fixed
 #   order, shows the range but not the variation. A fixed order (one word per block, the last block
 #   adds them) makes the answer repeat.
+# - **The library**: `cupy.dot` (cuBLAS's `cublasSdot`) is the most accurate float32 answer here and
+#   repeats its bits, at a third of the copy's speed; a one-wave loop of 16-byte loads reads about
+#   three times as fast, and with a compensated accumulator it is far more accurate and repeats too.
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
 #   launches the wrong kernel, and timings of CUDA's start-up rather than of the kernels.

@@ -1,0 +1,344 @@
+"""The hardware facts notebook 01's prose states that no notebook cell prints, read on a GPU.
+
+    python3 scripts/gpu_facts_dot.py OUT_DIR       (on a GPU machine; about a minute)
+
+Prints, and writes to OUT_DIR/gpu_facts_dot.md:
+
+1. the device;
+2. the SASS of dot1, dot3, dot_shfl and dot_vec4 (dot.cu compiled as the course compiles it, for
+   this GPU, read with `cuobjdump -sass`): LDS.128 in dot1 (thread 0 reads four products per
+   shared load: "64 16-byte loads" for a block of 256), BAR.SYNC in dot3 and whether it is
+   predicated (every warp runs every barrier), SHFL in dot_shfl, LDG.E.128 in dot_vec4;
+3. ncu on `cupy.dot` (cuBLAS's cublasSdot) at N = 2^24 and 2^28, float32: the kernels it launches,
+   their grids, blocks, registers, achieved occupancy, DRAM throughput and time: why it reaches
+   about a third of the copy (the notebook's "What to call outside this course");
+4. ncu on dot1 and dot3 under the article's launch (N / 256 blocks of 256) at N = 2^24, and dot3
+   as one wave: warp instructions executed per block, the barrier and memory stalls, the time:
+   why serial dot1 beats the tree dot3 under that launch (D5);
+5. the spread of `launch_table`'s dot1 and dot3 times under the article's launch at 2^24 over 5
+   repeats (does "dot1 beats dot3" hold on every repeat?).
+
+Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
+still run; the exit status is 1 when any step failed.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARTICLE_N = 2**24
+BLOCK = 256
+CUPY_NS = (2**24, 2**28)
+BUDGET_S = 85  # the lead's limit is 90 s for the whole script
+
+lines: list[str] = []
+failed: list[str] = []
+T0 = time.time()
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+    lines.append(text)
+
+
+def step(title: str):
+    def wrap(fn):
+        def run(*a, **kw):
+            say(f"\n## {title}\n")
+            t0 = time.time()
+            try:
+                return fn(*a, **kw)
+            except Exception as exc:  # every step reports, none stops the others
+                failed.append(title)
+                say(f"**FAILED**: {type(exc).__name__}: {exc}")
+            finally:
+                say(f"\n({time.time() - t0:.1f} s)")
+
+        return run
+
+    return wrap
+
+
+def gpu_or_die() -> None:
+    import cupy
+
+    if not cupy.cuda.is_available():
+        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False")
+
+
+def left() -> float:
+    return BUDGET_S - (time.time() - T0)
+
+
+@step("1. device")
+def device() -> None:
+    import cupy
+
+    gpu_or_die()
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    say(
+        f"- GPU: {name}, {props['multiProcessorCount']} SMs, compute capability {props['major']}.{props['minor']}"
+    )
+    say(f"- CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+
+
+# ---------------------------------------------------------------- 2. SASS
+
+
+def cubin_path(arch: str) -> Path:
+    """dot.cu compiled by NVRTC for `arch` with float32 elements, as the course compiles it."""
+    from course import compiler
+    from course.dot.topic import options
+
+    source = compiler.read_kernel("dot.cu")
+    opts = compiler.compile_options((f"-arch={arch}", *options(np.dtype(np.float32))))
+    cubin = compiler.compile_cubin(source, "dot.cu", opts, ())
+    path = Path(tempfile.mkdtemp()) / f"dot_{arch}.cubin"
+    path.write_bytes(cubin)
+    return path
+
+
+@step("2. SASS of dot1, dot3, dot_shfl, dot_vec4 (cuobjdump -sass)")
+def sass(out: Path) -> None:
+    try:
+        import cupy
+
+        arch = f"sm_{cupy.cuda.Device().compute_capability}"
+    except Exception:
+        arch = "sm_90"
+        say("(no GPU: compiled for sm_90)")
+    path = cubin_path(arch)
+    say(f"- cubin: {path.name} ({path.stat().st_size} bytes, {arch})")
+    if not shutil.which("cuobjdump"):
+        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
+    res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
+    text = res.stdout
+    (out / "dot_sass.txt").write_text(text + "\n" + res.stderr)
+    if "Function : " not in text:
+        raise RuntimeError(
+            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
+        )
+    bodies = {}
+    for f in re.split(r"\n\s*Function : ", text)[1:]:
+        name = f.split("\n", 1)[0].strip()
+        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
+    ops = ("LDS.128", "LDS", "BAR.SYNC", "SHFL", "LDG.E.128", "LDG", "ATOM", "RED")
+    say("| kernel | SASS instructions | " + " | ".join(ops) + " |")
+    say("|---|---|" + "---|" * len(ops))
+    for name in ("dot1", "dot3", "dot_shfl", "dot_vec4"):
+        instr = bodies.get(name)
+        if instr is None:
+            say(f"| {name} | not in the cubin | " + " | ".join("" for _ in ops) + " |")
+            continue
+        counts = [sum(re.search(rf"\b{re.escape(o)}\b", i) is not None for i in instr) for o in ops]
+        say(f"| {name} | {len(instr)} | " + " | ".join(map(str, counts)) + " |")
+    for name in ("dot1", "dot3"):
+        instr = bodies.get(name, [])
+        bars = [i for i in instr if "BAR.SYNC" in i]
+        say(f"- {name}: {len(bars)} BAR.SYNC in the code, predicated: {sum(i.startswith('@') for i in bars)} "
+            "(0: every warp that is still running reaches every barrier)")  # fmt: skip
+    dot1 = bodies.get("dot1", [])
+    fadd = sum(re.search(r"\bFADD\b", i) is not None for i in dot1)
+    lds, wide = sum("LDS" in i for i in dot1), sum("LDS.128" in i for i in dot1)
+    say(
+        f"- dot1: {lds} LDS in the code, of them {wide} LDS.128 (16 bytes: four products per load); {fadd} FADD"
+    )
+
+
+# ---------------------------------------------------------------- 3 and 4. ncu
+
+CHILD = "--child"
+BASE_METRICS = (
+    "gpu__time_duration.sum",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__registers_per_thread",
+    "launch__waves_per_multiprocessor",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
+    "smsp__inst_executed.sum",
+)
+STALL_METRICS = (
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+)
+
+
+def child(what: str) -> None:
+    """Run under ncu (profiling between cudaProfilerStart and Stop): cupy.dot, or dot1 and dot3."""
+    import cupy
+
+    import course
+    from course import dot
+
+    rng = np.random.default_rng(0)
+    if what == "cupydot":
+        for n in CUPY_NS:
+            a = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
+            b = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
+            cupy.dot(a, b)  # warm-up: cuBLAS handle, workspace
+            cupy.cuda.Device().synchronize()
+            cupy.cuda.runtime.profilerStart()
+            cupy.dot(a, b)
+            cupy.cuda.Device().synchronize()
+            cupy.cuda.runtime.profilerStop()
+            del a, b
+        return
+    n = ARTICLE_N
+    a = course.asarray(rng.standard_normal(n, dtype=np.float32))
+    b = course.asarray(rng.standard_normal(n, dtype=np.float32))
+    wave = course.device().sm_count * dot.exercises.resident_blocks(BLOCK)  # what dot3's own rule launches
+    for name, grid in (("dot1", n // BLOCK), ("dot3", n // BLOCK), ("dot3", wave)):
+        k = dot.kernel(name, np.float32)
+        c = course.zeros(grid, np.float32)
+        args = (a, b, c, np.int32(n))
+        k((grid,), (BLOCK,), args, shared_mem=BLOCK * 4)  # warm-up
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.runtime.profilerStart()
+        k((grid,), (BLOCK,), args, shared_mem=BLOCK * 4)
+        cupy.cuda.Device().synchronize()
+        cupy.cuda.runtime.profilerStop()
+
+
+def ncu_rows(what: str, out: Path) -> list[dict[str, str]]:
+    """ncu's raw CSV rows (one per kernel and metric) for `child(what)`; stall metrics are dropped
+    and asked again without them if this ncu does not know them."""
+    exe = shutil.which("ncu")
+    if not exe:
+        raise RuntimeError("NO ncu on PATH")
+    for metrics in (BASE_METRICS + STALL_METRICS, BASE_METRICS):
+        if left() < 15:
+            raise RuntimeError(f"not run: {left():.0f} s left of the script's {BUDGET_S} s")
+        cmd = [exe, "--profile-from-start", "off", "--print-units", "base", "--csv",
+               "--metrics", ",".join(metrics), sys.executable, __file__, CHILD, what]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=max(10, left() - 5))
+        (out / f"dot_ncu_{what}.csv").write_text(res.stdout + "\n" + res.stderr)
+        body = [ln for ln in res.stdout.splitlines() if ln.startswith('"')]
+        rows = list(csv.DictReader(body))
+        if rows:
+            return rows
+        say(f"(ncu rc {res.returncode} with {len(metrics)} metrics: {res.stderr.strip()[-300:]})")
+    raise RuntimeError("ncu gave no rows: see the csv beside this file")
+
+
+def by_launch(rows: list[dict[str, str]]) -> list[tuple[str, dict[str, str]]]:
+    """(kernel name, {metric: value with unit}) per profiled launch, in launch order."""
+    launches: dict[str, tuple[str, dict[str, str]]] = {}
+    for r in rows:
+        key = r.get("ID", "")
+        name = r.get("Kernel Name", "?")
+        launches.setdefault(key, (name, {}))[1][r.get("Metric Name", "")] = (
+            f"{r.get('Metric Value', '')} {r.get('Metric Unit', '')}".strip()
+        )
+    return [launches[k] for k in sorted(launches, key=lambda k: int(k) if k.isdigit() else 0)]
+
+
+def short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def number(text: str) -> float:
+    try:
+        return float(text.split()[0].replace(",", ""))
+    except (ValueError, IndexError):
+        return float("nan")
+
+
+@step("3. ncu: what cupy.dot (cuBLAS cublasSdot) launches, float32, N = 2^24 then 2^28")
+def ncu_cupy(out: Path) -> None:
+    gpu_or_die()
+    launches = by_launch(ncu_rows("cupydot", out))
+    cols = ("launch__grid_size", "launch__block_size", "launch__registers_per_thread",
+            "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum",
+            "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio")  # fmt: skip
+    say(
+        "| kernel | grid | block | registers | waves per SM | achieved occupancy % | DRAM throughput % of peak | time | long-scoreboard stall ratio |"
+    )
+    say("|---|---|---|---|---|---|---|---|---|")
+    for name, m in launches:
+        say(f"| {short(name)} | " + " | ".join(m.get(c, "—") for c in cols) + " |")
+    say(f"\n({len(launches)} kernels profiled for {len(CUPY_NS)} calls: the first half is N = 2^24, the second 2^28;"
+        " full names in dot_ncu_cupydot.csv)")  # fmt: skip
+
+
+@step("4. ncu: dot1 and dot3 under the article's launch (N / 256 blocks of 256), N = 2^24; dot3 as one wave")
+def ncu_article(out: Path) -> None:
+    gpu_or_die()
+    launches = by_launch(ncu_rows("article", out))
+    say(
+        "| kernel | grid | warp instructions | per block | time | achieved occupancy % | barrier stall ratio | long-scoreboard stall ratio |"
+    )
+    say("|---|---|---|---|---|---|---|---|")
+    for name, m in launches:
+        grid = number(m.get("launch__grid_size", "nan"))
+        inst = number(m.get("smsp__inst_executed.sum", "nan"))
+        say(f"| {name} | {grid:.0f} | {inst:.4g} | {inst / grid:.0f} | {m.get('gpu__time_duration.sum', '—')} | "
+            f"{m.get('sm__warps_active.avg.pct_of_peak_sustained_active', '—')} | "
+            f"{m.get('smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio', '—')} | "
+            f"{m.get('smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio', '—')} |")  # fmt: skip
+    say("\n(the notebook says: under the article's launch dot3 issues more per block than dot1 — 9 barriers"
+        " that all 8 warps run — so 'per block' should be larger for dot3 than for dot1)")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 5. spread
+
+
+@step("5. spread of launch_table's article-launch times at N = 2^24 over 5 repeats (median of 20 each)")
+def spread() -> None:
+    gpu_or_die()
+    from course import dot
+
+    times: dict[str, list[float]] = {"device copy": [], "dot1": [], "dot2": [], "dot3": []}
+    for _ in range(5):
+        if left() < 5:
+            say(f"(stopped early: {left():.0f} s left)")
+            break
+        for r in dot.launch_table(sizes=(ARTICLE_N,)):
+            times[r["kernel"]].append(float(r["article µs"]))
+    say("| kernel | runs | min µs | median µs | max µs |")
+    say("|---|---|---|---|---|")
+    for k, t in times.items():
+        if t:
+            say(f"| {k} | {len(t)} | {min(t):.4g} | {float(np.median(t)):.4g} | {max(t):.4g} |")
+    if times["dot1"] and times["dot3"]:
+        wins = sum(d1 < d3 for d1, d3 in zip(times["dot1"], times["dot3"]))
+        say(f"- dot1 faster than dot3 under the article's launch in {wins} of {len(times['dot1'])} repeats")
+
+
+def main() -> None:
+    if CHILD in sys.argv:
+        child(sys.argv[sys.argv.index(CHILD) + 1])
+        return
+    if len(sys.argv) < 2:
+        sys.exit("usage: python3 scripts/gpu_facts_dot.py OUT_DIR")
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("COURSE_BACKEND", "cupy")
+    say("# Notebook 01 (dot): GPU facts its prose states")
+    device()
+    sass(out)
+    ncu_cupy(out)
+    ncu_article(out)
+    spread()
+    say(f"\ntotal {time.time() - T0:.0f} s; failed steps: {failed or 'none'}")
+    (out / "gpu_facts_dot.md").write_text("\n".join(lines) + "\n")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    main()
