@@ -626,14 +626,17 @@ def _draw_batched(fig: Any, k: Kernel, shape: tuple[int, int] = (64, 64)) -> Non
     seen = set()
     for i, r in enumerate(rows.tolist()):
         what = (str(t.op[r]), str(t.space[r]))
-        label, colour = kinds.get(what, ("barrier", "black")) if what[1] != "sync" else ("barrier", "black")
+        if what[1] == "sync":
+            label, colour = ("barrier", "black") if what[0] == "bar" else ("exit", "0.8")
+        else:
+            label, colour = kinds.get(what, ("other", "0.6"))
         ax.add_patch(Rectangle((i, 0), 0.9, 1, color=colour, label=None if label in seen else label))
         seen.add(label)
     ax.set_xlim(0, max(len(rows), 1))
     ax.set_ylim(0, 1.6)
     ax.set_yticks([])
     ax.set_xlabel("warp 0's memory instructions, in program order (from the trace)")
-    ax.legend(loc="upper left", ncol=5, fontsize=8, frameon=False)
+    ax.legend(loc="upper left", ncol=6, fontsize=8, frameon=False)
     ax.set_title("your kernel, warp 0 of block 0: are the loads (blue) all issued before the first store to the tile?",
                  fontsize=9)  # fmt: skip
 

@@ -64,10 +64,10 @@ def draw_sectors(
         mine = acc[acc.event == event]
         secs = np.unique(_sector_of(t, buffer, mine.index))
         rgba = np.ones((rows * cols, 4))
-        rgba[acc.index] = mpl.colors.to_rgba(OTHER)
         all_words = np.arange(rows * cols)
         fetched = np.isin(_sector_of(t, buffer, all_words), secs)
         rgba[fetched] = _over_white(FETCHED)
+        rgba[acc.index] = mpl.colors.to_rgba(OTHER)  # over the tint: the block's warps share warp 0's sectors
         rgba[acc.index[acc.event == _first_request(t, buffer, 1)]] = mpl.colors.to_rgba(NEXT)
         rgba[mine.index] = mpl.colors.to_rgba(USED)
         ax.imshow(rgba.reshape(rows, cols, 4), interpolation="nearest", extent=(0, cols, rows, 0))
@@ -92,8 +92,8 @@ def draw_sectors(
             fontsize=9,
         )
     axes[0].figure.suptitle(
-        f"{t.kernel}, block {'×'.join(map(str, b))}: blue = the words of warp 0's first request, tint = the "
-        "rest of its sectors (framed), orange = warp 1's request, grey = block 0's other warps",
+        f"{t.kernel}, block {'×'.join(map(str, b))}: blue = the words of warp 0's first request, orange = warp 1's, "
+        "grey = what block 0's other warps touch,\ntint = the rest of warp 0's sectors (framed), used by no warp of block 0",
         fontsize=9,
     )
 
@@ -263,4 +263,19 @@ def draw_tile_read(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64,
     bank each lane's word is in; a tower of k words under one bank is a k-way conflict."""
     t = _tile_trace(name, block, shape)
     event = int(np.flatnonzero((t.op == "ld") & (t.warp == 0))[0])
-    draw.warp_access(ax, t, event)
+    saved = draw.MAX_STACK
+    draw.MAX_STACK = 32  # every word of a 32-way tower drawn, not a cut stack and a count
+    try:
+        draw.warp_access(ax, t, event)
+    finally:
+        draw.MAX_STACK = saved
+    for text in ax.texts:  # 3-digit word numbers would run into the next bank's box
+        if text.get_text().isdigit() and len(text.get_text()) >= 3:
+            text.set_fontsize(min(text.get_fontsize(), 6.5))
+    bc = analysis.bank_conflicts(t)
+    ways = int(bc.ways[bc.event == event][0])
+    ax.set_title(
+        f"{t.kernel}, warp 0's read of the tile\n32 lanes → the fullest bank holds {ways} words: "
+        f"{ways} passes, one after another{' (no conflict)' if ways == 1 else ''}",
+        fontsize=9,
+    )

@@ -120,8 +120,8 @@ print("transpose_naive matches NumPy:", np.array_equal(transpose.run("transpose_
 # Right, but look at what one warp does. Below, a 32 × 32 matrix drawn word by word, in rows of
 # 32-byte sectors (a thick box is one sector, 8 words). Warp 0 of block 0 (block 32 × 8) in blue,
 # warp 1 in orange, the other warps of the block in grey; the sectors warp 0's request touches are
-# framed, and tinted where the request moved a word it did not use. Counted from the trace of the
-# kernel:
+# framed, and tinted where the request moved a word that no warp of the block uses. Counted from the
+# trace of the kernel:
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 6.4))
@@ -130,7 +130,9 @@ transpose.draw_sectors(axes, "transpose_naive")
 # %% [markdown]
 # Warp 0 reads row 0 of `in`: 4 sectors for 128 bytes, nothing wasted. It writes the same 32
 # values down column 0 of `out`, one word in each of 32 rows: 32 sectors, 1024 bytes moved for
-# 128 written. Warp 1 then writes column 1, into the *same* 32 sectors, with a request of its own.
+# 128 written. Warp 1 then writes column 1, into the *same* 32 sectors, with a request of its own,
+# and so on: the block's 8 warps fill columns 0–7, every byte of those 32 sectors between them,
+# but in 8 requests of 32 sectors each, where 8 words per sector could have gone in one.
 #
 # The mirror image lays the threads over the output instead: a warp writes a row of `out` and
 # reads a column of `in`.
