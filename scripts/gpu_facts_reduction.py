@@ -13,7 +13,9 @@ Prints, and writes to OUT_DIR/gpu_facts_reduction.md:
    instructions executed (SASS), the SM clock during the run, the time; from those the SASS
    instructions per element and the issue floor beside the time (the notebook counts PTX on
    the emulator: this says how far SASS differs);
-4. the spread of the timings `issue_table` reports over 5 repeats of its median of 20.
+4. the spread of the timings `issue_table` reports over 5 repeats of its median of 20;
+5. whether `cupy.sum` (the notebook's library row) goes through CUB: CuPy's reduction
+   accelerators, and cupy.sum timed with them and without.
 
 Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
 still run; the exit status is 1 when any step failed.
@@ -261,6 +263,30 @@ def spread() -> None:
     bench.free_gpu_memory()
 
 
+@step("5. cupy.sum and CUB: CuPy's reduction accelerators, and cupy.sum timed with and without CUB")
+def library() -> None:
+    gpu_or_die()
+    import cupy
+    from cupy._core import _accelerator
+
+    from course import bench
+    from course.reduction import story
+
+    say(f"- CUPY_ACCELERATORS={os.environ.get('CUPY_ACCELERATORS', '(unset)')}; "
+        f"reduction accelerators: {_accelerator.get_reduction_accelerators()}")  # fmt: skip
+    xs = story._inputs(N)
+    before = _accelerator.get_reduction_accelerators()
+    say("| accelerators | cupy.sum µs at N = 2^25 (uint32) |")
+    say("|---|---|")
+    for acc in (before, []):
+        _accelerator.set_reduction_accelerators([{1: "cub", 2: "cutensor"}.get(a, a) for a in acc])
+        us = bench.median_us([lambda x=x: cupy.sum(x) for x in xs], runs=20)
+        say(f"| {acc or 'none (CuPy own kernel)'} | {us:.4g} |")
+    _accelerator.set_reduction_accelerators([{1: "cub", 2: "cutensor"}.get(a, a) for a in before])
+    del xs
+    bench.free_gpu_memory()
+
+
 def main() -> None:
     if CHILD in sys.argv:
         child()
@@ -276,6 +302,7 @@ def main() -> None:
     sass(out)
     ncu(out)
     spread()
+    library()
     say(f"\ntotal {time.time() - t0:.0f} s; failed steps: {failed or 'none'}")
     (out / "gpu_facts_reduction.md").write_text("\n".join(lines) + "\n")
     sys.exit(1 if failed else 0)

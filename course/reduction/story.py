@@ -439,9 +439,10 @@ def article_table(
     sizes: Sequence[int] = ARTICLE_SIZES, block: int = 128, runs: int = 20
 ) -> list[dict[str, Any]]:
     """Kernels 1-7 (the fixed code) each launched two ways in the same run, beside a device copy
-    of the same bytes: as the article's main() launches every kernel (n/128 blocks of 128), and by
-    the version's own rule (half the blocks for 4-6, one wave of the GPU for 7). The kernel
-    alone (its block sums), median of `runs` CUDA-event timings, inputs rotated past L2.
+    of the same bytes and `cupy.sum` (the library, the whole sum): as the article's main()
+    launches every kernel (n/128 blocks of 128), and by the version's own rule (half the blocks
+    for 4-6, one wave of the GPU for 7). The kernel alone (its block sums), median of `runs`
+    CUDA-event timings, inputs rotated past L2.
     On the emulator: an empty table that says why."""
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
@@ -454,9 +455,21 @@ def article_table(
             return article, [ENGINE.plan(name, x, block=block).launches[0] for x in xs]
 
         rows.extend(bench.launch_rule_rows(n, 4 * n, STORY, launches, runs=runs))
+        rows.append(_library_row(n, xs, runs))
         del xs
         bench.free_gpu_memory()
     return rows
+
+
+def _library_row(n: int, xs: list[Any], runs: int) -> dict[str, Any]:
+    """`cupy.sum` on the same inputs, timed as the kernels are: the whole sum (CuPy's reduction,
+    which hands it to CUB's device-wide reduction when its CUB accelerator takes the call), one
+    launch policy, so both columns hold it."""
+    import cupy
+
+    us = bench.median_us([lambda x=x: cupy.sum(x) for x in xs], runs=runs)
+    return {"N": n, "kernel": "cupy.sum", "article grid": "", "article µs": us, "article GB/s": 4 * n / us / 1e3,
+            "fixed grid": "", "fixed µs": us, "fixed GB/s": 4 * n / us / 1e3}  # fmt: skip
 
 
 def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]) -> Table:

@@ -308,7 +308,7 @@ my_warps = {  # warp: (barriers it reaches, steps in which it adds)
     4: (None, None), 5: (None, None), 6: (None, None), 7: (None, None),
     8: (None, None), 9: (None, None), 10: (None, None), 11: (None, None),
     12: (None, None), 13: (None, None), 14: (None, None), 15: (None, None),
-}  # fmt: skip
+}
 reduction.exercises.warp_steps.check(my_warps)
 
 # %% [markdown]
@@ -817,11 +817,12 @@ print(reduction.run("reduce_single_pass", x) == reduction.reference(x))
 # - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
 #   whole sum.
 #
-# Try `reduce5_article` with a block of 32, `reduce4_article` with N = 1000, or watch the barrier
-# steps fall as the block shrinks.
+# It opens on blocks of 64, so the picture shows every thread of block 0 (two warps; it draws at
+# most 64). Try `reduce5_article` with a block of 32, `reduce4_article` with N = 1000, or watch
+# the barrier steps fall as the block shrinks.
 
 # %% tags=["nbval-ignore-output"]
-reduction.panel(version="reduce1", n=1000, block=128)
+reduction.panel(version="reduce1", n=1000, block=64)
 
 # %% [markdown]
 # ## How fast on a GPU
@@ -836,7 +837,9 @@ reduction.panel(version="reduce1", n=1000, block=128)
 # **The article's table, with both launches.** The article's `main()` launches every kernel with
 # N / 128 blocks of 128; the fixed code gives kernels 4–6 half that and kernel 7 one wave. Each
 # column is one launch policy, all in one run, the kernel alone (its block sums), median of 20
-# CUDA-event timings with inputs rotated out of the L2 cache:
+# CUDA-event timings with inputs rotated out of the L2 cache. The last row of each size is the
+# library: `cupy.sum`, the whole sum, which is what to call outside this course (CuPy hands a
+# sum to CUB's `cub::DeviceReduce`, the CUDA C++ library call, when its CUB accelerator takes it):
 
 # %% tags=["nbval-ignore-output"]
 table = reduction.article_table()
@@ -850,7 +853,9 @@ table
 # kernel 7's loop never loops. With the fixed launches, kernel 4 about doubles kernel 3 (two loads
 # per thread in flight, half the waves), kernels 5 and 6 add next to nothing (fewer instructions,
 # same waves: the issue table), and kernel 7 over one wave doubles again. That jump is the climax
-# of Harris's deck, and the article's table never shows it.
+# of Harris's deck, and the article's table never shows it. Read the `cupy.sum` rows beside the
+# fixed kernel 7: the library does the whole job, block sums included, and a library tuned for
+# each GPU is the baseline any hand-written reduction has to beat.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
@@ -869,9 +874,8 @@ reduction.g80_comparison(table)
 # closer to the number on the box.
 #
 # **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
-# (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements.
-# Outside this course, call the library: `cupy.sum` on a GPU array, or CUB's
-# `cub::DeviceReduce::Sum` from CUDA C++ (CuPy's reductions use CUB when its CUB accelerator is on).
+# (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements
+# (the article's nine sizes lie between 2^17 and 2^25):
 
 # %% tags=["nbval-ignore-output"]
 records = reduction.speed_against_n()
