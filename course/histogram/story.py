@@ -35,7 +35,8 @@ from .wide import WIDE_BINS, wide_plan
 ARTICLE_N = 100 * 2**20  # the article's 100 MiB of random bytes
 ARTICLE_BLOCK = 256
 NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
-COPIES = (1, 2, 4, 8, 16, 32)  # sub-histograms per block of the tuning's hist5_copies<C>
+COPIES = (1, 2, 4, 8, 16, 32)
+BANK_SCALE = 4  # words per bank at the top of the bank pictures' colour scale  # sub-histograms per block of the tuning's hist5_copies<C>
 
 
 class Report(dict):  # type: ignore[type-arg]
@@ -466,6 +467,21 @@ def lane_bins(name: str, data: str, n: int = 4096, block: int = 128, warps: int 
     return out
 
 
+AGGREGATED = ("hist1_agg", "hist4_warp_agg")  # one lane adds for its warp's lanes with the same byte
+
+
+def lane_adds(name: str, data: str, bins: np.ndarray, n: int = 4096) -> np.ndarray:
+    """For an aggregated version, what each lane's first counting atomic adds (0: no atomic): the
+    lanes of its warp whose first byte is the same. A lane's first byte is x[i] for hist1_agg and
+    the first byte of its 16-byte vector, x[16 i], for hist4_warp_agg (i: the thread's index)."""
+    x = _bytes(n, data)
+    warps, lanes = bins.shape
+    i = np.arange(warps * lanes).reshape(warps, lanes) * (16 if name == "hist4_warp_agg" else 1)
+    keys = x[np.minimum(i, n - 1)].astype(int)
+    same = (keys[:, :, None] == keys[:, None, :]).sum(axis=2)
+    return np.where(bins >= 0, same, 0)
+
+
 def draw_lane_bins(
     axes: Sequence[Any], name: str, dists: Sequence[str], n: int = 4096, block: int = 128
 ) -> None:
@@ -474,8 +490,11 @@ def draw_lane_bins(
     image = None
     for ax, data in zip(axes, dists):
         bins = lane_bins(name, data, n=n, block=block)
-        title = f"{name} on {data} bytes: the bin each lane's atomic updates, first atomic of warps 0-3"
-        image = pictures.draw_lane_bins(ax, bins, title, [f"warp {w}" for w in range(len(bins))])
+        adds = lane_adds(name, data, bins, n=n) if name in AGGREGATED else None
+        what = "the bin each lane's atomic updates" + (" and what it adds" if adds is not None else "")
+        title = f"{name} on {data} bytes: {what}, first atomic of warps 0-3"
+        labels = [f"warp {w}" for w in range(len(bins))]
+        image = pictures.draw_lane_bins(ax, bins, title, labels, adds)
     pictures.share_colorbar(axes[0].figure, image, list(axes))
 
 
@@ -486,7 +505,25 @@ def draw_banks(
     instruction, the distinct words each bank holds (the worst is the conflict's ways)."""
     t = first_trace(name, _bytes(n, data), block=block, blocks=[0])
     v = ENGINE.version(name)
-    draw.bank_heatmap(ax, t, line=counting_line(t, v), max_rows=rows)
+    d = draw.bank_heatmap(ax, t, line=counting_line(t, v), max_rows=rows)
+    # one colour scale for every such picture (0 to BANK_SCALE words), so that hist3_vec's and
+    # hist5_lanes' can be compared; numbers readable on it; rows named by instruction and warp
+    for pc in d.cells:
+        pc.set_clim(0, BANK_SCALE)
+    row = 0
+    for text in ax.texts:
+        label = text.get_text()
+        if label.isdigit():
+            text.set_color("white" if int(label) > 0.6 * BANK_SCALE else "black")
+        elif label.startswith("warp "):
+            text.set_text(f"instruction {row} ({label})")
+            row += 1
+    ax.set_title(
+        f"{name} on {data} bytes, the counting atomic: distinct words per bank, one row per warp "
+        f"instruction (colour scale 0 to {BANK_SCALE} for every such picture)",
+        fontsize=10,
+        wrap=True,
+    )
 
 
 def draw_contention(ax: Any, name: str, data: str = "all-equal", n: int = 4096, block: int = 128) -> Any:

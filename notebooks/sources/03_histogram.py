@@ -28,7 +28,7 @@
 #
 # This notebook follows the blog post *cuda原子操作进行直方图计算* ("computing a histogram with
 # CUDA atomic operations"): 100 MiB of random bytes into 256 bins, first on the CPU, then with one
-# atomic add in global memory per byte, then with a histogram per block in shared memory (29.22 ms
+# atomic add in global memory per byte, then with a histogram per block in shared memory (29.22 ms<!-- given: article -->
 # in the article). Each of its kernels is shown, run, checked against NumPy and traced; where its
 # code is wrong, the notebook runs it, shows the bug and fixes it. Then it goes past the article:
 # lanes of a warp that agree before a global atomic, 16-byte loads, a copy of the bins per lane,
@@ -257,6 +257,18 @@ source.show("histogram.cu", "add_aggregated", "hist1_agg")
 print("hist1_agg matches NumPy:", (histogram.run("hist1_agg", x) == want).all())
 
 # %% [markdown]
+# The picture of `hist1`'s lanes, now of `hist1_agg`: the bin each lane's atomic updates, and under
+# it what the atomic adds (`__popc(peers)`); a lane drawn "–" made no atomic, because a lower lane
+# of its group added for it:
+
+# %%
+fig, axes = plt.subplots(2, 1, figsize=(12, 5))
+histogram.draw_lane_bins(axes, "hist1_agg", ["skewed", "all-equal"])
+
+# %% [markdown]
+# On all-equal bytes lane 0 of each warp adds 32 to bin 7 and the other 31 lanes make no atomic;
+# on skewed bytes the lanes holding a common small byte leave it to the lowest of them.
+#
 # The atomics each version makes, and the most lanes on one word per warp instruction, counted
 # from the traces (4096 bytes, blocks of 256):
 
@@ -413,7 +425,7 @@ histogram.article_grids()
 #
 # **Why that matters here: bytes in flight.** A load from DRAM takes about 600 ns to come back.
 # To keep the memory busy, every SM must have enough loads waiting at all times: by **Little's
-# law**, bytes in flight = bandwidth × latency, about 4.8 TB/s × 600 ns ≈ 2.9 MB on an H200, or
+# law**, bytes in flight = bandwidth × latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB on an H200, or
 # 22 KB per SM. The trace shows how many bytes a thread of each kernel loads before it needs them
 # (its first atomic needs the byte just loaded): one, for the article's kernels. Launch by launch:
 
@@ -453,7 +465,7 @@ my_guess = {  # (bytes in flight an SM, % of Little's law)
 histogram.exercises.in_flight.check(my_guess)
 
 # %% [markdown]
-# ## The article's 29.22 ms
+# ## The article's 29.22 ms<!-- given: article -->
 #
 # The article measures with CUDA events from before the first `cudaMalloc` to after the result is
 # copied back: the time includes allocating, the 100 MiB `cudaMemcpy` from pageable host memory
