@@ -539,7 +539,7 @@ transpose.blocks_table("transpose_rows", a)
 
 # %% [markdown]
 # 140 blocks of 256 threads for the 1111 × 113 matrix instead of 556, and right for every block
-# (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 16 elements per thread).
+# (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 8 elements per thread).
 #
 # **Why more elements per thread is faster: bytes in flight.** A load from DRAM takes about
 # 600 ns to come back (the course's figure for an idle memory; `course.device().describe()` says
@@ -600,7 +600,7 @@ transpose.exercises.flight.check(my_flight)
 # stores the first, and only then issues the other 4: two round trips of 4 loads, 16 bytes in
 # flight per thread at a time, not the table's 32. `transpose_vec` (below) writes its loads as a
 # phase of their own, every word into a register before any is stored, and its SASS issues all 8
-# loads first. The batching is what the source can guarantee; the rest is up to the compiler.
+# loads first: written as a phase of its own, the batching is the source's doing, not the compiler's.
 #
 # **Exercise 6. Write it: the load phase, batched.** Fill in the kernel's load phase for a 32 × 32
 # tile and a block of 32 × 8 threads: each thread loads its 4 words of `in` into `v`, **every load
@@ -684,8 +684,8 @@ transpose.in_flight_speed()
 #    then none while it stores, so an SM holds a fraction of that peak on average; and a memory
 #    under load answers later than in 600 ns. A launch with a barrier needs several times Little's
 #    figure at its peak. `transpose_rows` 64 × 8 is faster again, though its SASS keeps 16 bytes per
-#    thread in flight at a time, as 32 × 8 does: it moves twice the words per barrier and per block
-#    start, step 3's phases again.
+#    thread in flight at a time, as 32 × 8 does: each thread moves twice the words between its
+#    block's start and its barrier's wait, so the phases of step 3 cost less per byte.
 # 5. **Batched, checked in the SASS.** `transpose_vec` 32 × 16 against `transpose_rows` 64 × 8: the
 #    same 64 × 64 tile, the same 512 threads, the same 8 words per thread; vec issues its 8 loads at
 #    once, rows in two batches of 4, and vec is the faster, about
