@@ -4,6 +4,9 @@
 #   bash scripts/gpu_session.sh bench       python -m course.bench --quick over every topic
 #   bash scripts/gpu_session.sh notebooks   every notebook executed on the GPU, widget state stored
 #   bash scripts/gpu_session.sh sanitizer   the checker against compute-sanitizer
+#   bash scripts/gpu_session.sh device      course.device(): the limits, the measured latency and read stream
+#   bash scripts/gpu_session.sh ncu         the emulator's counts against Nsight Compute, every topic's versions
+#   bash scripts/gpu_session.sh facts       each notebook's hardware facts (scripts/gpu_facts_*.py)
 # docs/gpu-runs.md says how the results were produced and recorded.
 set -u
 . scripts/gpu_env.sh
@@ -24,6 +27,14 @@ for what in "$@"; do
       done ;;
     sanitizer)
       python3 scripts/sanitizer_crosscheck.py "$OUT/checker-vs-sanitizer.md" 2>&1 | tail -5 ;;
+    device)
+      python3 -c "import course; d = course.device(); print(d); print(d.describe())" | tee "$OUT/device.txt" ;;
+    ncu)
+      timeout 560 python3 scripts/ncu_agreement.py measure --out "$OUT/ncu-agreement.md" 2>&1 | grep -v "^|" | tail -80 ;;
+    facts)
+      for f in scripts/gpu_facts_*.py; do
+        echo "--- $f"; timeout 150 python3 "$f" "$OUT" 2>&1 | tail -60
+      done ;;
   esac
 done
 ls -la "$OUT"

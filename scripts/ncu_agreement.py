@@ -311,7 +311,10 @@ def _topic_cases() -> tuple[Case, ...]:
     named = {c.name for c in CASES}
     return tuple(
         Case(
-            name, name, _version(engine, name), f"{engine.name}: the panel's input, N={engine.topic.panel.n}"
+            name,
+            engine.version(name).kernel_name,  # ncu names the kernel (a template without <...>)
+            _version(engine, name),
+            f"{engine.name}: the panel's input, N={engine.topic.panel.n}",
         )
         for engine in TOPICS
         for name in engine.versions()

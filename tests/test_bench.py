@@ -790,3 +790,22 @@ def test_the_cub_steps_call_cupys_cub_as_its_wrappers_expect(monkeypatch: pytest
         calls[1][0] == "scan" and calls[1][1] is not x and np.array_equal(calls[1][1], x) and calls[1][2] == 5
     )
     assert calls[2] == ("histogram", x, ("zeros", 256, "int64"), 257)
+
+
+@pytest.mark.gpu
+def test_cub_computes_what_cupy_does(cupy_backend: course.Device) -> None:
+    import cupy
+
+    from course.bench import cub as library
+
+    rng = np.random.default_rng(3)
+    x = cupy.asarray(rng.integers(0, 100, 100_003).astype(np.int64))
+    inputs = bench.Inputs("reduction", x.size, x.dtype, None, (x,))
+    assert int(library.device_sum(inputs)()) == int(x.sum())
+    scan = library.device_inclusive_sum(inputs)
+    assert cupy.array_equal(scan(), cupy.cumsum(x))  # the first call scans the copy once
+    data = cupy.asarray(rng.integers(0, 256, 100_003).astype(np.uint8))
+    counts = library.device_histogram_even(256)(
+        bench.Inputs("histogram", data.size, data.dtype, None, (data,))
+    )()
+    assert cupy.array_equal(counts, cupy.bincount(data, minlength=256))
