@@ -236,17 +236,21 @@ def part_ncu() -> None:
     except subprocess.TimeoutExpired:
         say("**NOT FINISHED**: ncu took over 60 s")
         return
-    rows = [ln for ln in done.stdout.splitlines() if ln.startswith('"') and any(m in ln for m in NCU_METRICS)]
+    import csv
+
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith('"')]
+    table = list(csv.DictReader(lines))
+    rows = [r for r in table if r.get("Metric Name") in NCU_METRICS]
     if not rows:
         say(f"**NO METRICS**: ncu exit {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
         return
-    say("Launch order: padded 32×32, padded 32×8, rows 32×8 (ids in that order). Per warp instruction issued, "
-        "how many warps were waiting at a barrier, or for a load (long scoreboard):")  # fmt: skip
+    say("Launches in order: padded 32×32, padded 32×8, rows 32×8. Per warp instruction issued, how many "
+        "warps were waiting at a barrier, or for a load (long scoreboard); warps active; DRAM throughput:")  # fmt: skip
     say()
     say("```")
-    for ln in rows:
-        cells = [c.strip('"') for c in ln.split('","')]
-        say("  ".join(cells[i] for i in (0, 4, len(cells) - 3, len(cells) - 1) if i < len(cells)))
+    for r in rows:
+        say(f"{r.get('ID', '?'):>3}  {r.get('Kernel Name', '?')[:40]:40}  {r.get('Block Size', '?'):14}  "
+            f"{r['Metric Name']:75}  {r.get('Metric Value', '?')}")  # fmt: skip
     say("```")
     say()
 
