@@ -190,6 +190,7 @@ def part_timings(repeats: int = 3) -> None:
 
     if backend.device().backend != "cupy":
         say("**NOT RUN**: no GPU (the course's backend is the emulator)")
+        say()
         return
     runs = [transpose.in_flight_speed() for _ in range(repeats)]
     say(f"{course.device()}; {repeats} runs of `transpose.in_flight_speed()`:")
@@ -226,6 +227,7 @@ def part_ncu() -> None:
     ncu = find_tool("ncu")
     if backend.device().backend != "cupy" or ncu is None:
         say(f"**NOT RUN**: {'no GPU' if backend.device().backend != 'cupy' else 'ncu not found'}")
+        say()
         return
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(NCU_PROGRAM)
