@@ -593,7 +593,22 @@ def test_atomic_orders(emulator_backend):
 def test_draw_errors(emulator_backend):
     ax = Figure().add_subplot()
     dot.draw_errors(ax, model_ns=(2**10, 2**12), kernel_ns=(2**10,), seeds=1)
-    assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS)
+    assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS) + 1  # + the zero floor
+    assert any("exactly 0" in t.get_text() for t in ax.texts)  # the floor is labelled
+
+
+def test_learner_cells_get_tables_and_launches_not_dicts(emulator_backend):
+    (row,) = dot.running_sum_table(1024)
+    assert row["first i that rounds"] == 369 and row["lost"] == 768
+    rows = {r["how"]: r["answer"] for r in dot.listing3_table(1024)}
+    assert rows == {"exact": 714779648, "the article's listing 3": 7377008}
+    a, b = dot.article_inputs(1000)
+    text = repr(dot.launch_text("dot3", a, b))
+    assert text.startswith("dot3((4,), (256,), (") and "shared_mem=1024" in text
+    assert text.splitlines()[1].startswith("dot_sum_partials((1,), (256,)")
+    work = {r["version"]: r for r in dot.block_work(256)}
+    assert work["dot3"]["warps stopped at barriers"] == 9 * 8  # every warp at every barrier
+    assert work["dot1"]["warps stopped at barriers"] == 8  # one barrier; then 7 warps leave
 
 
 # ---------------------------------------------------------------- exercises (tests/test_exercises.py holds every
@@ -624,6 +639,39 @@ def test_the_grid_choice_reads_this_devices_occupancy(emulator_backend):
     with course.backend.using("emulator", model="t4"):
         t4 = course.device().sm_count * dot.exercises.resident_blocks(384)
         assert t4 != full and dot.exercises.grid.check(t4).ok
+
+
+def test_the_new_predictions_count_what_the_text_teaches(emulator_backend):
+    # past 2^24 an odd sum rounds: 3i² passes 2^24 at i = 256 (even), 5i² at 216 (even): the next,
+    # odd, product rounds; ones stop at 2^24
+    assert dot.exercises.rounding_truth() == {
+        "a[i] = i, b[i] = 3i": (257,), "a[i] = i, b[i] = 5i": (217,), "a[i] = b[i] = 1, N = 2^25": (2**24,)
+    }  # fmt: skip
+    # dot1: block / 4 16-byte loads; dot3: 1 + log2(block) barriers; dot_shfl: 5 per warp + 5
+    assert dot.exercises.block_cost_truth() == {
+        "blocks of 128": (32, 8, 25),
+        "blocks of 1024": (256, 11, 165),
+    }
+
+
+def test_the_ordered_exercise_reads_the_counters_reset_from_the_compiled_code(emulator_backend):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "dot_solutions", Path(__file__).parents[1] / "solutions/dot.py"
+    )
+    sol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sol)
+    reset = dot.exercises.counter_reset()
+    assert reset.measure(None, dot.exercises.ordered.compile(sol.ORDER)) == ""
+    by_store = sol.ORDER.replace(
+        "atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1",
+        "atomicAdd(&blocks_done, 1) == gridDim.x - 1",
+    )
+    assert "never set back" in reset.measure(None, dot.exercises.ordered.compile(by_store))
+    by_store = by_store.replace("out[0] = total;", "out[0] = total;\n            blocks_done = 0;")
+    assert reset.measure(None, dot.exercises.ordered.compile(by_store)) == ""
 
 
 @pytest.mark.gpu

@@ -485,7 +485,7 @@ source.show("dot.cu", "dot3")
 dot.launch_text("dot3", a, b)
 
 # %% [markdown]
-# **The article's timings.** The article reports 108, 90 and 92 ms for its three programs. They were
+# **The article's timings.** The article reports 108, 90 and 92 ms<!-- given: article --> for its three programs. They were
 # measured with `gettimeofday` around all of `main()`: CUDA's start-up, `cudaMalloc`, the copies,
 # the kernel and the frees, for vectors of 1024 floats. The kernels themselves take microseconds.
 # On a GPU, the kernel alone (CUDA events) beside what the course's host side takes (copy a and b
@@ -497,7 +497,7 @@ dot.article_timings()
 # %% [markdown]
 # On a GPU the kernels take microseconds (dot1_article the longest: thread 0 adds 1024 products one
 # after another) and the host's part about a tenth of a millisecond: the article's milliseconds were CUDA's
-# start-up, and its comparison of 108 against 90 ms says nothing about the kernels. The timing
+# start-up, and its comparison of 108 against 90 ms<!-- given: article --> says nothing about the kernels. The timing
 # section below measures them at sizes where they matter.
 #
 # ## Beyond the article
