@@ -514,15 +514,15 @@ reduction.issue_table()
 
 # %% [markdown]
 # Read it from left to right. Kernels 4, 5 and 6 cut the instructions per element, and the issue
-# floor falls with them. On a GPU the time does not follow: every kernel from 3 to 6 takes several
-# times its floor, so none of them waits on issuing instructions. Kernel 4 runs in about half
-# kernel 3's time, and it has half the waves; kernels 5 and 6 run no faster than kernel 4, and they
-# have the same waves as kernel 4. The **time per wave** column barely moves from kernel 3 to
+# floor falls with them. On a GPU the time does not follow: every kernel from 3 to 7 takes at
+# least twice its floor (the last column), so none of them waits on issuing instructions. Kernel 4
+# runs in about half kernel 3's time, and it has half the waves; kernels 5 and 6 run barely faster
+# than kernel 4, with the same waves as kernel 4. The **time per wave** column barely moves from kernel 3 to
 # kernel 6 (the fact script checks its spread over repeated runs): each wave of blocks costs about
 # the same time, whatever its instruction count.
 #
 # Harris's reading was right on his GPU. The G80 issued a warp instruction in 4 cycles on each of
-# 16 SMs at 1.35 GHz, about 5.4e9 a second, 200 times fewer than an H200. The same counts against
+# 16 SMs at 1.35 GHz, about 5.4e9 a second, some 200 times fewer than an H200. The same counts against
 # the G80's issue rate, beside the times Harris measured at 4M elements (the slides' numbers):
 
 # %% tags=["nbval-ignore-output"]
@@ -546,8 +546,9 @@ reduction.g80_floor()
 #
 # That explains the table. Kernel 3 has one 4-byte load per thread in flight; kernel 4 has two, so
 # each wave carries twice the bytes for about the same round trip, and half the waves cover N:
-# half the time. Kernels 5 and 6 shorten the tree, a small part of a wave's time, and keep two
-# loads per thread: same waves, same bytes per wave, same time. To go faster, a kernel must keep
+# half the time. Kernels 5 and 6 shorten the tree and keep two loads per thread: same waves, same
+# bytes per wave, and (the time per wave says) about the same time, so the tree they shortened
+# was a small part of a wave's time. To go faster, a kernel must keep
 # more bytes in flight, or keep them in flight all the time instead of once per block. That is
 # kernel 7.
 #
@@ -556,8 +557,9 @@ reduction.g80_floor()
 # "All SMs at once" depends on the kernel. An SM holds a block only if it has room for all of it:
 # its **threads** (2048 per SM on Hopper), a **block slot** (32 per SM), its **registers** (65 536
 # per SM, allocated per warp) and its **shared memory** (228 KB per SM, plus 1 KB the driver
-# reserves per block). The blocks it holds at once, against the most it could (its threads), is
-# the kernel's **occupancy**. For kernel 7 with the article's `long long` sums, each limit alone,
+# reserves per block). The least of the four is the number of blocks it holds at once; the
+# threads those blocks have, as a share of the 2048 an SM could hold, is the kernel's
+# **occupancy**. For kernel 7 with the article's `long long` sums, each limit alone,
 # read from the device (on a GPU the registers come from the loaded function and the count from
 # the driver's occupancy API):
 
@@ -865,9 +867,9 @@ table
 reduction.g80_comparison(table)
 
 # %% [markdown]
-# The two GPUs agree on kernels 1 to 3 and on kernel 7, and part on 4 to 6. On the G80 each of
-# kernels 4, 5 and 6 took a large step towards the peak, because each cut the instructions its
-# issue rate was bound by. On this GPU kernel 4 takes a step (more bytes in flight) and kernels 5
+# On both GPUs kernels 1 to 3 climb and kernel 7 ends at about the same share of each peak; they
+# part on 4 to 6. On the G80 each of kernels 4, 5 and 6 took a large step towards the peak,
+# because each cut the instructions its issue rate was bound by. On this GPU kernel 4 takes a step (more bytes in flight) and kernels 5
 # and 6 almost none: issue is no longer the bound. The lessons that carry over are the first three
 # and kernel 7's; the instruction cuts of 5 and 6 are a G80 lesson, and the latency lesson replaces
 # them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
