@@ -518,3 +518,52 @@ def test_exercise_kernels_are_timed_on_a_gpu(cupy_backend):
     for ex, answer in ((scan.exercises.exclusive, sol.EXCLUSIVE), (scan.exercises.warp, sol.WARP)):
         verdict = ex.check(answer)
         assert verdict.ok and "× lookback" in str(verdict), str(verdict)
+
+
+# ---------------------------------------------------------------- scripts/gpu_facts_scan.py
+
+
+def _facts():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_scan.py"
+    spec = importlib.util.spec_from_file_location("gpu_facts_scan", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fact_script_reads_sass():
+    facts = _facts()
+    text = """
+        Function : _Z10scan_tilesILi128ELi32EEvPKfPfS2_i
+        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;   /* 0x000 */
+        /*0010*/                   SHFL.UP PT, R5, R4, 0x1, RZ ;      /* 0x000 */
+        /*0020*/              @!P0 FADD R4, R4, R5 ;                  /* 0x000 */
+        /*0030*/                   SHFL.UP PT, R5, R4, 0x2, RZ ;      /* 0x000 */
+        /*0040*/                   SHFL.UP PT, R5, R4, 0x4, RZ ;      /* 0x000 */
+        /*0050*/                   SHFL.UP PT, R5, R4, 0x8, RZ ;      /* 0x000 */
+        /*0060*/                   SHFL.UP PT, R5, R4, 0x10, RZ ;     /* 0x000 */
+        /*0070*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;      /* 0x000 */
+    """
+    (body,) = facts.sass_bodies(text).values()
+    ops = [facts.opcode(i) for i in body]
+    assert ops[:3] == ["LDG.E.128", "SHFL.UP", "FADD"] and ops[-1].startswith("BAR.SYNC")
+
+
+def test_fact_script_without_a_gpu_says_so(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_scan.py"
+    env = {**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""}
+    res = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300, env=env
+    )
+    report = (tmp_path / "gpu_facts_scan.md").read_text()
+    if "NO GPU" not in report:
+        pytest.skip("a GPU is here: the script measured")
+    assert res.returncode == 1
+    assert "lookback_scan" in report and "NVRTC cubin for sm_90" in report  # the registers step needs no GPU

@@ -44,6 +44,7 @@ from .story import (
     lookback_table,
     never_writes_y,
     one_block_table,
+    residency_table,
     plot_speed,
     speed_against_n,
     speed_table,
@@ -88,7 +89,7 @@ __all__ = [
     "bytes_moved", "check", "conversion_table", "conversions", "draw_bank_steps", "draw_banks", "draw_lookback",
     "draw_naive_reads", "draw_steps", "draw_warp_scan", "exclusive", "exercises", "launches",
     "held_after_steps", "kernel", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
-    "plot_speed", "plot_steps_vs_work", "reference", "reference_op", "run", "run_op", "speed_against_n",
+    "plot_speed", "plot_steps_vs_work", "reference", "residency_table", "reference_op", "run", "run_op", "speed_against_n",
     "speed_table", "step_table", "steps_vs_work", "trace", "tuning_steps", "typo_error", "versions",
     "wrong_last_element",
 ]  # fmt: skip

@@ -423,6 +423,23 @@ def tuning_steps() -> Table:
     return rows
 
 
+def residency_table(blocks: Sequence[int] = TILE_BLOCKS) -> Table:
+    """lookback_scan as compiled here, for each tile block: registers a thread and shared bytes a
+    block (the loaded function's on a GPU, NVRTC's cubin on the emulator) and the blocks an SM
+    holds at once, with what limits them (the occupancy API on a GPU, the course's calculation on
+    the emulator)."""
+    from .. import occupancy
+
+    rows = Table()
+    for b in blocks:
+        occ = occupancy.occupancy(ENGINE.kernel("lookback", np.float32, b), b)
+        rows.append({
+            "block": b, "registers a thread": occ.registers, "shared bytes a block": occ.shared,
+            "blocks per SM": occ.blocks, "threads per SM": occ.blocks * b, "limited by": ", ".join(occ.limits),
+        })  # fmt: skip
+    return rows
+
+
 # ---------------------------------------------------------------- timings on a GPU
 
 NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"

@@ -960,11 +960,25 @@ scan.tuning_steps()
 # H200, some 22 KB per SM. A block loads its 16 KB tile at once, then scans it and looks back, and
 # while it waits it holds its registers and has nothing in flight. So the steps are (1) cheaper
 # waits (a warp-local exchange instead of block barriers, one atomic instead of a round trip and a
-# fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__` brings the
-# registers from 72 to 56 a thread, so that 9 blocks of 128 fit where 7 did), (3) a pause before
-# the first look, so that the predecessors' prefixes are there when it looks (fewer windows
-# walked), and (4) a prefetch of the tile 256 tiles ahead into L2, which costs no register and
-# keeps the DRAM busy while blocks wait.
+# fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__(128, 8)` asks
+# the compiler for at most 64 registers a thread; the compiler of the tuning run went from 72 to
+# 56, so that 9 blocks of 128 fit where 7 did), (3) a pause before the first look, so that the
+# predecessors' prefixes are there when it looks (fewer windows walked), and (4) a prefetch of the
+# tile 256 tiles ahead into L2, which costs no register and keeps the DRAM busy while blocks wait.
+#
+# What the kernel gets from the compiler at hand, and so how many blocks an SM holds at once
+# (on a GPU the driver's numbers, on the emulator NVRTC's cubin and the course's occupancy
+# calculation):
+
+# %% tags=["nbval-ignore-output"]
+scan.residency_table()
+
+# %% [markdown]
+# Read the registers column against the tuning table's row: a compiler may allocate a different
+# count from the one the tuning run had (each register less is more blocks only when it crosses a
+# boundary: 64 registers × 128 threads × 8 blocks is exactly the SM's 65 536). Whatever it
+# allocates, the blocks per SM times the block is the threads an SM keeps in flight, and with
+# 32 elements a thread, the bytes it has on their way while blocks wait.
 
 # %% [markdown]
 # ## Summary

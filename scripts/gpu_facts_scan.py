@@ -1,0 +1,461 @@
+"""The hardware facts notebook 04's prose states that no notebook cell prints, read on a GPU.
+
+    python3 scripts/gpu_facts_scan.py OUT_DIR       (on a GPU machine; about a minute)
+
+Prints, and writes to OUT_DIR/gpu_facts_scan.md:
+
+1. the device;
+2. registers of lookback_scan<128> from NVRTC's cubin for this GPU, with `__launch_bounds__(128, 8)`
+   and with `__launch_bounds__(128)` only, and what the driver loads (num_regs, blocks per SM):
+   the .cu header's and the notebook's "64 registers, 8 blocks" against the tuning run's "56, 9";
+3. the SASS of scan_tiles<128> and lookback_scan<128> (scan.cu compiled as the course compiles it,
+   read with `cuobjdump -sass`): SHFL.UP (warp_scan: 5 per call), BAR.SYNC (block_exclusive_scan:
+   2 in scan_tiles), no BAR between warp_scan's first and fifth SHFL.UP, LDG.E.128/STG.E.128 (the
+   16-byte tile loads), ATOMG (the ticket), NANOSLEEP (the pauses), CCTL (the L2 prefetch);
+4. the GPU table of the tiled versions at 2^20, 2^24 and 2^28 with CUB's DeviceScan beside them
+   (`scan.speed_table`), and the claims the "How fast" prose reads from it: scan-then-propagate
+   under half of the copy at every size, lookback the course's closest to the copy at 2^28,
+   cupy.cumsum slower than scan-then-propagate at 2^28; CUB through `cupy.cuda.cub.cub_scan`,
+   or, where that is missing, `cub::DeviceScan::InclusiveSum` built with nvcc and called through
+   ctypes; and `cupy.cumsum` with CuPy's CUB accelerator on and off (is it CUB? the notebook says not);
+5. exercise 8 (`scan.exercises.block`): lookback at N = 300 000 for blocks 32, 64, 128, 256, five
+   repeats: medians, spread, the blocks within 10 % of the fastest, against the emulator rule's
+   {128, 256}: AGREE or DISAGREE;
+6. exercise 7's solution timed (`scan.exercises.propagate` on a GPU): the element-wise add against
+   add_tile_prefix and a copy; exercise 1's and 3's solutions timed;
+7. `one_block_table`: the naive scan's time over the copy's and over Kogge-Stone's ("several times
+   longer").
+
+Every step that cannot run says why (no GPU, no cuobjdump, no nvcc) and the others still run; the
+exit status is 1 when any step failed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BUDGET_S = 85  # the lead's limit is 90 s for the whole script
+MODEL_ACCEPTS = {128, 256}  # scan.exercises.block on the emulator (tests/test_scan.py holds it there)
+TABLE_SIZES = (2**20, 2**24, 2**28)
+
+lines: list[str] = []
+failed: list[str] = []
+T0 = time.time()
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+    lines.append(text)
+
+
+def step(title: str):
+    def wrap(fn):
+        def run(*a, **kw):
+            say(f"\n## {title}\n")
+            t0 = time.time()
+            try:
+                return fn(*a, **kw)
+            except Exception as exc:  # every step reports, none stops the others
+                failed.append(title)
+                say(f"**FAILED**: {type(exc).__name__}: {exc}")
+            finally:
+                say(f"\n({time.time() - t0:.1f} s)")
+
+        return run
+
+    return wrap
+
+
+def on_gpu() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def gpu_or_die() -> None:
+    if not on_gpu():
+        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False (or CuPy is missing)")
+
+
+def left() -> float:
+    return BUDGET_S - (time.time() - T0)
+
+
+def arch() -> str:
+    if on_gpu():
+        import cupy
+
+        return f"sm_{cupy.cuda.Device().compute_capability}"
+    return "sm_90"
+
+
+@step("1. device")
+def device() -> None:
+    gpu_or_die()
+    import cupy
+
+    import course
+
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    say(
+        f"- GPU: {name}, {props['multiProcessorCount']} SMs, compute capability {props['major']}.{props['minor']}"
+    )
+    say(f"- CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+    say(f"- course.device(): {course.device()}")
+
+
+# ---------------------------------------------------------------- 2. registers
+
+BOUND = "__launch_bounds__(BLOCK, 1024 / BLOCK) lookback_scan"
+
+
+def scan_source(min_blocks: bool = True) -> str:
+    from course import compiler
+
+    src = compiler.read_kernel("scan.cu")
+    if BOUND not in src:
+        raise RuntimeError(f"scan.cu no longer has {BOUND!r}")
+    return src if min_blocks else src.replace(BOUND, "__launch_bounds__(BLOCK) lookback_scan")
+
+
+@step("2. registers of lookback_scan<128> (NVRTC cubin; the driver's on a GPU)")
+def registers() -> None:
+    from course import cubin
+    from course.scan.topic import options
+
+    opts = options(np.dtype(np.float32))
+    names = ("lookback_scan<128>", "scan_tiles<128>")
+    a = arch()
+    say(f"- NVRTC cubin for {a}, options {opts}:")
+    for label, bound in (("__launch_bounds__(128, 8)", True), ("__launch_bounds__(128) only", False)):
+        regs = cubin.registers(
+            scan_source(bound), filename="scan.cu", options=opts, name_expressions=names, arch=a
+        )
+        mine = {k: v for k, v in regs.items() if "lookback_scan" in k or "scan_tiles" in k}
+        say(f"  - {label}: " + ", ".join(f"{k}: {v}" for k, v in sorted(mine.items())))
+    say(
+        "- the notebook and the .cu header say: the tuning run's compiler 72 -> 56 (9 blocks); NVRTC 13: 64 (8 blocks)"
+    )
+    if not on_gpu():
+        say("- (no GPU: the driver's numbers are not read)")
+        return
+    from course import scan
+
+    say("- what the driver loaded, `scan.residency_table()` on this GPU:")
+    say("```\n" + repr(scan.residency_table()) + "\n```")
+
+
+# ---------------------------------------------------------------- 3. SASS
+
+
+def cubin_path(a: str) -> Path:
+    from course import compiler
+    from course.scan.topic import options
+
+    opts = compiler.compile_options((f"-arch={a}", *options(np.dtype(np.float32))))
+    blob = compiler.compile_cubin(scan_source(), "scan.cu", opts, ("scan_tiles<128>", "lookback_scan<128>"))
+    path = Path(tempfile.mkdtemp()) / f"scan_{a}.cubin"
+    path.write_bytes(blob)
+    return path
+
+
+def sass_bodies(text: str) -> dict[str, list[str]]:
+    bodies = {}
+    for f in re.split(r"\n\s*Function : ", text)[1:]:
+        name = f.split("\n", 1)[0].strip()
+        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
+    return bodies
+
+
+def opcode(instr: str) -> str:
+    """The opcode of one SASS instruction, without its predicate (@P0 ...)."""
+    parts = instr.split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0] if parts else ""
+
+
+@step("3. SASS of scan_tiles<128> and lookback_scan<128> (cuobjdump -sass)")
+def sass(out: Path) -> None:
+    a = arch()
+    path = cubin_path(a)
+    say(f"- cubin: {path.name} ({path.stat().st_size} bytes, {a})")
+    if not shutil.which("cuobjdump"):
+        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
+    res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
+    (out / "scan_sass.txt").write_text(res.stdout + "\n" + res.stderr)
+    bodies = sass_bodies(res.stdout)
+    if not bodies:
+        raise RuntimeError(
+            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
+        )
+    kinds = (
+        "SHFL.UP",
+        "SHFL.IDX",
+        "BAR.SYNC",
+        "WARPSYNC",
+        "LDG.E.128",
+        "STG.E.128",
+        "LDS",
+        "STS",
+        "ATOMG",
+        "NANOSLEEP",
+        "CCTL",
+    )
+    say("| kernel | SASS instructions | " + " | ".join(kinds) + " |")
+    say("|---|---|" + "---|" * len(kinds))
+    for name, body in bodies.items():
+        if "scan_tiles" not in name and "lookback_scan" not in name:
+            continue
+        ops = [opcode(i) for i in body]
+        counts = [sum(o.startswith(k) for o in ops) for k in kinds]
+        say(f"| {name} | {len(ops)} | " + " | ".join(map(str, counts)) + " |")
+        ups = [k for k, o in enumerate(ops) if o.startswith("SHFL.UP")]
+        if len(ups) >= 5:
+            first, fifth = ups[0], ups[4]
+            between = [o for o in ops[first:fifth] if o.startswith(("BAR", "LDS", "STS"))]
+            say(
+                f"  - {name}: warp_scan's first five SHFL.UP at instructions {ups[:5]}; between the first and "
+                f"the fifth: {len(between)} BAR/LDS/STS ({', '.join(between) or 'none'}): "
+                + (
+                    "no barrier, no shared memory, as the notebook says"
+                    if not between
+                    else "NOT as the notebook says"
+                )
+            )
+
+
+# ---------------------------------------------------------------- 4. the GPU table with CUB
+
+
+CUB_SRC = r"""
+#include <cub/device/device_scan.cuh>
+extern "C" int cub_inclusive_sum(const float* in, float* out, int n, void* temp, size_t* temp_bytes) {
+    return (int)cub::DeviceScan::InclusiveSum(temp, *temp_bytes, in, out, n);
+}
+"""
+
+
+def nvcc_cub(out: Path):
+    """cub::DeviceScan::InclusiveSum built with nvcc into a shared library: a step maker, or None."""
+    if not shutil.which("nvcc"):
+        say("- no nvcc: CUB cannot be built here either")
+        return None
+    work = Path(tempfile.mkdtemp())
+    (work / "cubscan.cu").write_text(CUB_SRC)
+    lib = work / "libcubscan.so"
+    cmd = [
+        "nvcc",
+        "-O3",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        f"-arch={arch()}",
+        "-o",
+        str(lib),
+        str(work / "cubscan.cu"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=max(10, int(left()) - 20))
+    if res.returncode:
+        say(f"- nvcc failed: {res.stderr.strip()[-400:]}")
+        return None
+    so = ctypes.CDLL(str(lib))
+    so.cub_inclusive_sum.restype = ctypes.c_int
+    so.cub_inclusive_sum.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+
+    def make(x):
+        import cupy
+
+        y = cupy.empty_like(x)
+        size = ctypes.c_size_t(0)
+        so.cub_inclusive_sum(x.data.ptr, y.data.ptr, x.size, None, ctypes.byref(size))
+        temp = cupy.empty(max(1, size.value), np.uint8)
+        run = lambda: so.cub_inclusive_sum(x.data.ptr, y.data.ptr, x.size, temp.data.ptr, ctypes.byref(size))  # noqa: E731
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        if not bool(cupy.allclose(y, cupy.cumsum(x), rtol=1e-4, atol=1e-2)):
+            raise RuntimeError("nvcc-built CUB scan disagrees with cupy.cumsum")
+        return run
+
+    return make
+
+
+@step("4. the tiled versions, CUB's DeviceScan and cupy.cumsum at 2^20, 2^24, 2^28")
+def table(out: Path) -> None:
+    gpu_or_die()
+    import cupy
+
+    from course import bench, scan
+    from course.scan import story
+
+    x = cupy.ones(1 << 16, np.float32)
+    reachable = story.cub_scan_step(x) is not None
+    say(f"- CUB through cupy.cuda.cub.cub_scan: {'reachable' if reachable else 'NOT reachable in this CuPy'}")
+    records = scan.speed_against_n(sizes=TABLE_SIZES)
+    rows = scan.speed_table(records, sizes=TABLE_SIZES)
+    say("```\n" + repr(rows) + "\n```")
+    if not reachable and left() > 40:
+        make = nvcc_cub(out)
+        if make is not None:
+            for r in records:
+                if r["kernel"] != "lookback":
+                    continue
+                n = r["n"]
+                run = make(cupy.asarray(story.example(n)))
+                ms = statistics.median(bench.time_runs([run], runs=20))
+                say(f"- nvcc-built cub::DeviceScan::InclusiveSum at 2^{int(np.log2(n))}: {1e3 * ms:.1f} µs, "
+                    f"{100 * r['copy_ms'] / ms:.1f} % of copy, lookback {r['pct_of_copy']:.1f} % of copy")  # fmt: skip
+                bench.free_gpu_memory()
+    by = {(r["N"], r["kernel"]): r for r in rows}
+    say("\nClaims the prose reads from this table:")
+    for n in TABLE_SIZES:
+        key = f"2^{int(np.log2(n))}"
+        stp = by.get((key, "scan_then_propagate"))
+        if stp:
+            say(
+                f"- {key}: scan-then-propagate at {stp['% of copy']:.1f} % of copy: under half? {stp['% of copy'] < 50}"
+            )
+    course_rows = [r for r in rows if r["N"] == "2^28" and r["kernel"] in ("scan_then_propagate", "lookback")]
+    if course_rows:
+        best = max(course_rows, key=lambda r: r["% of copy"])
+        say(
+            f"- 2^28: the course's closest to the copy: {best['kernel']} ({best['% of copy']:.1f} %): lookback? {best['kernel'] == 'lookback'}"
+        )
+    cum, stp = by.get(("2^28", "cupy.cumsum")), by.get(("2^28", "scan_then_propagate"))
+    if cum and stp:
+        say(
+            f"- 2^28: cupy.cumsum {cum['% of copy']:.1f} % < scan-then-propagate {stp['% of copy']:.1f} %? {cum['% of copy'] < stp['% of copy']}"
+        )
+    cub = by.get(("2^28", story.CUB))
+    lb = by.get(("2^28", "lookback"))
+    if cub and lb:
+        say(
+            f"- 2^28: CUB {cub['% of copy']:.1f} % of copy against lookback {lb['% of copy']:.1f} % (the prose asks the reader to compare them)"
+        )
+    # cupy.cumsum with CuPy's CUB accelerator on and off
+    from cupy._core import _accelerator
+
+    n = 2**24
+    xs = cupy.asarray(story.example(n))
+    saved = _accelerator.get_routine_accelerators()
+    times = {}
+    for label, acc in (("accelerators off", []), ("cub on", ["cub"])):
+        _accelerator.set_routine_accelerators(acc)
+        times[label] = 1e3 * statistics.median(bench.time_runs([lambda: cupy.cumsum(xs)], runs=20))
+    _accelerator.set_routine_accelerators(saved)
+    say("- cupy.cumsum at 2^24: " + ", ".join(f"{k} {v:.1f} µs" for k, v in times.items())
+        + " (the notebook: switching CUB on does not change it)")  # fmt: skip
+    bench.free_gpu_memory()
+
+
+# ---------------------------------------------------------------- 5. exercise 8's block choice
+
+
+@step("5. exercise 8: lookback at N = 300 000, blocks 32-256, five repeats")
+def block_choice() -> None:
+    gpu_or_die()
+    from course.scan import exercises
+
+    repeats = [exercises.block_speeds(runs=50) for _ in range(5)]
+    say("| block | GB/s (median of 5 repeats) | min | max | tiles | windows walked |")
+    say("|---|---|---|---|---|---|")
+    med = {}
+    for b in sorted(repeats[0]):
+        v = [r[b] for r in repeats]
+        med[b] = statistics.median(v)
+        say(
+            f"| {b} | {med[b]:.0f} | {min(v):.0f} | {max(v):.0f} | {exercises.tiles(b)} | {exercises.windows_walked(b)} |"
+        )
+    best = max(med.values())
+    within = {b for b, v in med.items() if v >= 0.9 * best}
+    per_repeat = [{b for b, v in r.items() if v >= 0.9 * max(r.values())} for r in repeats]
+    say(
+        f"- within 10 % of the fastest (medians): {sorted(within)}; in each repeat: {[sorted(s) for s in per_repeat]}"
+    )
+    verdict = "AGREE" if within == MODEL_ACCEPTS else "DISAGREE"
+    say(f"- the emulator rule accepts {sorted(MODEL_ACCEPTS)}: **{verdict}**")
+
+
+# ---------------------------------------------------------------- 6. the kernel exercises' solutions timed
+
+
+@step("6. exercises 1, 3 and 7: the solutions timed on this GPU")
+def kernels_timed() -> None:
+    gpu_or_die()
+    import importlib.util
+
+    from course.scan import exercises
+
+    spec = importlib.util.spec_from_file_location("solutions_scan", ROOT / "solutions" / "scan.py")
+    sol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sol)
+    for ex, answer in (
+        (exercises.propagate, sol.PROPAGATE),
+        (exercises.exclusive, sol.EXCLUSIVE),
+        (exercises.warp, sol.WARP),
+    ):
+        if left() < 10:
+            say(f"- {ex.key}: skipped (time budget)")
+            continue
+        say(f"- {ex.key}:\n```\n{ex.check(answer)}\n```")
+
+
+# ---------------------------------------------------------------- 7. one block at N = 1024
+
+
+@step("7. one_block_table: the naive scan against the copy and Kogge-Stone")
+def one_block() -> None:
+    gpu_or_die()
+    from course import scan
+
+    rows = scan.one_block_table(runs=50)
+    say("```\n" + repr(rows) + "\n```")
+    us = {r["version"]: r["µs"] for r in rows}
+    say(f"- naive / copy: {us['naive'] / us['device copy']:.1f}×, naive / kogge_stone: {us['naive'] / us['kogge_stone']:.1f}× "
+        "(the notebook: 'several times longer'); trees and Kogge-Stone / copy: "
+        + ", ".join(f"{k} {us[k] / us['device copy']:.1f}×" for k in ("kogge_stone", "brent_kung", "blelloch")))  # fmt: skip
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", "."))
+    out.mkdir(parents=True, exist_ok=True)
+    say("# GPU facts for notebook 04 (scan)")
+    device()
+    registers()
+    sass(out)
+    table(out)
+    block_choice()
+    kernels_timed()
+    one_block()
+    say(f"\n(total {time.time() - T0:.1f} s; failed steps: {failed or 'none'})")
+    (out / "gpu_facts_scan.md").write_text("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
