@@ -135,13 +135,15 @@ dot.draw_running_sum(axes, 1024)
 
 # %% [markdown]
 # Left, the staircase of float32 spacings under the growing sum; right, what the sum has lost. It
-# is not noise: it is a drift with a slope. Zero until i = 369; then a straight line down, 2 lost
-# at every odd i. The rounded sum is a multiple of 8 there, and 2i² of an odd i is 2 more than a
-# multiple of 8 (an odd square is 1 more), so every sum lands exactly halfway between two float32
-# numbers, and the tie goes to the even significand: the multiple of 8 below, every time. Past 2²⁷
-# (i ≈ 586, spacing 16) a steeper line, down to about −680 at i ≈ 740. Only past 2²⁸ (spacing 32)
-# do the roundings point both ways, and the curve wanders before it ends at −768. Regular terms
-# round in a regular pattern, and here the pattern is biased: the errors add up instead of
+# is not noise: it is a drift, in straight pieces. Zero until i = 369; then a straight line down,
+# 2 lost at every odd i, through spacings 4 and 8, to −218 at i = 585. The rounded sum is a
+# multiple of 8 there, and 2i² of an odd i is 2 more than a multiple of 8 (an odd square is 1
+# more), so every such add ends 2 above a float32 number and is rounded down to it (at spacing 4 it
+# is a tie, and the tie goes to the even significand: the same multiple of 8). Past 2²⁷ (spacing
+# 16) a steeper line, to about −680 at i = 737. Past 2²⁸ (spacing 32) the drift turns: a sawtooth
+# that climbs back to about −480 by i = 929; past 2²⁹ (spacing 64) down again, to −768. Each piece
+# has its slope because the products fall between float32 numbers in a regular pattern at that
+# spacing: the rounding is biased, one way for a stretch, and the errors add up instead of
 # cancelling. Any running sum of many positive terms has the same trouble: the sum grows, its
 # spacing grows with it, and every term added is rounded to that spacing. The tree avoided it by
 # adding numbers of similar size: pairs first, then pairs of pairs.
@@ -247,7 +249,8 @@ dot.block_work(256)
 
 # %% [markdown]
 # dot1 chains 256 additions on one lane; dot3's tree spreads them over 8 steps, but every step ends
-# at a barrier that all 8 warps must reach (9 barriers with the first); dot_shfl does the block's sum
+# at a barrier that all 8 warps must reach (9 barriers with the first: 72 warp stops, against
+# dot1's 8, in the table's fifth column); dot_shfl does the block's sum
 # in registers with 45 shuffle instructions (5 per warp, and 5 more in warp 0) and one barrier.
 # Fewer steps is not the same as less time: the tree's barriers hold all 8 warps 9 times, dot1's
 # chain holds one lane while the other warps have left. Which costs more per block is for a GPU to
