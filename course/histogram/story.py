@@ -10,6 +10,7 @@ timings need a GPU (on the emulator the timing helpers return a table that says 
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -518,9 +519,10 @@ def draw_banks(
         elif label.startswith("warp "):
             text.set_text(f"instruction {row} ({label})")
             row += 1
+    worst = re.search(r"worst \d+-way", ax.get_title())
     ax.set_title(
         f"{name} on {data} bytes, the counting atomic: distinct words per bank, one row per warp "
-        f"instruction (colour scale 0 to {BANK_SCALE} for every such picture)",
+        f"instruction{f' ({worst[0]})' if worst else ''}; colour scale 0 to {BANK_SCALE} in every such picture",
         fontsize=10,
         wrap=True,
     )
