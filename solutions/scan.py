@@ -185,8 +185,8 @@ WRONG.update({
         ({**MOVED, M1: (4.0,)}, "tile 0 needs no prefix"),  # one tile: no propagate launch at all
     ],
     "tile": [
-        ({**TILE, T256: (TILE[T256][0], TILE[T256][0], TILE[T256][2])}, "'shuffles, last warp'"),  # every warp as warp 0
-        ({**TILE, T32: (TILE[T32][0], TILE[T32][1] - 5, TILE[T32][2])}, "only if it is warp 0"),  # block 32's one warp
+        ({**TILE, T256: (TILE[T256][0], 8 * TILE[T256][0], TILE[T256][2])}, "'shuffles, whole block'"),  # every warp as warp 0
+        ({**TILE, T32: (TILE[T32][0], TILE[T32][1] - 5, TILE[T32][2])}, "a block of 32 has one warp"),  # block 32: 6
         ({**TILE, T256: (TILE[T256][0], TILE[T256][1], 2 * 8)}, "__syncthreads"),  # Kogge-Stone's 2 log2(256)
     ],
     "propagate": [

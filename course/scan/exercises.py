@@ -447,13 +447,13 @@ moved = Prediction(
 # ---------------------------------------------------------------- 7. predict, then check: the tile's warp scans
 
 TILE_KEYS = (32, 256)  # blocks of scan_tiles; the picture above draws a block of 64
-TILE_COLUMNS = ("shuffles, warp 0", "shuffles, last warp", "__syncthreads")
+TILE_COLUMNS = ("shuffles, warp 0", "shuffles, whole block", "__syncthreads")
 
 
 @functools.lru_cache(maxsize=2)
 def tile_truth(blocks: tuple[int, ...] = TILE_KEYS) -> dict[str, tuple[int, int, int]]:
-    """scan_tiles on one tile: the shuffles warp 0 and the block's last warp execute and the
-    block-wide barriers (bar.sync) a thread passes, counted from the trace."""
+    """scan_tiles on one tile: the shuffles warp 0 executes, those of the whole block (every warp's
+    warp instructions), and the block-wide barriers (bar.sync) a thread passes, counted from the trace."""
     out = {}
     for b in blocks:
         x = np.ones(b * ITEMS, np.float32)
@@ -461,7 +461,7 @@ def tile_truth(blocks: tuple[int, ...] = TILE_KEYS) -> dict[str, tuple[int, int,
         last = b // 32 - 1
         bars = t.where(op="bar", warp=last)
         out[f"scan_tiles, block {b}"] = (
-            len(t.where(op="shfl", warp=0)), len(t.where(op="shfl", warp=last)),
+            len(t.where(op="shfl", warp=0)), len(t.where(op="shfl")),
             int(np.sum(bars.columns["opcode"] == "bar.sync")),
         )  # fmt: skip
     return out
@@ -477,15 +477,15 @@ tile = Prediction(
         "shuffles, warp 0": "every warp runs warp_scan on its threads' totals (one shuffle per offset 1, 2, "
         "4, 8, 16) and one more shuffle to make it exclusive; warp 0 then scans the warps' totals with "
         "warp_scan again, whatever the number of warps",
-        "shuffles, last warp": "the last warp does what every warp does, and warp 0's extra work only if "
-        "it is warp 0",
+        "shuffles, whole block": "add up the warps: each does what every warp does, and warp 0 its extra "
+        "scan on top (a block of 32 has one warp, warp 0)",
         "__syncthreads": "count the __syncthreads() in block_exclusive_scan; the __syncwarp() of the "
         "loads and stores are not block barriers",
     },
     hints=(
         "read block_exclusive_scan above line by line: which lines run in every warp, which only in warp 0?",
         "the picture of warp 1 shows one warp's shuffles; warp 0 adds a second warp_scan. A block of 32 "
-        "has one warp: it is warp 0 and the last warp at once",
+        "has one warp: it is warp 0 and every warp at once",
         "the barriers do not depend on the block: count them in the listing",
     ),
 )
@@ -736,7 +736,7 @@ block = Choice(
     ),
 )
 
-EXERCISES = (work, exclusive, banks, warp, tile, moved, propagate, block)
+EXERCISES = (exclusive, work, warp, banks, tile, moved, propagate, block)  # the notebook's order
 
 
 def stub_kernel(name: str) -> Kernel:

@@ -635,7 +635,7 @@ scan.exercises.banks.check(my_ways)
 # totals, 128 of them for a block of 128; (3) each thread adds the total of the threads before it
 # to its 32 elements. PMPP runs phase 2 as a Kogge-Stone or Brent-Kung scan in shared memory;
 # here it is the warp's Kogge-Stone in registers, `warp_scan`, and a block scan built from it,
-# `block_exclusive_scan`:
+# `block_exclusive_scan` (exercise 3's answer is in it: try the exercise first):
 
 # %%
 source.show("scan.cu", "warp_scan", "block_exclusive_scan")
@@ -669,11 +669,11 @@ source.show("scan.cu", "scan_tile", "scan_tiles", "add_tile_prefix")
 # ### Exercise 5 · Predict, then check: the tile's shuffles and barriers
 #
 # For `scan_tiles` with a block of 32 (one warp) and a block of 256 (eight warps), predict the
-# shuffles warp 0 executes, the shuffles the block's last warp executes, and the `__syncthreads()`
-# a thread passes. The check counts them from the traces.
+# shuffles warp 0 executes, the shuffles of the whole block (a warp's shuffle counts once), and
+# the `__syncthreads()` a thread passes. The check counts them from the traces.
 
 # %%
-my_tile = {  # (shuffles by warp 0, shuffles by the last warp, __syncthreads)
+my_tile = {  # (shuffles by warp 0, shuffles by the whole block, __syncthreads)
     "scan_tiles, block 32": (None, None, None),
     "scan_tiles, block 256": (None, None, None),
 }
