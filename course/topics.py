@@ -1,7 +1,8 @@
 """The course's topics, in the order the notebooks teach them: each topic module's engine.
 
 This list is the only place that names every topic; the benchmark's command line, the
-conformance test and the list of exercises read it. A topic joins the course by being added here.
+conformance test, the list of exercises, the notebook tests, the browser test and the README's
+pictures read it. A topic joins the course by being added here (its notebook is named by its place).
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ TOPICS: tuple[Engine, ...] = (
     scan.ENGINE,
     reduction.ENGINE,
 )
+
+
+def notebook(name: str) -> str:
+    """The topic's notebook: NN_name.ipynb, NN its place in TOPICS ("dot" -> "01_dot.ipynb")."""
+    names = [e.name for e in TOPICS]
+    if name not in names:
+        raise ValueError(f"no topic {name!r}; the topics are {names}")
+    return f"{names.index(name) + 1:02d}_{name}.ipynb"
 
 
 def exercises() -> dict[str, list[Exercise]]:

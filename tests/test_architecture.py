@@ -7,9 +7,10 @@ import ast
 from pathlib import Path
 
 import course
+import course.topics
 
 ROOT = Path(course.__file__).parent
-TOPIC_NAMES = ("dot", "transpose", "histogram", "scan", "reduction")  # the notebooks' order
+TOPIC_NAMES = tuple(t.name for t in course.topics.TOPICS)  # course/topics.py: the one list
 
 
 def _module_name(path: Path) -> str:
@@ -115,8 +116,9 @@ def test_the_engine_and_the_benchmark_name_no_topic() -> None:
         assert not topics, f"{name} imports {topics}"
 
 
-def test_the_topics_are_listed_explicitly() -> None:
-    from course.topics import TOPICS
+def test_the_topics_are_listed_once_and_name_their_notebooks() -> None:
+    from course.topics import TOPICS, notebook
 
-    assert [t.name for t in TOPICS] == [n for n in TOPIC_NAMES if n in {t.name for t in TOPICS}]
-    assert "reduction" in {t.name for t in TOPICS}
+    names = [t.name for t in TOPICS]
+    assert len(set(names)) == len(names) and {"dot", "reduction"} <= set(names)
+    assert [notebook(n) for n in names] == sorted(p.name for p in (ROOT.parent / "notebooks").glob("*.ipynb"))

@@ -10,6 +10,7 @@ import matplotlib
 import pytest
 
 import course
+from course.topics import TOPICS, notebook
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -32,7 +33,7 @@ def test_the_readme_example_runs(emulator_backend, capsys):
 # ---------------------------------------------------------------- the front page
 
 ROOT = README.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = [ROOT / "notebooks" / notebook(t.name) for t in TOPICS]
 COLAB = r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/main/(notebooks/[\w.]+\.ipynb)"
 
 

@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 
+from course.topics import TOPICS, notebook
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
@@ -49,13 +51,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 VIEWPORT = {"width": 1440, "height": 900}  # a laptop's screen
-NOTEBOOKS = {  # notebook: the topic its panel shows
-    "01_dot.ipynb": "dot",
-    "02_transpose.ipynb": "transpose",
-    "03_histogram.ipynb": "histogram",
-    "04_scan.ipynb": "scan",
-    "05_reduction.ipynb": "reduction",
-}
+NOTEBOOKS = {notebook(t.name): t.name for t in TOPICS}  # notebook: the topic its panel shows
 RUN_ALL_TIMEOUT_S = 300  # one notebook's Run All (20-45 s on a 2-core machine without a GPU)
 # the README's picture: this notebook's panel cell as Run All leaves it (scripts/panel_picture.py)
 README_NOTEBOOK = "05_reduction.ipynb"
