@@ -321,7 +321,9 @@ reduction.exercises.warp_steps.check(my_warps)
 # `sdata[0]` or reached it twice. The target, read from the trace: **a tree**, at most ⌈log₂ block⌉
 # barrier steps, with no thread adding more than two partners into its own in one step. Every
 # thread must reach every `__syncthreads()`. `reduction.exercises.any_block.show(mine)` draws your
-# tree as the cells above draw the course's. On a GPU the check then times yours with blocks of 96
+# tree as the cells above draw the course's. Kernels you write run on the emulator first, with the
+# checker, whatever the machine: a race, a stray access, a barrier only part of the block reaches
+# or an endless loop ends in a verdict, never in a crashed GPU. On a GPU the check then times yours with blocks of 96
 # beside `reduce3` and a copy of the same bytes.
 
 # %%
@@ -888,7 +890,7 @@ reduction.plot_speed(ax, records)
 # Below 2^20 every kernel is launch-bound (a few µs): compare nothing there. From 2^26 on, the
 # one-pass kernel reads at least as fast as the copy moves the same bytes, with `cupy.sum`;
 # `reduce_vec4` reaches the copy at 2^26 and passes it at 2^28; kernel 7 and `reduce_shfl` (drawn
-# on top of each other) sit lower, short of bytes in flight. At 2^22 the one-pass kernel stays short of the copy: its last
+# on top of each other; `reduce_shfl` dashed) sit lower, short of bytes in flight. At 2^22 the one-pass kernel stays short of the copy: its last
 # block's round trips to L2 (store, ticket, read the block sums) cost more than a microsecond on a
 # job of a few (`docs/reduction-tail.md` measures each link). The full sweep and the course's goals
 # are in `docs/benchmarks/`.
