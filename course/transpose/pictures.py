@@ -275,7 +275,7 @@ def draw_tile_read(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64,
     bc = analysis.bank_conflicts(t)
     ways = int(bc.ways[bc.event == event][0])
     ax.set_title(
-        f"{t.kernel}, warp 0's read of the tile\n32 lanes → the fullest bank holds {ways} words: "
-        f"{ways} passes, one after another{' (no conflict)' if ways == 1 else ''}",
+        f"{t.kernel}, warp 0's read of the tile\n32 lanes → {ways}-way: the fullest bank holds {ways} "
+        f"word{'s' * (ways > 1)}, read in {ways} pass{'es' * (ways > 1)}{' (no conflict)' if ways == 1 else ''}",
         fontsize=9,
     )
