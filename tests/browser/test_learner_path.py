@@ -442,6 +442,77 @@ def test_run_all_then_move_the_panel(page, lab, name):
     assert not problems, f"{name}: " + "; ".join(problems)
 
 
+# --- an exercise, done wrong and then right ----------------------------------------------------
+
+
+def _solutions(topic: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"solutions_{topic}", ROOT / "solutions" / f"{topic}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kernel_exercise(topic: str) -> tuple[str, str, str, str]:
+    """(name, a wrong kernel, the words its verdict must hold, a right kernel): the topic's first
+    kernel exercise that has a wrong answer on file (solutions/<topic>.py)."""
+    from course.exercises import KernelExercise
+    from course.topics import exercises
+
+    sol = _solutions(topic)
+    for ex in exercises()[topic]:
+        name = ex.key.split(".", 1)[1]
+        if isinstance(ex, KernelExercise) and sol.WRONG.get(name):
+            wrong, words = sol.WRONG[name][0]
+            return name, wrong, words, sol.SOLUTIONS[name]
+    raise AssertionError(f"{topic} has no kernel exercise with a wrong answer on file")
+
+
+def _answer(page, index: int, text: str) -> str:
+    """Replace cell `index`'s text as a learner pastes an answer, run it (Shift+Enter), and return
+    the verdict it prints."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.scroll_into_view_if_needed()
+    editor = cell.locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    page.keyboard.press("Shift+Enter")
+    output = cell.locator(".jp-OutputArea-output")
+    page.wait_for_function(
+        """(cell) => { const o = cell.querySelector('.jp-OutputArea-output');
+            const p = cell.querySelector('.jp-InputArea-prompt');
+            return o && /[✓✗]/.test(o.innerText) && p && !p.textContent.includes('*'); }""",
+        arg=cell.element_handle(),
+        timeout=120_000,
+    )
+    return output.first.inner_text()
+
+
+@pytest.mark.parametrize("name", list(NOTEBOOKS))
+def test_an_exercise_done_wrong_then_right(page, lab, name):
+    """A learner's first kernel exercise in the notebook: a plausible wrong answer gets a ✗ that says
+    what is wrong (never the answer), the right one a ✓, in the same live kernel."""
+    stem, topic = name.removesuffix(".ipynb"), NOTEBOOKS[name]
+    exercise, wrong, words, right = _kernel_exercise(topic)
+    _open(page, lab, name)
+    cells = page.evaluate(CELLS_JS)
+    (index,) = [i for i, c in enumerate(cells) if f"{topic}.exercises.{exercise}.check(" in c["source"]]
+
+    def cell_text(kernel: str) -> str:
+        return f'from course import {topic}\n\n{topic}.exercises.{exercise}.check(r"""{kernel}""")'
+
+    verdict = _answer(page, index, cell_text(wrong))
+    page.screenshot(path=str(ARTIFACTS / f"{stem}-exercise-wrong.png"))
+    assert verdict.startswith("✗") and words in verdict, verdict
+    assert right.strip() not in verdict
+    verdict = _answer(page, index, cell_text(right))
+    page.screenshot(path=str(ARTIFACTS / f"{stem}-exercise-right.png"))
+    assert verdict.startswith("✓"), verdict
+
+
 def _moves(page, panel, topic: str) -> list[tuple[str, str, Any, bool]]:
     """A learner's moves of the panel's controls: (what, a file name, the move, whether the picture
     must change: after every move, as the picture's caption names the N that was run)."""
