@@ -493,10 +493,10 @@ def test_warp_scan_picture_and_trees_drawn_whole(emulator_backend):
 
     t = pictures.warp_scan_trace()
     assert len(t.where(op="shfl", warp=1)) == 6 and len(t.where(op="shfl", warp=0)) == 11
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     scan.draw_warp_scan(ax)
     assert "0 barriers and 0 shared-memory accesses" in ax.get_title()
-    fig2, ax2 = plt.subplots()
+    _, ax2 = plt.subplots()
     scan.draw_steps(ax2, "blelloch", 128)
     labels = [t.get_text() for t in ax2.texts]
     assert any("d = 64, offset 1" in s for s in labels) and any("d = 1, offset 64" in s for s in labels)

@@ -44,8 +44,8 @@ from .story import (
     lookback_table,
     never_writes_y,
     one_block_table,
-    residency_table,
     plot_speed,
+    residency_table,
     speed_against_n,
     speed_table,
     step_table,
@@ -87,9 +87,10 @@ def reference_op(x: Any, *, op: str = "add") -> Any:
 __all__ = [
     "ENGINE", "MAX_ENGINE", "OPS", "STORY", "TOPIC", "VERSIONS", "article_findings", "bank_steps", "bank_table",
     "bytes_moved", "check", "conversion_table", "conversions", "draw_bank_steps", "draw_banks", "draw_lookback",
-    "draw_naive_reads", "draw_steps", "draw_warp_scan", "exclusive", "exercises", "launches",
-    "held_after_steps", "kernel", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
-    "plot_speed", "plot_steps_vs_work", "reference", "residency_table", "reference_op", "run", "run_op", "speed_against_n",
+    "draw_naive_reads", "draw_steps", "draw_warp_scan", "exclusive", "exercises",
+    "held_after_steps", "kernel", "launches", "lookback_reads", "lookback_table", "never_writes_y", "one_block_table", "panel",
+    "plot_speed", "plot_steps_vs_work", "reference", "reference_op", "residency_table", "run", "run_op",
+    "speed_against_n",
     "speed_table", "step_table", "steps_vs_work", "trace", "tuning_steps", "typo_error", "versions",
     "wrong_last_element",
 ]  # fmt: skip

@@ -462,8 +462,9 @@ scan.plot_steps_vs_work(a, b, work)
 # together: a step in which 16 lanes add takes the same issue slot as one in which 31 do. So across
 # a warp only the steps count, and Kogge-Stone's log2 32 = 5 are the fewest (Brent-Kung's tree
 # would take 9 across the same 32 lanes, most of them idle in each). Nor does a warp need a
-# barrier between steps: its lanes execute the steps in order together, and `__shfl_up_sync` hands
-# a lane another lane's register directly, with no shared memory in between. This is the mechanism
+# barrier between steps: `__shfl_up_sync` itself brings together the lanes its mask names (since
+# Volta a warp's lanes may drift apart; the `_sync` makes them meet) and hands each lane another
+# lane's register directly, with no shared memory in between. This is the mechanism
 # the fast kernels below are built on: Kogge-Stone not in shared memory across a block, but in
 # registers across a warp. Once the data outgrows a block, every addition is work the whole GPU
 # must do: those kernels do nearly all of it one element after another in each thread's registers
