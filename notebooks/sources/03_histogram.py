@@ -162,6 +162,14 @@ histogram.memset_replay(cleared=4)
 histogram.memset_replay(cleared=1024)
 
 # %% [markdown]
+# Two more flaws of the article's host code cannot show here, because the course does it for you:
+# its `CHECK` macro prints a failed call's error and carries on, and no launch is ever checked
+# (`cudaGetLastError` after the launch, `cudaDeviceSynchronize` before reading the result), so a
+# launch that fails leaves the counts wrong with nothing said; and its check of each generated
+# byte, `if (buffer[i] > 255)` on an `unsigned char`, is never true: dead code that looks like a
+# guard (and cannot see the real flaw of `rnd(255)`, the nearly empty bin 255).
+
+# %% [markdown]
 # **The second bug: an `int` index.** `index += stride` is computed in 32-bit `int`. Past
 # 2^31 - 1 a signed `int` overflows, which C++ leaves undefined: the compiler may assume it never
 # happens (and, say, keep the index in a 64-bit register), or the sum may wrap to a negative
