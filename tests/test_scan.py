@@ -567,3 +567,21 @@ def test_fact_script_without_a_gpu_says_so(tmp_path):
         pytest.skip("a GPU is here: the script measured")
     assert res.returncode == 1
     assert "lookback_scan" in report and "NVRTC cubin for sm_90" in report  # the registers step needs no GPU
+
+
+def test_cub_rows_say_why_when_cub_is_out_of_reach(monkeypatch):
+    """Without CuPy's CUB binding (here: without CuPy) the table stands without CUB's rows and says why."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_cupy(name, *a, **kw):
+        if name == "cupy" or name.startswith("cupy."):
+            raise ImportError("no cupy here")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(story, "on_gpu", lambda: True)
+    monkeypatch.setattr(story.arrays, "asarray", lambda x: x)
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    rows = story.cub_rows([{"n": 2**20, "kernel": "lookback", "copy_ms": 1.0, "cupy_ms": 2.0}])
+    assert not rows and "not reachable" in rows.note

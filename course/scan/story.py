@@ -507,48 +507,58 @@ def speed_against_n(
 CUB = "CUB DeviceScan"
 
 
-def cub_scan_step(x: Any) -> Any:
+def cub_scan_step(x: Any, *, check: bool = True) -> Any:
     """One CUB `DeviceScan` inclusive sum of x, in place on a copy, through CuPy's binding
     (`cupy.cuda.cub.cub_scan`): a step to time, or None where this CuPy has no CUB scan for x's
-    dtype. Checked against cupy.cumsum once before it is returned."""
+    dtype. With `check`, its answer on a small exact input (small integers as float32) is compared
+    with NumPy's first."""
     try:
         import cupy
         from cupy.cuda import cub
     except ImportError:
         return None
+    if check:
+        small = (np.arange(100_003) % 9 - 4).astype(np.float32)  # sums stay exact in float32
+        probe = cupy.asarray(small)
+        if cub.cub_scan(probe, cub.CUPY_CUB_CUMSUM) is None:
+            return None
+        if not np.array_equal(cupy.asnumpy(probe), np.cumsum(small, dtype=np.float32)):
+            raise RuntimeError("CUB's scan through cupy.cuda.cub disagrees with NumPy")
     y = x.copy()
     if cub.cub_scan(y, cub.CUPY_CUB_CUMSUM) is None:
         return None
-    want = cupy.cumsum(x)
-    if not bool(cupy.allclose(y, want, rtol=1e-4, atol=1e-3 * float(cupy.abs(x).sum()) / max(1, x.size))):
-        raise RuntimeError("CUB's scan through cupy.cuda.cub disagrees with cupy.cumsum")
-    return lambda: cub.cub_scan(y, cub.CUPY_CUB_CUMSUM)
+    return lambda: cub.cub_scan(y, cub.CUPY_CUB_CUMSUM)  # in place, again and again: the same bytes
 
 
 def cub_rows(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES, runs: int = 20) -> Table:
     """CUB's DeviceScan (what a CUDA C++ program calls; a single pass with decoupled look-back) at
     `sizes`, float32, timed as the benchmark times the course's kernels (median of `runs`
     CUDA-event timings, inputs rotated past L2), with % of the copy and × cupy.cumsum from the
-    copy and cupy.cumsum of the same records. Empty where this CuPy cannot reach CUB's scan."""
+    copy and cupy.cumsum of the same records. Empty, with a note, where this CuPy cannot reach
+    CUB's scan or it fails."""
     rows = Table()
     if not on_gpu():
         return rows
-    for r in records:
-        if r["n"] not in sizes or r["kernel"] != "lookback":
-            continue
-        n = r["n"]
-        sets = bench.rotation_sets(2 * 4 * n, backend.device().l2_cache_bytes)
-        steps = [cub_scan_step(arrays.asarray(example(n))) for _ in range(sets)]
-        if steps[0] is None:
+    try:
+        if cub_scan_step(arrays.asarray(example(1024))) is None:
             return Table(note="CUB's scan is not reachable through this CuPy (cupy.cuda.cub)")
-        ms = float(np.median(bench.time_runs(steps, runs=runs)))
-        gbps = 2 * 4 * n / ms / 1e6
-        rows.append({
-            "N": f"2^{int(np.log2(n))}", "kernel": CUB, "µs": 1e3 * ms, "GB/s": gbps,
-            "% of copy": 100 * gbps / (2 * 4 * n / r["copy_ms"] / 1e6), "× cupy.cumsum": r["cupy_ms"] / ms,
-        })  # fmt: skip
-        del steps
+        for r in records:
+            if r["n"] not in sizes or r["kernel"] != "lookback":
+                continue
+            n = r["n"]
+            sets = bench.rotation_sets(2 * 4 * n, backend.device().l2_cache_bytes)
+            steps = [cub_scan_step(arrays.asarray(example(n)), check=False) for _ in range(sets)]
+            ms = float(np.median(bench.time_runs(steps, runs=runs)))
+            gbps = 2 * 4 * n / ms / 1e6
+            rows.append({
+                "N": f"2^{int(np.log2(n))}", "kernel": CUB, "µs": 1e3 * ms, "GB/s": gbps,
+                "% of copy": 100 * r["copy_ms"] / ms, "× cupy.cumsum": r["cupy_ms"] / ms,
+            })  # fmt: skip
+            del steps
+            bench.free_gpu_memory()
+    except Exception as exc:  # a CuPy whose CUB binding changed: the table stands without CUB
         bench.free_gpu_memory()
+        return Table(rows, note=f"CUB's scan could not be timed here ({type(exc).__name__}: {exc})")
     return rows
 
 
@@ -570,8 +580,8 @@ def speed_table(
         rows.extend(extra)
         order = {f"2^{int(np.log2(n))}": k for k, n in enumerate(sizes)}
         rows.sort(key=lambda row: order.get(row["N"], 99))
-        if not extra and extra.note:
-            rows.note = extra.note
+        if extra.note:
+            print(extra.note)  # why CUB's rows are missing, above the table
     return rows
 
 
