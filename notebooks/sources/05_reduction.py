@@ -713,8 +713,8 @@ reduction.check("reduce3_timed", small, block=128)
 # Time kernels from the host with CUDA events instead, as `course.bench` does below. This may also
 # be why the article measured kernel 5 slower than kernel 4: its numbers are one block's cycles
 # from whichever write landed last, not the kernels' times. Timed from the host, kernel 5 is never
-# slower than kernel 4 in the table below, and no faster either, as the issue table predicts.
-#
+# slower than kernel 4 in the table below, and barely faster, as the issue table predicts.
+
 # %% [markdown]
 # ## Beyond the article
 #
