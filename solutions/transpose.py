@@ -35,7 +35,7 @@ SOLUTIONS = {
     "banks": BANKS,
     "flight": flight_truth(),  # padded 64x4: (4, 8); vec 32x32: (16, 2), 16x32: (32, 4), 8x32: (64, 8)
     "batched": BATCHED,
-    "order": order_truth(),  # vec 1024x512: (512, 256); grouped 1024x512: (64, 2048), 256x1024: (128, 1024)
+    "order": order_truth(),  # vec 512x256: (256, 512); grouped 256x1024: (128, 1024), 128x2048: (256, 512)
     "block": (32, 4),  # 64 KB in flight per SM; (64, 16) and (64, 4) pass too
 }
 
@@ -125,7 +125,7 @@ WRONG = {
     ],
     "order": [
         # the 2-D grid's answer for every launch: the tile order changes nothing
-        ({k: _ORDER[("transpose_vec", (1024, 512))] for k in _ORDER}, "is not what the trace counts"),
+        ({k: _ORDER[("transpose_vec", (512, 256))] for k in _ORDER}, "is not what the trace counts"),
         # the 1-D grid always 8 tiles down a column: the short matrix forgotten
         ({**_ORDER, ("transpose_grouped", (256, 1024)): (64, 2048)}, "is not what the trace counts"),
         ({}, "fill in every launch"),

@@ -291,9 +291,9 @@ transpose.draw_edge_block(axes)
 transpose.skip_fill(a)
 
 # %% [markdown]
-# Clean, and right. The fill is harmless (the ternary is one way to write the load), but the reason
-# for the store's test is the other one: which output element a thread writes. The course's fixed
-# kernels skip the load in the same way.
+# Clean, and right: the fill is harmless but not needed (the ternary is only one way to write a
+# guarded load), and the store's test has its own reason, the output element the thread writes. The
+# course's fixed kernels skip the load in the same way.
 #
 # Without the two tests (`transpose_article_unchecked` in `transpose.cu`: the same kernel, the
 # tests taken out), the checker runs it on the emulator with the article's launch. A GPU would
@@ -747,9 +747,9 @@ transpose.draw_tile_order(axes)
 
 # %%
 my_rows = {
-    ("transpose_vec", (1024, 512)): (None, None),
-    ("transpose_grouped", (1024, 512)): (None, None),
+    ("transpose_vec", (512, 256)): (None, None),
     ("transpose_grouped", (256, 1024)): (None, None),
+    ("transpose_grouped", (128, 2048)): (None, None),
 }
 transpose.exercises.order.check(my_rows)
 
@@ -875,8 +875,9 @@ transpose.speed_table()
 # elementwise copy walks the output in order and reads `a.T` through its strides, as
 # `transpose_naive_cols` does (and with more index arithmetic per element), which is why it sits
 # with the naive kernels and not with the tiles. For a transpose that matters, use a tiled kernel
-# like `transpose_grouped`, or a library permutation built on tiles (cuTENSOR's, through
-# `cupyx.cutensor`, where it is installed); never a one-element-per-thread copy through strides.
+# like `transpose_grouped`, or a library's tensor permutation (cuTENSOR's `cutensorPermute`, which
+# CuPy reaches through `cupyx.cutensor` where cuTENSOR is installed; not measured in this table),
+# rather than an elementwise copy through strides.
 #
 # **Against N.** From the article's 1111 × 113 to 16384², float32, the copy drawn as the ceiling:
 
