@@ -583,3 +583,34 @@ def _write_summary() -> None:
                 f"| {'yes' if m['picture_changed'] else 'no'} | {result} |"
             )
     (ARTIFACTS / "timings.md").write_text("\n".join(lines) + "\n")
+
+
+# --- opening a notebook ----------------------------------------------------------------------
+
+DIRTY_JS = "() => window.jupyterapp.shell.currentWidget.context.model.dirty"
+
+
+def _put(base: str, name: str, notebook: dict) -> None:
+    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()  # its JSON model
+    req = urllib.request.Request(
+        f"{base}/api/contents/{name}", data=body, method="PUT", headers={"Content-Type": "application/json"}
+    )
+    urllib.request.urlopen(req, timeout=10).close()
+
+
+@pytest.mark.parametrize("python", ["kernel's", "other"])
+def test_opening_a_notebook_changes_it_only_for_another_python(page, lab, python):
+    """JupyterLab writes the kernel's language_info into a notebook it opens: with the Python the
+    notebook was committed with, opening it changes nothing; with another, only that (the widget
+    values are stored as JupyterLab writes them: scripts/execute_notebooks.py)."""
+    import platform
+
+    import nbformat
+
+    notebook = nbformat.read(ROOT / "notebooks" / list(NOTEBOOKS)[-1], as_version=4)  # sources as strings
+    version = platform.python_version() if python == "kernel's" else "3.9.0"
+    notebook["metadata"]["language_info"]["version"] = version
+    _put(lab, f"opened-{python[:5]}.ipynb", notebook)
+    _open(page, lab, f"opened-{python[:5]}.ipynb")
+    time.sleep(3)  # JupyterLab updates the metadata about a second after the kernel is up
+    assert page.evaluate(DIRTY_JS) == (python == "other")
