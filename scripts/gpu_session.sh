@@ -22,7 +22,7 @@ for what in "$@"; do
     bench)
       timeout 560 python3 -m course.bench --quick --out "$OUT/bench" 2>&1 | tail -3 ;;
     notebooks)
-      for nb in notebooks/*.ipynb; do
+      for nb in ${NOTEBOOKS:-notebooks/*.ipynb}; do  # NOTEBOOKS="notebooks/01_dot.ipynb ...": some
         cp "$nb" "$OUT/" && timeout 560 python3 scripts/execute_notebooks.py "$OUT/$(basename "$nb")"
       done ;;
     sanitizer)
@@ -30,7 +30,7 @@ for what in "$@"; do
     device)
       python3 -c "import course; d = course.device(); print(d); print(d.describe())" | tee "$OUT/device.txt" ;;
     ncu)
-      timeout 560 python3 scripts/ncu_agreement.py measure --out "$OUT/ncu-agreement.md" 2>&1 | grep -v "^|" | tail -80 ;;
+      timeout 560 python3 scripts/ncu_agreement.py measure ${NCU_CASES:-} --out "$OUT/ncu-agreement.md" 2>&1 | grep -v "^|" | tail -80 ;;
     facts)
       for f in scripts/gpu_facts_*.py; do
         echo "--- $f"; timeout 150 python3 "$f" "$OUT" 2>&1 | tail -60
