@@ -842,10 +842,10 @@ table
 # the data: one byte per load leaves it short of bytes in flight, and that hides every other cost.
 # `hist2_article` runs the same counting as `hist2` many times slower: its launch (blocks = SMs of
 # 256) is the difference, not its code (the grid table above runs it with a full wave at `hist2`'s
-# speed). The global-atomic kernels are the slowest, and the only ones the data slows down by
-# much: `hist1` most on all-equal bytes (one word, one line in L2), and `hist1_agg`, whose lanes
-# agree, cuts the all-equal time by more than any other kind of data's, while on uniform bytes it
-# is no faster than `hist1`. Agreement pays where many lanes queue on one global word and costs
+# speed). `hist1` and `hist1_article` are the slowest, and the data slows them down the most:
+# all-equal bytes most (one word, one line in L2). `hist1_agg`, whose lanes agree, cuts `hist1`'s
+# all-equal time by more than any other kind of data's, while on uniform bytes it is no faster
+# than `hist1`. Agreement pays where many lanes queue on one global word and costs
 # where they do not; in shared memory (`hist4_warp_agg`) it costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`: it privatises per block in
