@@ -33,7 +33,7 @@ SOLUTIONS = {
     "store": STORE,
     "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x32: (2, 1), 64x16: (1, 2), 16x8: (2, 2)
     "banks": BANKS,
-    "flight": flight_truth(),  # padded 64x4: (4, 8); vec 32x32: (16, 2), 16x32: (32, 4), 8x32: (64, 8)
+    "flight": flight_truth(),  # padded 64x4: (4, 8); rows 16x16: (4, 8); vec 32x32: (16, 2), 8x32: (64, 8)
     "batched": BATCHED,
     "order": order_truth(),  # vec 512x256: (256, 512); grouped 256x1024: (128, 1024), 128x2048: (256, 512)
     "block": (32, 4),  # 64 KB in flight per SM; (64, 16) and (64, 4) pass too

@@ -518,8 +518,12 @@ block = Choice(
 
 # ---------------------------------------------------------------- predict, then check: bytes in flight
 
-FLIGHT_CASES = (("transpose_padded", (64, 4)), ("transpose_vec", (32, 32)), ("transpose_vec", (16, 32)),
-                ("transpose_vec", (8, 32)))  # fmt: skip  # launches the in-flight table does not show
+FLIGHT_CASES = (
+    ("transpose_padded", (64, 4)),
+    ("transpose_rows", (16, 16)),
+    ("transpose_vec", (32, 32)),
+    ("transpose_vec", (8, 32)),
+)  # launches the in-flight table does not show
 FLIGHT_COLUMNS = ("B loaded per thread before the barrier", "blocks per SM")
 
 
@@ -541,11 +545,12 @@ flight = Prediction(
     what="launch",
     rules={
         "B loaded per thread before the barrier": "a thread loads every word it will stash in the tile before "
-        "the barrier: the tile's words divided by the block's threads, 4 bytes each. transpose_tiled and "
-        "transpose_padded have a by × bx tile (one word per thread); transpose_vec's tile is always 64 × 64",
+        "the barrier: the tile's words divided by the block's threads, 4 bytes each. transpose_padded has "
+        "a by × bx tile (one word per thread), transpose_rows a bx × bx one, transpose_vec always 64 × 64",
         "blocks per SM": "the fewest of: 2048 threads per SM / threads per block; 32 blocks; the SM's 233472 "
         "bytes of shared memory / (the block's shared bytes + 1024 reserved per block), rounded down. The "
-        "tiles are padded by one word per row: by × (bx + 1) words, and transpose_vec's 64 × 65",
+        "tiles are padded by one word per row: transpose_padded's by × (bx + 1) words, transpose_rows' "
+        "bx × (bx + 1), transpose_vec's 64 × 65",
     },
     hints=(
         "two numbers per launch: how much one thread has asked for when it reaches __syncthreads(), and "

@@ -575,15 +575,16 @@ transpose.in_flight_table()
 #
 # **Exercise 5. Predict, then check: bytes in flight.** For four launches the table does not show,
 # predict the bytes one thread loads before its barrier and the blocks an SM holds, as
-# (bytes, blocks). `transpose_vec`'s block (32 / VEC, ROWS) shares out its fixed 64 × 64 tile;
+# (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile; `transpose_vec`'s block
+# (32 / VEC, ROWS) shares out its fixed 64 × 64 tile;
 # `course.device().describe()` lists the SM's limits. The check counts them from the traces and
 # the device's limits.
 
 # %%
 my_flight = {
     ("transpose_padded", (64, 4)): (None, None),
+    ("transpose_rows", (16, 16)): (None, None),
     ("transpose_vec", (32, 32)): (None, None),
-    ("transpose_vec", (16, 32)): (None, None),
     ("transpose_vec", (8, 32)): (None, None),
 }
 transpose.exercises.flight.check(my_flight)
