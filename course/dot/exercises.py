@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, exercises, occupancy
+from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
@@ -307,13 +307,17 @@ def _vec_case(n: int, grid: int, block: int) -> Case:
 
 
 def _draw_vec(fig: Any, k: Kernel) -> None:
-    """The learner's loads up close, as the notebook draws dot_vec4's."""
-    a, b = article_inputs(4096)
-    t = k.trace((2,), (64,), (arrays.asarray(a), arrays.asarray(b), arrays.zeros(1, F32), np.int32(4096)),
+    """The learner's first warp load of a up close, as the panel draws dot_vec4's: its lanes and
+    the 32-byte sectors they touched (16 for a float4 per lane, 4 for a float)."""
+    a, b = article_inputs(1024)
+    t = k.trace((2,), (64,), (arrays.asarray(a), arrays.asarray(b), arrays.zeros(1, F32), np.int32(1024)),
                 spaces={"global"})  # fmt: skip
+    a_id = next(i for i, buf in enumerate(t.buffers) if buf.name == "a")
+    first = np.flatnonzero((t.op == "ld") & (t.columns["buffer"] == a_id).any(axis=1))
     ax = fig.add_subplot()
-    pictures.grid_stride(ax, t, "a")
-    ax.set_title("your loads of a: 4096 elements, 2 blocks of 64 (a row per trip, coloured by warp)")
+    if len(first):
+        draw.warp_access(ax, t, int(first[0]))
+    ax.set_title("your first load of a: one warp instruction, its lanes and the 32-byte sectors they touch")
 
 
 vec4 = KernelExercise(
@@ -329,8 +333,8 @@ vec4 = KernelExercise(
         "to float4 when the address is a multiple of 16 (CuPy's arrays are)",
         "vector j holds elements 4j .. 4j+3: the loop over vectors is the same grid-stride loop with "
         "n / 4 in place of n; the elements it leaves are 4·(n / 4) .. n − 1",
-        "dot_vec4's `accumulate` above does the same with a struct Vec16 and LOADS vectors per trip; "
-        "float4's fields are .x .y .z .w",
+        "float4's fields are .x .y .z .w; dot_vec4's `accumulate`, shown after this exercise, does "
+        "the same with a struct Vec16 and LOADS vectors per trip",
     ),
 )
 

@@ -72,9 +72,10 @@ course.notebook()
 # float64 (a float32 × float32 product is exact there), adds in twice float64's precision (the sum
 # kept as a pair of float64 numbers) and rounds once to float32. On the article's data that is
 # exact: every partial sum is an integer below 2⁵³, so no addition rounds. On other float32 data
-# (the random vectors further down) its error is at most about N · 10⁻³² × Σ|aᵢbᵢ|: far below
-# float32's rounding, though not zero, unless the products cancel almost completely. The article
-# checks its kernels against the closed form, but evaluated in `float`:
+# (the random vectors further down) it is not exact, but its error, at most about
+# N · 10⁻³² × Σ|aᵢbᵢ|, is far below float32's rounding of the answer unless the products cancel
+# almost completely. The article checks its kernels against the closed form, but evaluated in
+# `float`:
 
 # %%
 a, b = dot.article_inputs(1024)
@@ -437,6 +438,8 @@ dot.tree_steps(256)
 # 255 additions in 8 steps, the busy warps halving; from step 3 on one warp does all the adding.
 # That is the article's point for this version: the block's last additions take log₂ 256 = 8 steps
 # instead of 256 additions one after another (by thread 0 in version 1, by the host in version 2).
+# Fewer steps is not yet less time: each step ends at a barrier of the whole block, and the timing
+# section times both under the article's launch.
 #
 # **The article's bugs.** The kernel is right with its blocks of 256 (the host adds the block sums
 # in float32):
@@ -518,33 +521,17 @@ source.show("dot.cu", "warp_sum", "block_sum", "dot_shfl")
 # Thread 0 of each block adds its block's sum into `out[0]` (zeroed by the host) with one atomicAdd:
 # the whole dot product is on the device after one launch, and the atomics are as few as the blocks.
 #
-# **16-byte loads.** A warp's load of one float per lane moves 128 bytes. Loading a `float4`-sized
-# vector per lane moves 512 bytes per instruction, and `LOADS` of them (2 here) are issued for a and
-# for b before any is used, so each thread has 64 bytes of loads in flight instead of 8. The loop is
-# a template over the accumulator, so the next two versions reuse it:
-
-# %%
-source.show("dot.cu", "accumulate", "dot_vec4")
-
-# %% [markdown]
-# From the traces at N = 8192: bytes and 32-byte sectors per global load instruction, and how many
-# load instructions the launch needed:
-
-# %%
-dot.load_table()
-
-# %% [markdown]
-# The same bytes in a quarter of the instructions, every sector of each request used. The vector
-# path needs a and b 16-byte aligned (CuPy's arrays are; a view such as `a[1:]` is not, and then the
-# kernel takes the 4-byte path for every element). The timing section measures what the wider loads
-# and the loads in flight buy.
+# **16-byte loads.** A warp's load of one float per lane moves 128 bytes. Loading a `float4` (four
+# floats in 16 bytes) per lane moves 512 bytes per instruction: the same bytes in a quarter of the
+# instructions, and four times the bytes each load has in flight.
 #
 # **Exercise 5. Write: 16-byte loads and the tail.** Make this kernel read a and b as `float4`, 16
 # bytes per lane, in the same grid-stride loop, and add the last `n % 4` elements one by one. The
 # check runs it on N from 1 to 77 777 (multiples of 4 and not) with one to eight blocks, reads the
 # trace to count how often each element of a and b was loaded (once) and how many were loaded 4
 # bytes at a time (at most the `n % 4` of the tail), and compares the answer with the exact dot. On
-# a GPU it then times your kernel beside `dot_vec4`.
+# a GPU it then times your kernel beside `dot_vec4`. `dot.exercises.vec4.show(mine)` draws your
+# first load of a: its lanes and the 32-byte sectors they touch.
 
 # %%
 mine = r"""
@@ -564,6 +551,26 @@ extern "C" __global__ void dot_vec(const float* a, const float* b, float* out, i
 dot.exercises.vec4.check(mine)
 
 # %% [markdown]
+# The course's version goes one step further: `LOADS` vectors (2 here) are issued for a and for b
+# before any is used, so each thread has 64 bytes of loads in flight instead of 8. Its loop is a
+# template over the accumulator, so the next two versions reuse it:
+
+# %%
+source.show("dot.cu", "accumulate", "dot_vec4")
+
+# %% [markdown]
+# From the traces at N = 8192: bytes and 32-byte sectors per global load instruction, and how many
+# load instructions the launch needed:
+
+# %%
+dot.load_table()
+
+# %% [markdown]
+# The same bytes in a quarter of the instructions, every sector of each request used. The vector
+# path needs a and b 16-byte aligned (CuPy's arrays are; a view such as `a[1:]` is not, and then the
+# kernel takes the 4-byte path for every element). The timing section measures what the wider loads
+# and the loads in flight buy.
+#
 # ## Accuracy: what the order of the additions does
 #
 # Every version so far adds the same float32 products; they differ in the *order* of the additions,
