@@ -177,6 +177,19 @@ STALL_METRICS = (
 )
 
 
+def profiler(on: bool) -> None:
+    """cudaProfilerStart / Stop, which `ncu --profile-from-start off` waits for."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    if hasattr(runtime, "profilerStart"):
+        (runtime.profilerStart if on else runtime.profilerStop)()
+    else:  # older or newer CuPy: the profiler module
+        from cupy.cuda import profiler as prof
+
+        (prof.start if on else prof.stop)()
+
+
 def child(what: str) -> None:
     """Run under ncu (profiling between cudaProfilerStart and Stop): cupy.dot, or dot1 and dot3."""
     import cupy
@@ -191,10 +204,10 @@ def child(what: str) -> None:
             b = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
             cupy.dot(a, b)  # warm-up: cuBLAS handle, workspace
             cupy.cuda.Device().synchronize()
-            cupy.cuda.runtime.profilerStart()
+            profiler(True)
             cupy.dot(a, b)
             cupy.cuda.Device().synchronize()
-            cupy.cuda.runtime.profilerStop()
+            profiler(False)
             del a, b
         return
     n = ARTICLE_N
@@ -207,10 +220,10 @@ def child(what: str) -> None:
         args = (a, b, c, np.int32(n))
         k((grid,), (BLOCK,), args, shared_mem=BLOCK * 4)  # warm-up
         cupy.cuda.Device().synchronize()
-        cupy.cuda.runtime.profilerStart()
+        profiler(True)
         k((grid,), (BLOCK,), args, shared_mem=BLOCK * 4)
         cupy.cuda.Device().synchronize()
-        cupy.cuda.runtime.profilerStop()
+        profiler(False)
 
 
 def ncu_rows(what: str, out: Path) -> list[dict[str, str]]:
