@@ -756,3 +756,12 @@ def test_the_fact_script_says_loudly_what_it_could_not_do(tmp_path):
     report = (tmp_path / "gpu_facts_histogram.md").read_text()
     if r.returncode:  # no GPU or no cuobjdump here: said in bold, in the report
         assert "PROBLEMS" in report and "**" in report
+
+
+def test_the_gpu_table_has_a_cub_row_or_says_why_not(cupy_backend):
+    from course.histogram import story
+
+    rows = histogram.gpu_table(n=2**20, dists=("uniform", "all-equal"), runs=3)
+    names = [r["version"] for r in rows]
+    assert "hist1_agg" in names
+    assert story.CUB_ROW in names or story.CUB_SKIPPED, story.CUB_SKIPPED

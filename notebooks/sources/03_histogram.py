@@ -34,9 +34,9 @@
 # lanes of a warp that agree before a global atomic, 16-byte loads, a copy of the bins per lane,
 # and 4096 bins, measured against a device-to-device copy and `cupy.bincount`, on four kinds of
 # data. Outside this course, the histogram to call is CUB's `cub::DeviceHistogram::HistogramEven`
-# (from C++; from Python through `cuda.compute`, or `cupy.histogram`, which calls CUB's
-# `HistogramRange` when CuPy's CUB accelerator is on); `cupy.bincount` is the built-in a NumPy user
-# reaches for first.
+# (from C++; from Python through `cuda.compute`, or `cupy.histogram`, which hands the work to CUB's
+# `DeviceHistogram` when CuPy's CUB accelerator is on); `cupy.bincount` is the built-in a NumPy
+# user reaches for first. Both are timed beside the course's kernels near the end.
 #
 # Every cell runs without a GPU, on the course's emulator, which records every memory access; the
 # pictures and counts below are read from those records. On a GPU the timing cells measure; on
@@ -849,9 +849,11 @@ table
 # where they do not; in shared memory (`hist4_warp_agg`) it costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`: it privatises per block in
-# shared memory, as `hist3_vec` does, with tuned loads. `scripts/gpu_facts_histogram.py` times
-# `cupy.histogram` with CuPy's CUB accelerator on beside `cupy.bincount` and `hist5_lanes`. The
-# same times as bars (log scale):
+# shared memory, as `hist3_vec` does, with tuned loads. The row `cupy.histogram (CUB on)` reaches
+# it through CuPy's `histogram` with CuPy's CUB accelerator switched on for the timing (a CuPy that
+# cannot do that leaves the row out); set `CUPY_ACCELERATORS=cub` to get it in your own code.
+# Compare it with `hist5_lanes` and `hist3_vec` on each kind of data: a library's general kernel
+# against kernels written for 256 bins of bytes. The same times as bars (log scale):
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(12, 4))
