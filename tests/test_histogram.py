@@ -758,6 +758,7 @@ def test_the_fact_script_says_loudly_what_it_could_not_do(tmp_path):
         assert "PROBLEMS" in report and "**" in report
 
 
+@pytest.mark.gpu
 def test_the_gpu_table_has_a_cub_row_or_says_why_not(cupy_backend):
     from course.histogram import story
 

@@ -768,10 +768,9 @@ def _cub_row(n: int, dists: Sequence[str], runs: int, copy_ms: dict[str, float])
     """CUB's DeviceHistogram, reached through cupy.histogram with CuPy's CUB accelerator on, timed
     as the kernels are: a row of gpu_table, or None where this CuPy cannot run it (its accelerator
     API changed, no CUB in the build) or counts wrong; the reason goes to CUB_SKIPPED."""
-    import cupy
-
     global CUB_SKIPPED
     try:
+        import cupy
         from cupy._core import _accelerator
 
         before = list(_accelerator.get_routine_accelerators())
