@@ -36,7 +36,8 @@
 #
 # What you will see matter, in the order it starts to matter: **coalescing** (the naive kernels),
 # the **tile** and its **bank conflicts** (the article's kernel and the padded tile), the **edges**
-# of the grid (bounds checks), **bytes in flight** (more work per thread), the **order** in which
+# of the grid (bounds checks), **bytes in flight** and the blocks' **barriers** (more work per
+# thread, and how many blocks share an SM), the **order** in which
 # tiles are visited, and why the article's own matrix is too small for a timing to show any of it.
 # Every cell runs without a GPU, on the course's emulator; on a GPU the timing cells measure, on
 # the emulator they say they cannot.
@@ -880,7 +881,8 @@ transpose.speed_table()
 # CuPy reaches through `cupyx.cutensor` where cuTENSOR is installed; not measured in this table),
 # rather than an elementwise copy through strides.
 #
-# **Against N.** From the article's 1111 × 113 to 16384², float32, the copy drawn as the ceiling:
+# **Against N.** From the article's 1111 × 113 to 16384², float32, beside the device copy (read +
+# write) and the datasheet peak, drawn as lines:
 
 # %% tags=["nbval-ignore-output"]
 records = transpose.speed_against_n()
