@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays
-from ..bench import Goal, Inputs
+from ..bench import Goal, Inputs, cub
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
 from .pictures import metrics, panel_input, picture, picture_grid, picture_input
@@ -191,6 +191,7 @@ BENCH = BenchSpec(
     moved=lambda size, dtype: math.prod(size if isinstance(size, tuple) else (size,)) * dtype.itemsize,
     generate=_bench_input,
     baselines={"cupy.sum": _cupy_sum},
+    cub={"cub::DeviceReduce::Sum": cub.device_sum},
     goals=GOALS,
     block=BENCH_BLOCK,
 )

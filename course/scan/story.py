@@ -504,84 +504,20 @@ def speed_against_n(
     return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
 
 
-CUB = "CUB DeviceScan"
+CUB = "cub::DeviceScan::InclusiveSum"  # course.bench times it beside the kernels (BenchSpec.cub)
 
 
-def cub_scan_step(x: Any, *, check: bool = True) -> Any:
-    """One CUB `DeviceScan` inclusive sum of x, in place on a copy, through CuPy's binding
-    (`cupy.cuda.cub.cub_scan`): a step to time, or None where this CuPy has no CUB scan for x's
-    dtype. With `check`, its answer on a small exact input (small integers as float32) is compared
-    with NumPy's first."""
-    try:
-        import cupy
-        from cupy.cuda import cub
-    except ImportError:
-        return None
-    if check:
-        small = (np.arange(100_003) % 9 - 4).astype(np.float32)  # sums stay exact in float32
-        probe = cupy.asarray(small)
-        if cub.cub_scan(probe, cub.CUPY_CUB_CUMSUM) is None:
-            return None
-        if not np.array_equal(cupy.asnumpy(probe), np.cumsum(small, dtype=np.float32)):
-            raise RuntimeError("CUB's scan through cupy.cuda.cub disagrees with NumPy")
-    y = x.copy()
-    if cub.cub_scan(y, cub.CUPY_CUB_CUMSUM) is None:
-        return None
-    return lambda: cub.cub_scan(y, cub.CUPY_CUB_CUMSUM)  # in place, again and again: the same bytes
-
-
-def cub_rows(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES, runs: int = 20) -> Table:
-    """CUB's DeviceScan (what a CUDA C++ program calls; a single pass with decoupled look-back) at
-    `sizes`, float32, timed as the benchmark times the course's kernels (median of `runs`
-    CUDA-event timings, inputs rotated past L2), with % of the copy and × cupy.cumsum from the
-    copy and cupy.cumsum of the same records. Empty, with a note, where this CuPy cannot reach
-    CUB's scan or it fails."""
-    rows = Table()
-    if not on_gpu():
-        return rows
-    try:
-        if cub_scan_step(arrays.asarray(example(1024))) is None:
-            return Table(note="CUB's scan is not reachable through this CuPy (cupy.cuda.cub)")
-        for r in records:
-            if r["n"] not in sizes or r["kernel"] != "lookback":
-                continue
-            n = r["n"]
-            sets = bench.rotation_sets(2 * 4 * n, backend.device().l2_cache_bytes)
-            steps = [cub_scan_step(arrays.asarray(example(n)), check=False) for _ in range(sets)]
-            ms = float(np.median(bench.time_runs(steps, runs=runs)))
-            gbps = 2 * 4 * n / ms / 1e6
-            rows.append({
-                "N": f"2^{int(np.log2(n))}", "kernel": CUB, "µs": 1e3 * ms, "GB/s": gbps,
-                "% of copy": 100 * r["copy_ms"] / ms, "× cupy.cumsum": r["cupy_ms"] / ms,
-            })  # fmt: skip
-            del steps
-            bench.free_gpu_memory()
-    except Exception as exc:  # a CuPy whose CUB binding changed: the table stands without CUB
-        bench.free_gpu_memory()
-        return Table(rows, note=f"CUB's scan could not be timed here ({type(exc).__name__}: {exc})")
-    return rows
-
-
-def speed_table(
-    records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES, *, cub: bool = True
-) -> Table:
-    """`speed_against_n`'s records at a few sizes: µs, GB/s (2N elements moved), % of the copy and
-    × cupy.cumsum, and (with `cub`) CUB's DeviceScan timed beside them at each size (an empty
-    table that says why without GPU timings)."""
+def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_SIZES) -> Table:
+    """`speed_against_n`'s records at a few sizes: µs, GB/s (2N elements moved), % of the copy,
+    × cupy.cumsum and × CUB (CUB's DeviceScan, timed by the benchmark in the same run, is a row
+    too); an empty table that says why without GPU timings."""
     rows = Table(note=NEEDS_A_GPU)
     for r in records:
         if r["n"] in sizes:
             rows.append({
                 "N": f"2^{int(np.log2(r['n']))}", "kernel": r["kernel"], "µs": 1e3 * r["ms"], "GB/s": r["gbps"],
-                "% of copy": r["pct_of_copy"], "× cupy.cumsum": r["x_cupy"],
+                "% of copy": r["pct_of_copy"], "× cupy.cumsum": r["x_cupy"], "× CUB": r.get("x_cub"),
             })  # fmt: skip
-    if cub and rows:
-        extra = cub_rows(records, sizes)
-        rows.extend(extra)
-        order = {f"2^{int(np.log2(n))}": k for k, n in enumerate(sizes)}
-        rows.sort(key=lambda row: order.get(row["N"], 99))
-        if extra.note:
-            print(extra.note)  # why CUB's rows are missing, above the table
     return rows
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, backend, draw
-from ..bench import Goal, Inputs
+from ..bench import Goal, Inputs, cub
 from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, Launch, OneBlock, PanelSpec, Plan, Topic, Version
 from ..engine.topic import awkward_sizes
@@ -249,6 +249,7 @@ BENCH = BenchSpec(
     moved=lambda size, dtype: 2 * math.prod(size if isinstance(size, tuple) else (size,)) * dtype.itemsize,
     generate=_bench_input,
     baselines={"cupy.cumsum": _cupy_cumsum},
+    cub={"cub::DeviceScan::InclusiveSum": cub.device_inclusive_sum},
     goals=GOALS,
 )
 

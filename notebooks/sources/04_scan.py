@@ -919,7 +919,7 @@ scan.one_block_table()
 # article's kernels are where a scan starts, not where it ends.
 #
 # **The whole scan, against N.** The two versions that scan any N, with the copy, `cupy.cumsum`
-# and CUB's `DeviceScan` (the table only), float32 from 2^16 to 2^28:
+# and CUB's `DeviceScan`, float32 from 2^16 to 2^28 (the table at three sizes, the plot at all):
 
 # %% tags=["nbval-ignore-output"]
 records = scan.speed_against_n()
@@ -938,12 +938,13 @@ scan.plot_speed(ax, records)
 #
 # **What to call outside the course.** CUB's `DeviceScan` is the production single pass: the same
 # decoupled look-back (Merrill and Garland wrote both), tuned by NVIDIA for each GPU generation.
-# Its rows in the table are the bar for `lookback`: compare the two `% of copy` values at each N.
+# Its rows in the table are the bar for `lookback`: the `× CUB` column says how many times faster
+# than CUB each row is (above 1: faster).
 # In CUDA C++, `cub::DeviceScan::InclusiveSum` (or `ExclusiveSum`, or `InclusiveScan` with any
 # associative operator; `thrust::inclusive_scan` calls it), in two calls, one to size its
 # temporary storage and one to scan. From Python, `cuda.compute` (the `cuda-cccl` package) has
 # `inclusive_scan` and `exclusive_scan`; the table reaches CUB through CuPy's binding,
-# `cupy.cuda.cub.cub_scan`. `cupy.cumsum` is not that: CuPy 14 runs its own cumsum kernel, and
+# `cupy.cuda.cub.device_scan` (`course.bench` times it beside every scan). `cupy.cumsum` is not that: CuPy 14 runs its own cumsum kernel, and
 # switching on CuPy's CUB accelerator did not change its time (`docs/tuning/scan.md`).
 #
 # **How the single pass got there.** The look-back kernel started at little more than half of the
