@@ -13,8 +13,8 @@
    beside hist_wide_plain (the same kernel with one plain shared atomic per key) and hist_wide_load
    (its loads and merge, no counting), on uniform, all-equal and real keys; the difference between
    the first two is what the __match_any_sync per key costs or saves.
-
 4. CUB's DeviceHistogram (cupy.histogram with the CUB accelerator) beside cupy.bincount and hist5_lanes.
+
 Without a GPU (or without cuobjdump) it says so loudly and exits 1 after writing what it could.
 """
 
