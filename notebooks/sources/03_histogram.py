@@ -492,8 +492,8 @@ histogram.article_timing()
 # shared-memory version is about ten times faster than its global-atomic one, and `hist5_lanes`,
 # below, tens of times faster again. The CPU loop (`np.bincount`, in C, on one core of this
 # machine's host) is the article's starting point: every GPU kernel in the table counts the 100 MiB
-# faster, but only the shared-memory ones by more than the host-to-device copy of the bytes
-# costs.
+# faster than it; whether the GPU still wins when the bytes start on the host is the CPU row
+# against the copy row plus a kernel's.
 #
 # ## Kernel 3: 16-byte loads (beyond the article)
 #
