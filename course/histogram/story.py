@@ -741,10 +741,10 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
     records = bench.run(every_version(), n, dists=list(dists), runs=runs)
-    names = ["device copy", "cupy.bincount", *(v.name for v in ENGINE.topic.versions)]
+    names = ["device copy", "cupy.bincount", CUB_ROW, *(v.name for v in ENGINE.topic.versions)]
     rows = Table()
     for name in names:
-        launch = "" if name in ("device copy", "cupy.bincount") else (
+        launch = "" if name in ("device copy", "cupy.bincount") else "CUB's own" if name == CUB_ROW else (
             f"blocks = SMs of {ARTICLE_BLOCK}" if name.endswith("_article") else "one wave of 1024"
         )  # fmt: skip
         row: dict[str, Any] = {"version": name, "launch": launch}
@@ -754,53 +754,10 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
             row[f"{dist} ms"] = r["ms"]
             row[f"{dist} %"] = r["pct_of_copy"]
         rows.append(row)
-    copy = rows[0]
-    cub = _cub_row(n, dists, runs, {d: copy[f"{d} ms"] for d in dists})
-    if cub is not None:
-        rows.insert(2, cub)
     return rows
 
 
-CUB_ROW = "cupy.histogram (CUB on)"
-
-
-def _cub_row(n: int, dists: Sequence[str], runs: int, copy_ms: dict[str, float]) -> dict[str, Any] | None:
-    """CUB's DeviceHistogram, reached through cupy.histogram with CuPy's CUB accelerator on, timed
-    as the kernels are: a row of gpu_table, or None where this CuPy cannot run it (its accelerator
-    API changed, no CUB in the build) or counts wrong; the reason goes to CUB_SKIPPED."""
-    global CUB_SKIPPED
-    try:
-        import cupy
-        from cupy._core import _accelerator
-
-        before = list(_accelerator.get_routine_accelerators())
-        _accelerator.set_routine_accelerators(["cub"])
-    except Exception as exc:  # an internal CuPy API: say why the row is missing, do not fail the table
-        CUB_SKIPPED = f"{type(exc).__name__}: {exc}"
-        return None
-    try:
-        row: dict[str, Any] = {"version": CUB_ROW, "launch": "CUB's own"}
-        for dist in dists:
-            xs = _device_copies(_bytes(n, dist))
-            got = cupy.asnumpy(cupy.histogram(xs[0], bins=BINS, range=(0, BINS))[0])
-            if not np.array_equal(got, np.bincount(cupy.asnumpy(xs[0]), minlength=BINS)):
-                CUB_SKIPPED = f"cupy.histogram counted {dist} bytes wrong"
-                return None
-            steps = [lambda x=x: cupy.histogram(x, bins=BINS, range=(0, BINS)) for x in xs]
-            ms = float(np.median(bench.time_runs(steps, runs=runs)))
-            row[f"{dist} ms"], row[f"{dist} %"] = ms, 100 * copy_ms[dist] / ms
-            xs = []
-            bench.free_gpu_memory()
-        return row
-    except Exception as exc:
-        CUB_SKIPPED = f"{type(exc).__name__}: {exc}"
-        return None
-    finally:
-        names = {_accelerator.ACCELERATOR_CUB: "cub", _accelerator.ACCELERATOR_CUTENSOR: "cutensor"}
-        _accelerator.set_routine_accelerators([names[a] for a in before if a in names])
-
-
-CUB_SKIPPED = ""  # why gpu_table has no CUB row, if it has none
+CUB_ROW = "cub::DeviceHistogram::HistogramEven"  # course.bench times it beside the kernels (BenchSpec.cub)
 
 
 def plot_times(ax: Any, rows: Sequence[dict[str, Any]], dists: Sequence[str] = DISTS) -> None:

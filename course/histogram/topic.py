@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import analysis, arrays, backend, draw, occupancy
 from ..backend import Device
-from ..bench import Goal, Inputs
+from ..bench import Goal, Inputs, cub
 from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Residency, Size, Topic, Version
 from ..engine.topic import residency
@@ -193,6 +193,7 @@ BENCH = BenchSpec(
     moved=lambda size, dtype: int(np.prod(size)) * dtype.itemsize,  # every byte read once; 1 KiB written
     generate=_bench_input,
     baselines={"cupy.bincount": _cupy_bincount},
+    cub={"cub::DeviceHistogram::HistogramEven": cub.device_histogram_even(BINS)},
     goals=GOALS,
     dists=DISTS,
     block=BLOCK,

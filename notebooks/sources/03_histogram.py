@@ -849,9 +849,12 @@ table
 # where they do not; in shared memory (`hist4_warp_agg`) it costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`: it privatises per block in
-# shared memory, as `hist3_vec` does, with tuned loads. The row `cupy.histogram (CUB on)` reaches
-# it through CuPy's `histogram` with CuPy's CUB accelerator switched on for the timing (a CuPy that
-# cannot do that leaves the row out); set `CUPY_ACCELERATORS=cub` to get it in your own code.
+# shared memory, as `hist3_vec` does, with tuned loads. The row
+# `cub::DeviceHistogram::HistogramEven` is CUB itself (256 bins of width 1, through CuPy's binding
+# `cupy.cuda.cub`), timed by the benchmark beside the kernels. `cupy.bincount` calls the same CUB
+# function whenever CuPy's CUB accelerator is on (`CUPY_ACCELERATORS=cub`, CuPy 14's default), so
+# its row and CUB's should be close; where they are not, the difference is bincount's own work
+# (it reads the input once more to find its largest value).
 # Compare it with `hist5_lanes` and `hist3_vec` on each kind of data: a library's general kernel
 # against kernels written for 256 bins of bytes. The same times as bars (log scale):
 
