@@ -4,3 +4,4 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD"
 export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"   # cuda-bindings finds the toolkit's NVRTC there
 export COURSE_CACHE_DIR=/tmp/course-cache PYTHONUNBUFFERED=1
+export PATH="$CUDA_HOME/bin:$PATH"   # cuobjdump, nvdisasm and ncu for the facts scripts
