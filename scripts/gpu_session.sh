@@ -32,7 +32,7 @@ for what in "$@"; do
     ncu)
       timeout 560 python3 scripts/ncu_agreement.py measure ${NCU_CASES:-} --out "$OUT/ncu-agreement.md" 2>&1 | grep -v "^|" | tail -80 ;;
     facts)
-      for f in scripts/gpu_facts_*.py; do
+      for f in ${FACTS:-scripts/gpu_facts_*.py}; do  # FACTS="scripts/gpu_facts_dot.py ...": some
         echo "--- $f"; timeout 150 python3 "$f" "$OUT" 2>&1 | tail -60
       done ;;
   esac
