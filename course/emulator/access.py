@@ -160,7 +160,9 @@ class MemoryAccess:
 
     # -- memory
 
-    def load(self, instr: Instr, space: str, addr: np.ndarray, idx: LaneSet, dt: np.dtype, n: int) -> np.ndarray:
+    def load(
+        self, instr: Instr, space: str, addr: np.ndarray, idx: LaneSet, dt: np.dtype, n: int
+    ) -> np.ndarray:
         cnt = self.count(idx)
         out = np.empty((cnt, n), dt) if n > 1 else None
         for sel, arr, flat in self.access(instr, space, addr, idx, dt, n, "ld"):

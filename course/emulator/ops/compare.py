@@ -48,6 +48,9 @@ _BOOL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 @builds("setp", "set")
 def _setp(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Comparison and Selection Instructions: set, setp. setp writes p (and q = !p in
+    setp d|q), combined with a third predicate by .and/.or/.xor; set writes all ones (1.0 for f32)
+    or 0. 16-bit float sources go to `_half_setp`."""
     if instr.parts[-1] in HALVES:
         return _half_setp(instr, ctx)
     cmp = comparison(instr.parts[1])
@@ -98,8 +101,9 @@ def _setp(instr: Instr, ctx: Builder) -> Op:
 
 
 def _half_setp(instr: Instr, ctx: Builder) -> Op:
-    """setp / set on f16, bf16 and packed pairs: setp.f16x2 writes p|q (low lane, high lane);
-    set.*.f16x2.f16x2 writes 1.0 or 0.0 per lane, set.*.u32.f16x2 0xFFFF or 0 per lane."""
+    """PTX ISA, Half Precision Comparison Instructions: set, setp on f16, bf16 and packed pairs.
+    setp.f16x2 writes p|q (low lane, high lane); set.*.f16x2.f16x2 writes 1.0 or 0.0 per lane,
+    set.*.u32.f16x2 0xFFFF or 0 per lane."""
     src = instr.parts[-1]
     fmt = half_fmt(src)
     cmp = comparison(instr.parts[1])
@@ -157,12 +161,14 @@ def _half_setp(instr: Instr, ctx: Builder) -> Op:
 
 @builds("selp")
 def _selp(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Comparison and Selection Instructions: selp (d = c ? a : b)."""
     dt = dtype(itype(instr))
     return simple(instr, ctx, lambda a, b, c: select(c, a, b).astype(dt), [dt, dt, np.dtype(np.bool_)])
 
 
 @builds("slct")
 def _slct(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Comparison and Selection Instructions: slct (d = c >= 0 ? a : b; c is s32 or f32)."""
     dt = dtype(instr.parts[-2])
     ct = dtype(instr.parts[-1])
     return simple(instr, ctx, lambda a, b, c: select(arr(c) >= 0, a, b).astype(dt), [dt, dt, ct])

@@ -13,6 +13,8 @@ from .operands import builds
 
 @builds("bra", "brx")
 def _bra(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Control Flow Instructions: bra (the machine splits the lanes of a divergent one);
+    brx.idx is not implemented."""
     if instr.parts[0] == "brx":
         raise UnsupportedInstruction("indirect branches (brx.idx) are not supported")
     return Op(instr, lambda m, idx: None, "branch", ctx.label(instr.operands[0][1]))
@@ -20,16 +22,20 @@ def _bra(instr: Instr, ctx: Builder) -> Op:
 
 @builds("ret")
 def _ret(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Control Flow Instructions: ret (from the kernel itself: the thread exits)."""
     return Op(instr, lambda m, idx: None, "exit" if ctx.is_entry else "ret")
 
 
 @builds("exit")
 def _exit(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Control Flow Instructions: exit."""
     return Op(instr, lambda m, idx: None, "exit")
 
 
 @builds("trap", "brkpt")
 def _trap(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Miscellaneous Instructions: trap, brkpt: a KernelFault naming the thread and line."""
+
     def run(m: Machine, idx: LaneSet) -> None:
         raise KernelFault(f"{m.who_first(idx)} executed '{instr.opcode}' {m.where(instr)}")
 
@@ -38,9 +44,13 @@ def _trap(instr: Instr, ctx: Builder) -> Op:
 
 @builds("call")
 def _call(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Control Flow Instructions: call, built by the linker (`link._build_call`), which
+    knows the callee."""
     return ctx.build_call(instr)
 
 
 @builds("nanosleep", "pmevent", "griddepcontrol")
 def _nop(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Miscellaneous Instructions: nanosleep, pmevent; Parallel Synchronization and
+    Communication Instructions: griddepcontrol. Nothing for them to do here."""
     return Op(instr, lambda m, idx: None)

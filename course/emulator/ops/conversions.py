@@ -21,6 +21,8 @@ from .operands import DT, UINT, arr, builds, dtype, itype, reader, simple, write
 
 @builds("mov")
 def _mov(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: mov, including the vector forms that pack
+    and unpack a wide register (mov.b64 %rd, {lo, hi}: lo is the low half)."""
     dt = dtype(itype(instr))
     dst, src = instr.operands
     if dst[0] == "vec" and len(dst[1]) > 1:  # unpack: mov.b64 {lo, hi}, %rd
@@ -52,6 +54,9 @@ def _mov(instr: Instr, ctx: Builder) -> Op:
 
 @builds("cvt")
 def _cvt(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: cvt between integer and float types
+    (.rn/.rz/.rm/.rp, the .rni-style rounding to integers, .sat, .ftz); float -> integer always
+    saturates, NaN gives `nan_to_int`. 16-bit floats go to `_half_cvt`."""
     types = [p for p in instr.parts if p in DT]
     if len(types) != 2 or any(p in instr.parts for p in ("tf32", "e4m3x2", "e5m2x2", "rna")):
         raise UnsupportedInstruction(f"the emulator does not implement the conversion '{instr.opcode}'")
@@ -98,7 +103,8 @@ def _cvt(instr: Instr, ctx: Builder) -> Op:
 
 
 def _half_cvt(instr: Instr, ctx: Builder, types: list[str]) -> Op:
-    """cvt where either side is f16, bf16 or a packed pair (cvt.rn.f16x2.f32 d, a, b: a -> high half)."""
+    """PTX ISA, Data Movement and Conversion Instructions: cvt where either side is f16, bf16 or a
+    packed pair (cvt.rn.f16x2.f32 d, a, b puts a in the *high* half), rounded once."""
     dst_t, src_t = types
     mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp")), "rn")
     rint = next((p for p in instr.parts if p in ("rni", "rzi", "rmi", "rpi")), "")

@@ -20,31 +20,71 @@ from ..ptx import Instr
 from .contract import Builder, Op
 from .operands import UINT, arr, builds, dtype, itype, reader, simple, writer
 
-FLT_MIN = np.float32(1.1754944e-38)  # the smallest normal float32, 2**-126
+# ---------------------------------------------------------------- the instructions
 
 
-def flush_subnormal(x: Any) -> Any:
-    """.ftz on a float32 input or result: a subnormal becomes a zero of its sign."""
-    x = arr(x)
-    if x.dtype == np.float32:
-        return np.where(np.abs(x) < FLT_MIN, np.copysign(np.float32(0), x), x)
-    return x
+def float_arith(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Floating-Point Instructions: add, sub, mul, div, fma, mad, min, max on f32 and f64.
+    div.approx (__fdividef) flushes to zero for divisors above 2^126, as the GPU's a * (1/b) does;
+    min/max return the number when one side is NaN (.NaN: the NaN)."""
+    op = instr.parts[0]
+    f: Callable[..., Any]
+    if op in ("add", "sub", "mul", "div"):
+        f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+        ex = {"add": exact_add, "sub": exact_sub, "mul": exact_mul, "div": _exact_div}[op]
+        if op == "div" and "approx" in instr.parts:
+            f, ex = _div_approx(f), _div_approx_exact
+        return float_op(instr, ctx, f, ex)
+    if op in ("fma", "mad"):
+        return float_op(instr, ctx, _fma, exact_fma)
+    if op in ("min", "max"):
+        nan = "NaN" in instr.parts  # .NaN propagates NaNs; the default returns the other operand
+        f = {(0, 0): np.fmax, (0, 1): np.maximum, (1, 0): np.fmin, (1, 1): np.minimum}[(op == "min", nan)]
+        return float_op(instr, ctx, f)
+    raise UnsupportedInstruction(f"{instr.opcode} on floats")
 
 
-def flushes(exact: np.ndarray) -> np.ndarray:
-    """Where an .ftz result becomes zero: the GPU rounds to 24 bits as if the exponent had no
-    lower limit and flushes what is then below 2**-126 (it never rounds up onto 2**-126 from
-    the subnormal grid, as float32 rounding would)."""
-    m, e = np.frexp(np.asarray(exact, np.float64))
-    rounded = np.ldexp(np.round(m * 2.0**24) / 2.0**24, e)
-    return np.isfinite(rounded) & (rounded != 0) & (np.abs(rounded) < float(FLT_MIN))
+def float_unary(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Floating-Point Instructions: abs, neg, sqrt, rsqrt, rcp, sin, cos, lg2, ex2, tanh.
+    sqrt and rcp round correctly in every mode; the .approx ones (and sin ... tanh, rsqrt, which
+    are approximations on the GPU) are computed in float64 and rounded once."""
+    op = instr.parts[0]
+    fns: dict[str, Callable[..., Any]] = {
+        "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a),
+        "rcp": lambda a: np.divide(1, a), "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2,
+        "tanh": np.tanh,
+    }  # fmt: skip
+    if op not in fns:
+        raise UnsupportedInstruction(instr.opcode)
+    f: Callable[..., Any] = fns[op]
+    if op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt") or "approx" in instr.parts:
+        g = f  # approximate on the GPU: computed in double here, then rounded
+        f = lambda a: g(arr(a).astype(np.float64))  # noqa: E731
+    exact = {"sqrt": _exact_sqrt, "rcp": _exact_rcp}.get(op) if "approx" not in instr.parts else None
+    return float_op(instr, ctx, f, exact)
 
 
-def rounding_mode(instr: Instr) -> str:
-    for m in ("rn", "rz", "rm", "rp"):
-        if m in instr.parts:
-            return m
-    return "rn"
+@builds("copysign")
+def _copysign(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Floating-Point Instructions: copysign (d = |b| with the sign of a: a is the sign)."""
+    return simple(instr, ctx, lambda a, b: np.copysign(b, a))
+
+
+@builds("testp")
+def _testp(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Floating-Point Instructions: testp (.finite, .infinite, .number, .notanumber,
+    .normal, .subnormal)."""
+    dt = dtype(itype(instr))
+    tiny = np.finfo(dt).tiny
+    fns: dict[str, Callable[..., Any]] = {
+        "finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
+        "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+        "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0),
+    }  # fmt: skip
+    f = fns[instr.parts[1]]
+    dst, src = instr.operands
+    w, r = writer(ctx, dst), reader(ctx, src, dt)
+    return Op(instr, lambda m, idx: w(m, idx, f(arr(r(m, idx)))))
 
 
 def float_op(
@@ -53,7 +93,7 @@ def float_op(
     fn: Callable[..., Any],
     exact: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Op:
-    """A float instruction with rounding modifiers, .ftz and .sat handled in one place.
+    """PTX ISA, Floating-Point Instructions: the rounding modifiers, .ftz and .sat, in one place.
 
     `exact` gives the result as a float64 pair hi + err that is exact (or exact in sign of
     err), so that .rz/.rm/.rp and float32 fma round the true value, not a rounded one.
@@ -101,6 +141,69 @@ def float_op(
     return simple(instr, ctx, f)
 
 
+FLT_MIN = np.float32(1.1754944e-38)  # the smallest normal float32, 2**-126
+
+
+def flush_subnormal(x: Any) -> Any:
+    """.ftz on a float32 input or result: a subnormal becomes a zero of its sign."""
+    x = arr(x)
+    if x.dtype == np.float32:
+        return np.where(np.abs(x) < FLT_MIN, np.copysign(np.float32(0), x), x)
+    return x
+
+
+def flushes(exact: np.ndarray) -> np.ndarray:
+    """Where an .ftz result becomes zero: the GPU rounds to 24 bits as if the exponent had no
+    lower limit and flushes what is then below 2**-126 (it never rounds up onto 2**-126 from
+    the subnormal grid, as float32 rounding would)."""
+    m, e = np.frexp(np.asarray(exact, np.float64))
+    rounded = np.ldexp(np.round(m * 2.0**24) / 2.0**24, e)
+    return np.isfinite(rounded) & (rounded != 0) & (np.abs(rounded) < float(FLT_MIN))
+
+
+def rounding_mode(instr: Instr) -> str:
+    for m in ("rn", "rz", "rm", "rp"):
+        if m in instr.parts:
+            return m
+    return "rn"
+
+
+# div.approx{.ftz}.f32 (__fdividef) is a * (1/b): for 2^126 < |b| < 2^128 the reciprocal is below
+# the smallest normal and flushes, so the quotient is a zero with the sign of a*b, or NaN where a is
+# infinite. The CUDA C++ Programming Guide ("Intrinsic Functions"): "for 2^126 < |y| < 2^128,
+# __fdividef(x,y) delivers a result of zero ... if x is infinity, __fdividef(x,y) delivers a NaN (as
+# a result of multiplying infinity by zero)"; libdevice's __nv_fast_fdividef says the same, and an
+# H200 gives -0.0 for __fdividef(-a, 2^127). Elsewhere the correctly rounded quotient stands in (the
+# documented bound is 2 ulp for |b| in [2^-126, 2^126]). div.full.f32 scales its operands to keep its
+# 2 ulp bound "across the full range of inputs" (PTX ISA), so it has no such range: plain quotient.
+_DIV_APPROX_FLUSH = 2.0**126
+
+
+def _div_approx(f: Callable[..., Any]) -> Callable[..., Any]:
+    def g(a: Any, b: Any) -> Any:
+        a, b = arr(a), arr(b)
+        q = arr(f(a, b))
+        return np.where(np.abs(b) > _DIV_APPROX_FLUSH, a * np.copysign(q.dtype.type(0), b), q).astype(q.dtype)
+
+    return g
+
+
+def _div_approx_exact(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hi, err = _exact_div(a, b)
+    flushed = np.abs(b) > _DIV_APPROX_FLUSH
+    return np.where(flushed, a * np.copysign(0.0, b), hi), np.where(flushed, 0.0, err)
+
+
+def _fma(a: Any, b: Any, c: Any) -> Any:
+    a, b, c = arr(a), arr(b), arr(c)
+    if a.dtype == np.float32:  # exact product in float64, one rounding of the sum (double rounding is rare)
+        return (a.astype(np.float64) * b + c).astype(np.float32)
+    return _fma64(a, b, c)
+
+
+# ---------------------------------------------------------------- exact values as float64 pairs hi + err
+
+
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """s, t with s = fl(a + b) and s + t == a + b exactly (Knuth)."""
     s = a + b
@@ -118,32 +221,6 @@ def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bh = bh - (bh - b)
     al, bl = a - ah, b - bh
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def round_exact(hi: np.ndarray, err: Any, mode: str, dt: np.dtype) -> np.ndarray:
-    """Round the exact value hi + err (float64 pair) to `dt` in rounding mode `mode`."""
-    hi = np.asarray(hi, np.float64)
-    finite = np.isfinite(hi)  # infinities and NaNs round to themselves
-    err = np.where(finite & np.isfinite(err), err, 0.0)
-    r = hi.astype(dt)
-    d = np.where(finite, (r.astype(np.float64) - hi) - err, 0.0)  # the sign of (r - exact)
-    exact_sign = np.where(hi != 0, np.sign(hi), np.sign(err))
-    if mode == "rn":  # hi itself may be a tie that err, however small, breaks
-        other = np.nextafter(r, np.where(r.astype(np.float64) > hi, dt.type(-np.inf), dt.type(np.inf)))
-        dr = r.astype(np.float64) - hi  # both exact: r and other are hi's neighbours
-        do = other.astype(np.float64) - hi
-        tie = np.isfinite(dr) & np.isfinite(do) & (dr == -do) & (dr != 0)
-        return np.where(tie & (err != 0) & (np.sign(err) == np.sign(do)), other, r)
-    if mode == "rm":
-        step = d > 0
-        toward = dt.type(-np.inf)
-    elif mode == "rp":
-        step = d < 0
-        toward = dt.type(np.inf)
-    else:  # rz
-        step = d * exact_sign > 0
-        toward = dt.type(0)
-    return np.where(step & finite, np.nextafter(r, toward), r)
 
 
 def exact_add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -185,32 +262,6 @@ def _exact_div(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, _fma64(-q, b, a) / b  # the remainder says which side of q the quotient lies
 
 
-# div.approx{.ftz}.f32 (__fdividef) is a * (1/b): for 2^126 < |b| < 2^128 the reciprocal is below
-# the smallest normal and flushes, so the quotient is a zero with the sign of a*b, or NaN where a is
-# infinite. The CUDA C++ Programming Guide ("Intrinsic Functions"): "for 2^126 < |y| < 2^128,
-# __fdividef(x,y) delivers a result of zero ... if x is infinity, __fdividef(x,y) delivers a NaN (as
-# a result of multiplying infinity by zero)"; libdevice's __nv_fast_fdividef says the same, and an
-# H200 gives -0.0 for __fdividef(-a, 2^127). Elsewhere the correctly rounded quotient stands in (the
-# documented bound is 2 ulp for |b| in [2^-126, 2^126]). div.full.f32 scales its operands to keep its
-# 2 ulp bound "across the full range of inputs" (PTX ISA), so it has no such range: plain quotient.
-_DIV_APPROX_FLUSH = 2.0**126
-
-
-def _div_approx(f: Callable[..., Any]) -> Callable[..., Any]:
-    def g(a: Any, b: Any) -> Any:
-        a, b = arr(a), arr(b)
-        q = arr(f(a, b))
-        return np.where(np.abs(b) > _DIV_APPROX_FLUSH, a * np.copysign(q.dtype.type(0), b), q).astype(q.dtype)
-
-    return g
-
-
-def _div_approx_exact(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    hi, err = _exact_div(a, b)
-    flushed = np.abs(b) > _DIV_APPROX_FLUSH
-    return np.where(flushed, a * np.copysign(0.0, b), hi), np.where(flushed, 0.0, err)
-
-
 def _exact_sqrt(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     q = np.sqrt(a)
     return q, _fma64(-q, q, a) / (2 * q)
@@ -218,13 +269,6 @@ def _exact_sqrt(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _exact_rcp(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _exact_div(np.ones_like(a), a)
-
-
-def _fma(a: Any, b: Any, c: Any) -> Any:
-    a, b, c = arr(a), arr(b), arr(c)
-    if a.dtype == np.float32:  # exact product in float64, one rounding of the sum (double rounding is rare)
-        return (a.astype(np.float64) * b + c).astype(np.float32)
-    return _fma64(a, b, c)
 
 
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -261,6 +305,35 @@ def _fma_exact(a: float, b: float, c: float) -> float:
         return float(exact)  # correctly rounded, subnormals included
     except OverflowError:
         return math.inf if exact > 0 else -math.inf
+
+
+# ---------------------------------------------------------------- one rounding of an exact value
+
+
+def round_exact(hi: np.ndarray, err: Any, mode: str, dt: np.dtype) -> np.ndarray:
+    """Round the exact value hi + err (float64 pair) to `dt` in rounding mode `mode`."""
+    hi = np.asarray(hi, np.float64)
+    finite = np.isfinite(hi)  # infinities and NaNs round to themselves
+    err = np.where(finite & np.isfinite(err), err, 0.0)
+    r = hi.astype(dt)
+    d = np.where(finite, (r.astype(np.float64) - hi) - err, 0.0)  # the sign of (r - exact)
+    exact_sign = np.where(hi != 0, np.sign(hi), np.sign(err))
+    if mode == "rn":  # hi itself may be a tie that err, however small, breaks
+        other = np.nextafter(r, np.where(r.astype(np.float64) > hi, dt.type(-np.inf), dt.type(np.inf)))
+        dr = r.astype(np.float64) - hi  # both exact: r and other are hi's neighbours
+        do = other.astype(np.float64) - hi
+        tie = np.isfinite(dr) & np.isfinite(do) & (dr == -do) & (dr != 0)
+        return np.where(tie & (err != 0) & (np.sign(err) == np.sign(do)), other, r)
+    if mode == "rm":
+        step = d > 0
+        toward = dt.type(-np.inf)
+    elif mode == "rp":
+        step = d < 0
+        toward = dt.type(np.inf)
+    else:  # rz
+        step = d * exact_sign > 0
+        toward = dt.type(0)
+    return np.where(step & finite, np.nextafter(r, toward), r)
 
 
 # the exact value of an operation, in fractions (before the one rounding of a directed mode)
@@ -355,64 +428,3 @@ def _round_sqrt_fraction(a: Fraction, mode: str, dt: np.dtype) -> Any:
         return hi
     mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
     return lo if mid * mid > a else hi
-
-
-@builds("copysign")
-def _copysign(instr: Instr, ctx: Builder) -> Op:
-    return simple(instr, ctx, lambda a, b: np.copysign(b, a))
-
-
-@builds("testp")
-def _testp(instr: Instr, ctx: Builder) -> Op:
-    dt = dtype(itype(instr))
-    tiny = np.finfo(dt).tiny
-    fns: dict[str, Callable[..., Any]] = {
-        "finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
-        "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
-        "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0),
-    }  # fmt: skip
-    f = fns[instr.parts[1]]
-    dst, src = instr.operands
-    w, r = writer(ctx, dst), reader(ctx, src, dt)
-    return Op(instr, lambda m, idx: w(m, idx, f(arr(r(m, idx)))))
-
-
-def float_arith(instr: Instr, ctx: Builder) -> Op:
-    """PTX ISA, Floating-Point Instructions: add, sub, mul, div, fma, mad, min, max on f32 and f64.
-    div.approx (__fdividef) flushes to zero for divisors above 2^126, as the GPU's a * (1/b) does;
-    min/max return the number when one side is NaN (.NaN: the NaN)."""
-    op = instr.parts[0]
-    f: Callable[..., Any]
-    if op in ("add", "sub", "mul", "div"):
-        f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
-        ex = {"add": exact_add, "sub": exact_sub, "mul": exact_mul, "div": _exact_div}[op]
-        if op == "div" and "approx" in instr.parts:
-            f, ex = _div_approx(f), _div_approx_exact
-        return float_op(instr, ctx, f, ex)
-    if op in ("fma", "mad"):
-        return float_op(instr, ctx, _fma, exact_fma)
-    if op in ("min", "max"):
-        nan = "NaN" in instr.parts  # .NaN propagates NaNs; the default returns the other operand
-        f = {(0, 0): np.fmax, (0, 1): np.maximum, (1, 0): np.fmin, (1, 1): np.minimum}[(op == "min", nan)]
-        return float_op(instr, ctx, f)
-    raise UnsupportedInstruction(f"{instr.opcode} on floats")
-
-
-def float_unary(instr: Instr, ctx: Builder) -> Op:
-    """PTX ISA, Floating-Point Instructions: abs, neg, sqrt, rsqrt, rcp, sin, cos, lg2, ex2, tanh.
-    sqrt and rcp round correctly in every mode; the .approx ones (and sin ... tanh, rsqrt, which
-    are approximations on the GPU) are computed in float64 and rounded once."""
-    op = instr.parts[0]
-    fns: dict[str, Callable[..., Any]] = {
-        "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a),
-        "rcp": lambda a: np.divide(1, a), "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2,
-        "tanh": np.tanh,
-    }  # fmt: skip
-    if op not in fns:
-        raise UnsupportedInstruction(instr.opcode)
-    f: Callable[..., Any] = fns[op]
-    if op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt") or "approx" in instr.parts:
-        g = f  # approximate on the GPU: computed in double here, then rounded
-        f = lambda a: g(arr(a).astype(np.float64))  # noqa: E731
-    exact = {"sqrt": _exact_sqrt, "rcp": _exact_rcp}.get(op) if "approx" not in instr.parts else None
-    return float_op(instr, ctx, f, exact)

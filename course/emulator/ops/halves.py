@@ -118,7 +118,8 @@ _EXACT_OPS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
 
 
 def half_arith(instr: Instr, ctx: Builder) -> Op:
-    """add, sub, mul, fma, min, max, neg, abs on f16, bf16 and their packed pairs (lane by lane)."""
+    """PTX ISA, Half Precision Floating-Point Instructions: add, sub, mul, fma, neg, abs, min, max,
+    ex2, tanh (and the other approximations) on f16, bf16 and packed pairs, lane by lane."""
     op, t = instr.parts[0], itype(instr)
     fmt = half_fmt(t)
     mode = rounding_mode(instr)

@@ -21,6 +21,75 @@ from .halves import HALVES, f64_to_half, half_fmt, half_to_f64, lanes16, pack16,
 from .operands import SPACES, arr, builds, dtype, itype, reader, select, writer
 
 
+@builds("ld", "ldu")
+def _ld(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: ld, ldu in every state space and vector
+    width (.v2/.v4: the machine returns one row per lane). Kernel and call .params go to `_ld_param`."""
+    space = _space(instr)
+    dt = dtype(itype(instr))
+    n = _vec(instr)
+    dst, src = instr.operands
+    dsts = dst[1] if dst[0] == "vec" else [dst]
+    ws = [writer(ctx, d) for d in dsts]
+    if space == "param":
+        return _ld_param(instr, ctx, src, dt, ws)
+    addr = address(ctx, src)
+
+    def run(m: Machine, idx: LaneSet) -> None:
+        vals = m.load(instr, space, addr(m, idx), idx, dt, n)
+        for k, w in enumerate(ws):
+            w(m, idx, vals[:, k] if n > 1 else vals)
+
+    return Op(instr, run)
+
+
+def _ld_param(instr: Instr, ctx: Builder, src: tuple, dt: np.dtype, ws: list) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: ld.param: a kernel parameter (one value
+    for every thread) or a device-function call's per-thread .param."""
+    name, off = src[1], src[2]
+    if ctx.is_kernel_param(name):
+
+        def run_kernel_param(m: Machine, idx: LaneSet) -> None:
+            for k, w in enumerate(ws):
+                w(m, idx, m.param_scalar(name, off + k * dt.itemsize, dt))
+
+        return Op(instr, run_kernel_param)
+    key = ctx.param_var(name)
+
+    def run(m: Machine, idx: LaneSet) -> None:
+        for k, w in enumerate(ws):
+            w(m, idx, m.param_read(key, off + k * dt.itemsize, dt, idx))
+
+    return Op(instr, run)
+
+
+@builds("st")
+def _st(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: st in every state space and vector width."""
+    space = _space(instr)
+    dt = dtype(itype(instr))
+    n = _vec(instr)
+    dst, src = instr.operands
+    srcs = src[1] if src[0] == "vec" else [src]
+    rs = [reader(ctx, s, dt) for s in srcs]
+    if space == "param":
+        key, off = ctx.param_var(dst[1]), dst[2]
+
+        def run_param(m: Machine, idx: LaneSet) -> None:
+            for k, r in enumerate(rs):
+                m.param_write(key, off + k * dt.itemsize, dt, idx, r(m, idx))
+
+        return Op(instr, run_param)
+    addr = address(ctx, dst)
+
+    def run(m: Machine, idx: LaneSet) -> None:
+        cnt = m.count(idx)
+        vals = np.stack([np.broadcast_to(np.asarray(r(m, idx), dt), (cnt,)) for r in rs], axis=1)
+        m.store(instr, space, addr(m, idx), idx, vals if n > 1 else vals[:, 0], dt, n)
+
+    return Op(instr, run)
+
+
 def _space(instr: Instr) -> str:
     for p in instr.parts[1:]:
         s = p.split("::")[0]
@@ -54,70 +123,6 @@ def address(ctx: Builder, op: tuple) -> Callable[[Machine, LaneSet], np.ndarray]
         return addr
     value = ctx.symbol_address(base) + off
     return lambda m, idx: np.full(m.count(idx), value, np.int64)
-
-
-@builds("ld", "ldu")
-def _ld(instr: Instr, ctx: Builder) -> Op:
-    space = _space(instr)
-    dt = dtype(itype(instr))
-    n = _vec(instr)
-    dst, src = instr.operands
-    dsts = dst[1] if dst[0] == "vec" else [dst]
-    ws = [writer(ctx, d) for d in dsts]
-    if space == "param":
-        return _ld_param(instr, ctx, src, dt, ws)
-    addr = address(ctx, src)
-
-    def run(m: Machine, idx: LaneSet) -> None:
-        vals = m.load(instr, space, addr(m, idx), idx, dt, n)
-        for k, w in enumerate(ws):
-            w(m, idx, vals[:, k] if n > 1 else vals)
-
-    return Op(instr, run)
-
-
-def _ld_param(instr: Instr, ctx: Builder, src: tuple, dt: np.dtype, ws: list) -> Op:
-    name, off = src[1], src[2]
-    if ctx.is_kernel_param(name):
-
-        def run_kernel_param(m: Machine, idx: LaneSet) -> None:
-            for k, w in enumerate(ws):
-                w(m, idx, m.param_scalar(name, off + k * dt.itemsize, dt))
-
-        return Op(instr, run_kernel_param)
-    key = ctx.param_var(name)
-
-    def run(m: Machine, idx: LaneSet) -> None:
-        for k, w in enumerate(ws):
-            w(m, idx, m.param_read(key, off + k * dt.itemsize, dt, idx))
-
-    return Op(instr, run)
-
-
-@builds("st")
-def _st(instr: Instr, ctx: Builder) -> Op:
-    space = _space(instr)
-    dt = dtype(itype(instr))
-    n = _vec(instr)
-    dst, src = instr.operands
-    srcs = src[1] if src[0] == "vec" else [src]
-    rs = [reader(ctx, s, dt) for s in srcs]
-    if space == "param":
-        key, off = ctx.param_var(dst[1]), dst[2]
-
-        def run_param(m: Machine, idx: LaneSet) -> None:
-            for k, r in enumerate(rs):
-                m.param_write(key, off + k * dt.itemsize, dt, idx, r(m, idx))
-
-        return Op(instr, run_param)
-    addr = address(ctx, dst)
-
-    def run(m: Machine, idx: LaneSet) -> None:
-        cnt = m.count(idx)
-        vals = np.stack([np.broadcast_to(np.asarray(r(m, idx), dt), (cnt,)) for r in rs], axis=1)
-        m.store(instr, space, addr(m, idx), idx, vals if n > 1 else vals[:, 0], dt, n)
-
-    return Op(instr, run)
 
 
 # ---------------------------------------------------------------- atomics
@@ -242,6 +247,8 @@ ATOMIC_OPS: dict[str, Callable[..., np.ndarray]] = {
     "inc": _inc, "dec": _dec,
     **{f"add.{t}": _half_add(t) for t in HALVES},
 }  # fmt: skip
+
+
 # the atomics whose lanes may be combined in any order when no lane needs the value it saw (red)
 _UFUNCS: dict[str, np.ufunc] = {
     "add": np.add, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
@@ -254,6 +261,8 @@ _UFUNCS: dict[str, np.ufunc] = {
 
 @builds("cvta")
 def _cvta(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: cvta. Shared and local addresses sit in
+    their own windows of the generic address space (memory.SHARED_WINDOW, LOCAL_WINDOW)."""
     to = "to" in instr.parts
     space = next(p for p in instr.parts if p in SPACES)
     base = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
@@ -271,6 +280,8 @@ def _cvta(instr: Instr, ctx: Builder) -> Op:
 
 @builds("isspacep")
 def _isspacep(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: isspacep (is this generic address in the
+    shared, local or global window?)."""
     space = instr.parts[1]
     dst, src = instr.operands
     w, r = writer(ctx, dst), reader(ctx, src, np.dtype(np.uint64))

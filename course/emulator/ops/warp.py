@@ -20,6 +20,10 @@ from .operands import arr, builds, dtype, itype, reader, writer
 
 @builds("bar", "barrier")
 def _bar(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Parallel Synchronization and Communication Instructions: bar, barrier (bar.sync and
+    bar.red: __syncthreads and its _count/_and/_or) and bar.warp.sync (__syncwarp). The lanes
+    arrive and the machine releases the block (machine.Machine says when); partial barriers with
+    a thread count and bar.arrive are not implemented."""
     if "warp" in instr.parts:
         mask = reader(ctx, instr.operands[0], np.dtype(np.uint32))
 
@@ -51,6 +55,14 @@ def lanes_of(m: Machine, idx: LaneSet) -> tuple[np.ndarray, np.ndarray]:
 
 @builds("shfl")
 def _shfl(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Data Movement and Conversion Instructions: shfl.sync d|p, a, b, c, membermask.
+
+    b is the source lane (.idx) or the offset (.up, .down, .bfly); c packs two fields the CUDA
+    intrinsics fill in from `width`: bits 0-4 the clamp (31 for .idx/.down/.bfly, 0 for .up) and
+    bits 8-12 the segment mask ((32 - width) << 8), which splits the warp into sub-warps. A lane
+    whose source is out of its segment gets its own a and p = false. The value is read from the
+    source lane's register even if that lane is inactive (PTX: undefined).
+    """
     mode = next(p for p in instr.parts if p in ("up", "down", "bfly", "idx"))
     dst, a, b, c, *maskop = instr.operands
     outs = dst[1] if dst[0] == "pair" else [dst]
@@ -155,6 +167,8 @@ LANES32 = 32
 
 @builds("vote")
 def _vote(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Parallel Synchronization and Communication Instructions: vote.sync (.all, .any,
+    .uni, .ballot) over the lanes of the member mask."""
     mode = next(p for p in instr.parts if p in ("all", "any", "uni", "ballot"))
     dst, p, *maskop = instr.operands
     w = writer(ctx, dst)
@@ -182,6 +196,8 @@ def _vote(instr: Instr, ctx: Builder) -> Op:
 
 @builds("activemask")
 def _activemask(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Parallel Synchronization and Communication Instructions: activemask (the lanes
+    that run this instruction together)."""
     w = writer(ctx, instr.operands[0])
 
     def run(m: Machine, idx: LaneSet) -> None:
@@ -194,6 +210,9 @@ def _activemask(instr: Instr, ctx: Builder) -> Op:
 
 @builds("match")
 def _match(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Parallel Synchronization and Communication Instructions: match.sync. .any: the lanes
+    of the member mask with the same value; .all: the mask if all have the same value, else 0
+    (and p says which)."""
     mode = "all" if "all" in instr.parts else "any"
     dt = dtype(itype(instr))
     dst, a, maskop = instr.operands[:3]
@@ -231,6 +250,8 @@ def _match(instr: Instr, ctx: Builder) -> Op:
 
 @builds("redux")
 def _redux(instr: Instr, ctx: Builder) -> Op:
+    """PTX ISA, Parallel Synchronization and Communication Instructions: redux.sync (.add, .min,
+    .max, .and, .or, .xor over the member mask, on 32-bit integers)."""
     how = next(p for p in instr.parts if p in ("add", "min", "max", "and", "or", "xor"))
     dt = dtype(itype(instr))
     dst, a, maskop = instr.operands
