@@ -120,3 +120,31 @@ def test_the_topics_are_listed_explicitly() -> None:
 
     assert [t.name for t in TOPICS] == [n for n in TOPIC_NAMES if n in {t.name for t in TOPICS}]
     assert "reduction" in {t.name for t in TOPICS}
+
+
+def test_no_file_of_the_emulator_is_over_900_lines() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / "emulator").rglob("*.py")
+    }
+    assert not {name: n for name, n in sizes.items() if n > 900}
+
+
+def test_every_instruction_builder_cites_the_ptx_isa() -> None:
+    """The registered builders, and the ones they hand an instruction to by its type (every function
+    of the ops package that takes (instr, ctx)), name the PTX ISA section they implement."""
+    import inspect
+
+    from course.emulator import ops
+
+    builders = set(ops.BUILDERS.values())
+    for family in ops.FAMILIES:
+        for name, f in vars(family).items():
+            if (
+                inspect.isfunction(f)
+                and f.__module__ == family.__name__
+                and name not in ("build", "simple")  # the machinery, not an instruction
+                and list(inspect.signature(f).parameters)[:2] == ["instr", "ctx"]
+            ):
+                builders.add(f)
+    assert len(builders) > 50
+    assert not sorted(f"{f.__module__}.{f.__name__}" for f in builders if "PTX ISA" not in (f.__doc__ or ""))
