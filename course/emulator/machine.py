@@ -42,14 +42,14 @@ MAX_CALL_DEPTH = 32
 # how many warps issue it, and its ceiling: the lowest pc of a running lane of its warps left out of
 # it (NO_PC if none; -1 while lanes wait at a collective). While the group moves as one to a pc
 # below its ceiling, it stays its warps' lowest-pc lanes: the next step needs no schedule.
-Group = tuple[int, Any, int, int]
+Group = tuple[int, ops.LaneSet, int, int]
 
 # thread-instructions a launch may run: about ten seconds of emulation, so a launch far too big
 # for the emulator (or a runaway grid-stride loop) stops with an error instead of hanging
 DEFAULT_WORK = 500_000_000
 
 
-def _run_of(idx: np.ndarray) -> Any:
+def _run_of(idx: np.ndarray) -> slice | np.ndarray:
     """Sorted lanes as a slice where they are one run of threads: a slice reads registers as views
     and writes them without an index array (divergent blocks are such runs), else the array."""
     n = len(idx)
