@@ -58,7 +58,8 @@ def _run_of(idx: np.ndarray) -> slice | np.ndarray:
     return idx
 
 
-def _array_of(idx: slice | np.ndarray) -> np.ndarray:
+def _array_of(idx: ops.LaneSet) -> np.ndarray:
+    assert idx is not None  # the whole wave is never one of several groups
     return np.arange(idx.start, idx.stop) if isinstance(idx, slice) else idx
 
 
