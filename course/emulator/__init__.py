@@ -9,7 +9,8 @@ contract between instructions and machine), `machine` schedules warps, `access` 
 from __future__ import annotations
 
 from .faults import FaultReport, StrayAccess, run_checked
-from .machine import Program, budget, run_kernel, set_budget
+from .link import Program
+from .machine import budget, run_kernel, set_budget
 from .trace import BufferInfo, Trace, TraceRecorder, id_ranges
 
 __all__ = [
