@@ -167,8 +167,9 @@ class Machine(MemoryAccess):
     When collectives complete. A block barrier releases at the end of the step in which the last
     of its live threads arrives (all RUN lanes gone to BAR or EXIT); all must wait at one bar.sync
     (else BarrierError), and its `barrier_epoch` counts up, so the trace knows each access's barrier
-    interval. A warp collective runs at once if every lane its member mask names is in the group;
-    else the lanes there WAIT until the missing ones come, and then all run it together on the next
+    interval (a block some of whose threads have exited passes too: undefined on a GPU, so `notes`
+    says so). A warp collective runs at once if every lane its member mask names is in the group or
+    has exited; else the lanes there WAIT until the missing ones come, and then all run it together on the next
     step. A named lane waiting at a bar.sync, or a warp whose lanes all WAIT, can never complete it:
     BarrierError.
 
