@@ -21,6 +21,7 @@ MODULE_VARS_BASE = 0x6000_0000_0000  # where module-scope __device__ and __const
 
 
 def _storage(t: str) -> np.dtype:
+    """How a register of PTX type t is stored: as an unsigned integer of its width (pred: bool)."""
     if t == "pred":
         return np.dtype(np.bool_)
     return np.dtype(ops.UINT[max(TYPE_SIZES.get(t, 4), 1)])
@@ -28,6 +29,8 @@ def _storage(t: str) -> np.dtype:
 
 @dataclass
 class SharedVar:
+    """A __shared__ variable: its offset in the block's shared memory and its size in bytes."""
+
     name: str
     offset: int
     size: int
@@ -38,14 +41,15 @@ class Compiled:
     """One entry and the functions it calls, built into closures once."""
 
     name: str
-    code: list[ops.Op]
-    storage: dict[str, np.dtype]
+    code: list[ops.Op]  # the entry's instructions, then each callee's: the pc indexes this list
+    storage: dict[str, np.dtype]  # register (callees' prefixed "fn::") -> how it is stored
     shared: list[SharedVar]
-    static_shared: int
-    dynamic_offset: int
-    dynamic_names: frozenset[str]
-    local_size: int
+    static_shared: int  # bytes of static shared memory
+    dynamic_offset: int  # where `extern __shared__` memory starts
+    dynamic_names: frozenset[str]  # the name of the extern __shared__ array, if any
+    local_size: int  # bytes of local memory per thread
     param_vars: dict[str, int]  # per-thread .param storage (calls): key -> bytes
+    # call site -> (callee's return .param, caller's .param) pairs copied back on ret
     ret_maps: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     has_calls: bool = False
     # recursive callees: the registers and local bytes a call saves, by call site
