@@ -124,7 +124,6 @@ def half_arith(instr: Instr, ctx: Builder) -> Op:
     fmt = half_fmt(t)
     mode = rounding_mode(instr)
     flags = {"ftz": "ftz" in instr.parts, "sat": "sat" in instr.parts, "relu": "relu" in instr.parts}
-    nan = F16_NAN if fmt == "f16" else BF16_NAN
 
     def lane(*xs: np.ndarray) -> np.ndarray:
         vals = [half_to_f64(x, fmt) for x in xs]
@@ -152,7 +151,6 @@ def half_arith(instr: Instr, ctx: Builder) -> Op:
         with np.errstate(all="ignore"):
             return pack16(out, t)
 
-    del nan
     return simple(instr, ctx, f, [storage16(t)] * (len(instr.operands) - 1))
 
 
