@@ -122,3 +122,31 @@ def test_the_topics_are_listed_once_and_name_their_notebooks() -> None:
     names = [t.name for t in TOPICS]
     assert len(set(names)) == len(names) and {"dot", "reduction"} <= set(names)
     assert [notebook(n) for n in names] == sorted(p.name for p in (ROOT.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_no_file_of_the_emulator_is_over_900_lines() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / "emulator").rglob("*.py")
+    }
+    assert not {name: n for name, n in sizes.items() if n > 900}
+
+
+def test_every_instruction_builder_cites_the_ptx_isa() -> None:
+    """The registered builders, and the ones they hand an instruction to by its type (every function
+    of the ops package that takes (instr, ctx)), name the PTX ISA section they implement."""
+    import inspect
+
+    from course.emulator import ops
+
+    builders = set(ops.BUILDERS.values())
+    for family in ops.FAMILIES:
+        for name, f in vars(family).items():
+            if (
+                inspect.isfunction(f)
+                and f.__module__ == family.__name__
+                and name not in ("build", "simple")  # the machinery, not an instruction
+                and list(inspect.signature(f).parameters)[:2] == ["instr", "ctx"]
+            ):
+                builders.add(f)
+    assert len(builders) > 50
+    assert not sorted(f"{f.__module__}.{f.__name__}" for f in builders if "PTX ISA" not in (f.__doc__ or ""))

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import BarrierError, MisalignedAccessError, OutOfBoundsError
-from .machine import BAR, EXIT, Fault, Machine, Program
+from .link import Program
+from .machine import BAR, EXIT, Fault, Machine
 from .ptx import source_name
 from .trace import LANES, Trace, TraceRecorder
 
@@ -95,14 +96,14 @@ def _describe(m: Machine, fault: Fault) -> FaultReport:
     if fault.kind == "collective":
         return _collective(m, fault)
     assert fault.addr is not None
-    instr = m.k.code[fault.pc].instr
+    instr = m.compiled.code[fault.pc].instr
     accesses = []
     for t, addr in zip(fault.threads.tolist(), fault.addr.tolist()):
         name, byte, nbytes, itemsize = _locate(m, fault.space, int(addr), fault.size)
         accesses.append(
             StrayAccess(
-                block=_coords(int(m.block_ids[t // m.tpb_pad]), m.grid),
-                thread=_coords(t % m.tpb_pad, m.block),
+                block=_coords(int(m.block_ids[t // m.block_lanes]), m.grid),
+                thread=_coords(t % m.block_lanes, m.block),
                 buffer=name,
                 element=byte // itemsize,
                 byte=byte,
@@ -119,24 +120,24 @@ def _describe(m: Machine, fault: Fault) -> FaultReport:
 def _locate(m: Machine, space: str, addr: int, size: int) -> tuple[str, int, int, int]:
     """(buffer name, byte offset from its start, its size in bytes, itemsize) for a stray address."""
     if space == "global":
-        bufs = [b for b in m.mem.buffers if b.name]
+        bufs = [b for b in m.memory.buffers if b.name]
         best = min(bufs, key=lambda b: min(abs(addr - b.base), abs(addr - (b.base + b.nbytes))))
         return best.name, addr - best.base, best.nbytes, max(best.itemsize, 1)
-    if space == "shared" and len(m.k.shared):
+    if space == "shared" and len(m.compiled.shared):
         i = max(int(np.searchsorted(m.shared_offsets, addr, side="right")) - 1, 0)
-        var = m.k.shared[i]
+        var = m.compiled.shared[i]
         return source_name(var.name), addr - var.offset, m.shared_sizes[i], m.shared_itemsize.get(i, size)
-    return f"{space} memory", addr, m.k.local_size if space == "local" else m.shared_used, 1
+    return f"{space} memory", addr, m.compiled.local_size if space == "local" else m.shared_bytes, 1
 
 
 def _barrier(m: Machine, fault: Fault) -> FaultReport:
-    slot = int(fault.threads[0]) // m.tpb_pad
+    slot = int(fault.threads[0]) // m.block_lanes
     t = fault.threads
-    state, bar_pc = m.state[t], m.bar_pc[t]
-    ltid = t % m.tpb_pad
+    state, bar_pc = m.lane_state[t], m.barrier_pc[t]
+    ltid = t % m.block_lanes
     waiting, lines = [], []
     for pc in np.unique(bar_pc[state == BAR]):
-        line = m.k.code[int(pc)].instr.line
+        line = m.compiled.code[int(pc)].instr.line
         lines.append(line)
         waiting.append((line, tuple(int(x) for x in ltid[(state == BAR) & (bar_pc == pc)])))
     return FaultReport(
@@ -153,13 +154,13 @@ def _collective(m: Machine, fault: Fault) -> FaultReport:
     warps = fault.threads[bad] // LANES  # machine-wide warp ids of the warps missing lanes
     here = fault.threads[fault.threads // LANES == warps[0]]
     first = int(here[0])
-    instr = m.k.code[fault.pc].instr
+    instr = m.compiled.code[fault.pc].instr
     missing = int(fault.addr[bad[0]])
     return FaultReport(
         kind="collective", lines=(instr.line,), opcode=instr.opcode,
-        block=_coords(int(m.block_ids[first // m.tpb_pad]), m.grid),
-        warp=(first % m.tpb_pad) // LANES, lanes_here=tuple(int(x) % LANES for x in here),
+        block=_coords(int(m.block_ids[first // m.block_lanes]), m.grid),
+        warp=(first % m.block_lanes) // LANES, lanes_here=tuple(int(x) % LANES for x in here),
         lanes_missing=tuple(i for i in range(LANES) if missing >> i & 1),
-        threads=tuple(_coords(int(x % m.tpb_pad), m.block) for x in here[:3]),
-        blocks_affected=len(np.unique(fault.threads[bad] // m.tpb_pad)),
+        threads=tuple(_coords(int(x % m.block_lanes), m.block) for x in here[:3]),
+        blocks_affected=len(np.unique(fault.threads[bad] // m.block_lanes)),
     )  # fmt: skip

@@ -2,8 +2,9 @@
 
 One 64-bit generic address space holds them all, as on a GPU: global buffers sit at
 their own addresses, and the shared and local windows are fixed ranges that
-`cvta` converts to and from. Every access is bounds- and alignment-checked against
-the exact buffer (not an allocation granule), and atomics apply in thread order.
+`cvta` converts to and from. The checks live here (bounds against the exact buffer,
+not an allocation granule; alignment); the machine applies them to every access
+(`access.py`), and what each instruction does with memory is in `ops/memory.py`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parse the PTX that NVRTC emits into entries, variables and instructions.
 
-Only the structure is decoded here; what an instruction means lives in `ops.py`.
+Only the structure is decoded here; what an instruction means lives in `ops/`.
 Every instruction keeps its PTX line and the `.cu` line of the `.loc` before it.
 """
 

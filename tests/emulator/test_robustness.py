@@ -399,7 +399,7 @@ def test_internal_error_names_kernel_instruction_and_line(
     emulator_backend: course.Device, monkeypatch
 ) -> None:
     """A defect inside an instruction's implementation reaches the learner as an EmulatorDefect."""
-    from course.emulator import ops
+    from course.emulator.ops import integer as ops  # popc is built there
 
     src = r"""extern "C" __global__ void k(int* y) {
     y[threadIdx.x] = __popc(threadIdx.x);
