@@ -1,7 +1,8 @@
 """Claims that hold: every GPU figure a notebook's markdown quotes is tied to the table it reads.
 
     python scripts/claims.py            # each marked figure: written, printed, and what disagrees
-    python scripts/claims.py --update   # rewrite the disagreeing figures in notebooks/sources/*.py
+    python scripts/claims.py --update notebooks/01_dot.ipynb   # rewrite its disagreeing figures in its
+                                        # source notebooks/sources/01_dot.py (default: every notebook)
                                         # (then re-read each sentence, and jupytext --update)
 
 
@@ -192,9 +193,10 @@ def update(path: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="rewrite disagreeing figures in the sources")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="the notebooks to check (default: all)")
     args = parser.parse_args(argv)
     bad = 0
-    for path in NOTEBOOKS:
+    for path in [p.resolve() for p in args.notebooks] or NOTEBOOKS:
         if args.update:
             for line in update(path):
                 print(f"{path.stem}: {line}")
