@@ -722,14 +722,16 @@ def test_sweep_times_a_course_kernel(cupy_backend: course.Device, tmp_path: Any)
 
 
 @pytest.mark.gpu
-def test_every_topic_measures_its_versions_beside_copy_and_cupy(cupy_backend: course.Device) -> None:
+def test_every_topic_measures_its_versions_beside_copy_cupy_and_cub(cupy_backend: course.Device) -> None:
     from course.topics import TOPICS
 
     for topic in TOPICS:
         size = topic.bench.quick_sizes[0]
         records = bench.run(topic, size)
         spec = topic.bench
-        per_input = 1 + len(spec.baselines) + len(topic.cases(spec.dtypes[0]))
+        per_input = 1 + len(spec.baselines) + len(spec.cub) + len(topic.cases(spec.dtypes[0]))
+        assert {r["kind"] for r in records} == {"copy", "cupy", "kernel"} | ({"cub"} if spec.cub else set())
+        assert all((r["x_cub"] is not None) == bool(spec.cub) for r in records), topic.name
         assert len(records) == len(spec.dtypes) * len(spec.dists) * per_input, topic.name
         assert all(r["ms"] > 0 and 0 < r["gbps"] < 10_000 for r in records)
 
