@@ -253,6 +253,19 @@ def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
 
 def _collective_fault(trace: Trace, fault: FaultReport) -> Finding:
     assert fault.block is not None
+    if fault.outside:
+        return Finding(
+            kind="barrier-divergence", lines=fault.lines, blocks=(fault.block,), count=fault.blocks_affected,
+            explanation=(
+                f"`{fault.opcode}` is run by lanes whose member mask leaves them out: a lane must be in the "
+                "mask it passes (on a GPU this is an illegal instruction, and the program's CUDA context is "
+                "lost); a lane that has done its part should leave the loop, not call again without itself"
+            ),
+            threads=fault.threads,
+            examples=(f"block {_fmt(fault.block)} warp {fault.warp}: lanes {id_ranges(fault.lanes_missing)} "
+                      f"run {fault.opcode} with masks that do not name them",),
+            code=_code(trace.source, fault.lines),
+        )  # fmt: skip
     example = (
         f"block {_fmt(fault.block)} warp {fault.warp}: lanes {id_ranges(fault.lanes_here)} run "
         f"{fault.opcode}, lanes {id_ranges(fault.lanes_missing)} of its mask are elsewhere"

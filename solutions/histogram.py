@@ -32,7 +32,7 @@ AGGREGATE = AGGREGATE_STUB.replace(
     "        atomicAdd(&hist[byte], 1u);\n",
     """        const unsigned int lane = threadIdx.x & 31;
         unsigned int left = __activemask();
-        while (left) {
+        while (left & (1u << lane)) {  // until this lane's byte is counted: then it leaves
             const int leader = __ffs(left) - 1;
             const unsigned int b = __shfl_sync(left, byte, leader);
             const unsigned int same = __ballot_sync(left, byte == b);
@@ -181,6 +181,12 @@ WRONG = {
         (MATCHED, "no __match_any_sync"),  # hist1_agg's way, copied from the notebook
         (AGGREGATE.replace("if (lane == leader) ", ""), "more than the bytes hold"),
         (AGGREGATE.replace("__popc(same)", "1u"), "fewer than the bytes hold"),
+        # every lane stays in the loop until the warp is done, and calls again with a mask without
+        # itself: fine-looking on paper, an illegal instruction on a GPU
+        (
+            AGGREGATE.replace("while (left & (1u << lane)) {", "while (left) {"),
+            "whose member mask leaves them out",
+        ),
         # the full mask in a loop whose last trip only some lanes of the warp take
         (
             AGGREGATE.replace("__activemask()", "0xffffffffu"),

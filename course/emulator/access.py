@@ -47,6 +47,7 @@ class Fault:
     space: str = ""
     op: str = ""
     size: int = 0
+    outside: bool = False  # collective: the lanes named in addr called with a mask that leaves them out
 
 
 class MemoryAccess:

@@ -52,6 +52,7 @@ class FaultReport:
     warp: int = -1  # collective: the warp (within its block) that is missing lanes
     lanes_here: tuple[int, ...] = ()  # collective: lanes that reached the call
     lanes_missing: tuple[int, ...] = ()  # collective: lanes of the mask that are elsewhere
+    outside: bool = False  # collective: lanes_missing called with a member mask that leaves them out
     threads: tuple[Dim3, ...] = ()  # barrier and collective: a few threads involved
     blocks_affected: int = 1
 
@@ -160,7 +161,10 @@ def _collective(m: Machine, fault: Fault) -> FaultReport:
         kind="collective", lines=(instr.line,), opcode=instr.opcode,
         block=_coords(int(m.block_ids[first // m.block_lanes]), m.grid),
         warp=(first % m.block_lanes) // LANES, lanes_here=tuple(int(x) % LANES for x in here),
-        lanes_missing=tuple(i for i in range(LANES) if missing >> i & 1),
+        lanes_missing=tuple(i for i in range(LANES) if missing >> i & 1) if not fault.outside else tuple(
+            int(x) % LANES for x in fault.threads[bad] if x // LANES == warps[0]
+        ),
+        outside=fault.outside,
         threads=tuple(_coords(int(x % m.block_lanes), m.block) for x in here[:3]),
         blocks_affected=len(np.unique(fault.threads[bad] // m.block_lanes)),
     )  # fmt: skip

@@ -591,7 +591,10 @@ class Machine(MemoryAccess):
         t = self.threads(idx)
         lane = t & 31
         masks = np.broadcast_to(np.asarray(masks, np.uint32), t.shape)
-        here = ops.warp_reduce(self, idx, np.left_shift(np.uint32(1), lane.astype(np.uint32)), "or")
+        own = np.left_shift(np.uint32(1), lane.astype(np.uint32))
+        if ((masks & own) == 0).any():  # PTX: the executing thread must be in membermask
+            self._not_in_own_mask(instr, t, masks, own)
+        here = ops.warp_reduce(self, idx, own, "or")
         warp = t >> 5
         parked = (
             self._lane_bits((self.lane_state == WAIT) & (self.pc == self.current_pc))
@@ -616,6 +619,18 @@ class Machine(MemoryAccess):
         self.wait_masks[t[stay]] = masks[stay]
         self.n_waiting += int(stay.sum())
         raise _Regroup
+
+    def _not_in_own_mask(self, instr: Instr, t: np.ndarray, masks: np.ndarray, own: np.ndarray) -> None:
+        """A lane runs a *_sync collective with a member mask that leaves it out: undefined in PTX,
+        an illegal instruction on a GPU (the CUDA context is lost). A collective fault whose
+        'missing' lanes are the callers themselves."""
+        outside = np.where((masks & own) == 0, own, np.uint32(0))
+        k = int(np.flatnonzero(outside)[0])
+        self.fault = Fault("collective", self.current_pc, t, outside.astype(np.int64), outside=True)
+        raise BarrierError(
+            f"{self.name}: {self.who(int(t[k]))} runs '{instr.opcode}' with member mask "
+            f"{int(masks[k]):#010x}, which leaves out the lane itself {self.program.where(instr)}"
+        )
 
     def _lane_bits(self, lanes: np.ndarray) -> np.ndarray:
         """Per warp, the bit mask of its lanes where `lanes` is true."""

@@ -338,3 +338,25 @@ def test_compile_error_quotes_the_offending_line() -> None:
     with pytest.raises(course.CompileError) as info:
         course.Module(code=BROKEN)
     assert "x[i] = undefined_thing + 1;" in str(info.value)
+
+
+def test_a_lane_outside_its_own_member_mask_is_a_fault_not_a_result() -> None:
+    """A lane that runs __shfl_sync with a mask that leaves it out (undefined in PTX, an illegal
+    instruction on a GPU that ends the CUDA context) is reported, with its line, before any value."""
+    import numpy as np
+
+    import course
+
+    mod = course.Module(
+        code=r"""
+extern "C" __global__ void k(int* out) {
+    unsigned int lane = threadIdx.x & 31;
+    unsigned int mask = 0xffffffffu & ~(1u << 3);    // lane 3 is left out of its own mask
+    out[threadIdx.x] = __shfl_sync(mask, (int)lane, 0);
+}"""
+    )
+    out = course.zeros(32, np.int32)
+    findings = mod.get_function("k").check((1,), (32,), (out,))
+    (finding,) = findings
+    assert finding.kind == "barrier-divergence" and finding.lines
+    assert "leaves them out" in finding.explanation and "lanes 3 " in finding.examples[0]
