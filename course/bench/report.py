@@ -210,7 +210,8 @@ def _about(records: Sequence[Record]) -> str:
         "GB/s counts the bytes that must move; % of copy compares with a device-to-device copy of the "
         "same bytes, timed in the same run; × CuPy is CuPy's time over the kernel's, × CUB CUB's "
         "(`cub::DeviceReduce::Sum`, `DeviceScan::InclusiveSum`, `DeviceHistogram::HistogramEven` through "
-        "`cupy.cuda.cub`); dot's CuPy built-in, `cupy.dot`, is cuBLAS. "
+        "`cupy.cuda.cub`); dot's CuPy built-in, `cupy.dot`, runs a multiply into a temporary and then CUB's "
+        "DeviceReduce on two 1-D float32 arrays (Nsight Compute, CuPy 14.2). "
         "[How these numbers are produced](README.md)."
     )
 
