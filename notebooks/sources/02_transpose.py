@@ -164,9 +164,9 @@ transpose.sectors_table(["copy", "transpose_naive", "transpose_naive_cols"])
 # "write col-major"; the second is *read* column-major, *write* row-major: `transpose_naive_cols`).
 #
 # Which side is cheaper to waste? The counts are the same, 32 sectors on one side; the GPU table at
-# the end measures the difference: at 8192² on an H200 the naive kernel reaches about
-# 13 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy, the
-# column-reading one about 40 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->.
+# the end measures the difference: at 8192² on this H100 the naive kernel reaches about
+# 15 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy, the
+# column-reading one about 54 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->.
 # Why is not in these counts, and this notebook does not measure it; a likely part is that a
 # sector fetched for a read stays in the caches for the next warp that needs it (warp 1 reads the
 # sectors warp 0 just fetched), while each partial write is sent on as it comes.
@@ -542,11 +542,12 @@ transpose.blocks_table("transpose_rows", a)
 # 140 blocks of 256 threads for the 1111 × 113 matrix instead of 556, and right for every block
 # (the tile is bx × bx: 64 × 8 moves 64 × 64 tiles, 8 elements per thread).
 #
-# **Why more elements per thread is faster: bytes in flight.** A load from DRAM takes about
-# 600 ns to come back (the course's figure for an idle memory; `course.device().describe()` says
-# where each figure comes from). To keep the memory busy, enough loads must be on their way at
-# every moment: by **Little's law**, the bytes in flight equal the bandwidth times the latency.
-# Which bandwidth? A thread waits for its loads, never for its stores (a store is handed to the
+# **Why more elements per thread is faster: bytes in flight.** A load from DRAM takes hundreds of
+# nanoseconds to come back: on this H100 350 ns, measured by `course.probe` with a pointer chase on
+# an idle memory (the emulator's model, with no GPU to measure, takes 600 ns;
+# `course.device().describe()` says where each figure comes from). To keep the memory busy,
+# enough loads must be on their way at every moment: by **Little's law**, the bytes in flight
+# equal the bandwidth times the latency. Which bandwidth? A thread waits for its loads, never for its stores (a store is handed to the
 # memory system and forgotten), and a transpose moving at full speed spends half its traffic
 # reading. So the loads in flight must carry half the bandwidth. Per SM, with this device's figures:
 
@@ -554,10 +555,10 @@ transpose.blocks_table("transpose_rows", a)
 transpose.littles_law()
 
 # %% [markdown]
-# On the H200 of the committed run that is about 22 KB per SM for the whole traffic at the
-# datasheet's 4.8 TB/s<!-- given: datasheet -->, and about 11 KB for the reads alone: the figure a
-# transpose's loads are held against. It is a floor: 600 ns is how long an idle memory takes, and
-# a busy one queues the requests and answers later.
+# On this H100 that is about 8.9 KB per SM for the whole traffic at the datasheet's
+# 3.35 TB/s<!-- given: datasheet -->, and about 4.4 KB for the reads alone: the figure a
+# transpose's loads are held against. It is a floor: 350 ns is how long an idle memory takes to
+# answer one load, and a busy one queues the requests and answers later.
 #
 # What a launch can keep in flight: the bytes one thread loads before its barrier (counted from the
 # trace), times the threads an SM holds at once (blocks per SM × threads per block, from the
@@ -569,8 +570,9 @@ transpose.in_flight_table()
 
 # %% [markdown]
 # Every one-word kernel keeps at most 8 KB per SM (2048 threads × 4 bytes), copy or transpose,
-# whatever the block: less than the reads ask for on an H200. `transpose_rows` raises it with the
-# words per thread: 16 KB at 32 × 16, 32 KB at 32 × 8, and the 64 × 64 tiles 64 KB. The column
+# whatever the block: about twice the 4.4 KB Little's law asks for the reads on this H100 with the
+# idle latency, and the timings below show that it is not enough. `transpose_rows` raises it with
+# the words per thread: 16 KB at 32 × 16, 32 KB at 32 × 8, and the 64 × 64 tiles 64 KB. The column
 # says **at most**: it counts every thread of the SM as having issued all its loads with none back
 # yet, which is the peak of a block's life, not its average.
 #
@@ -662,40 +664,56 @@ transpose.in_flight_speed()
 #
 # 1. **The copy kernel against the device copy.** One word per thread, no barrier, 8 KB per SM at
 #    most: what a one-word kernel can do on this GPU, the baseline for everything below. It stays
-#    under the device copy, which is not held to one word per thread.
+#    well under the device copy, which is not held to one word per thread: about
+#    75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> of it at 32 × 8.
 # 2. **`transpose_padded` 32 × 8 against the copy kernel 32 × 8.** The same block, the same one
 #    load per thread, the same 8 KB at most; the transpose adds a barrier and a trip through the
 #    tile, and is the slower.
 # 3. **`transpose_padded` 32 × 32 against 32 × 8.** The same kernel, the same 8 KB at most, no bank
 #    conflict at 32 × 32 and a 4-way one at 32 × 8; yet 32 × 32 is the slower, about
-#    42 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×32 --> of the copy against
-#    49 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×8 -->. What differs is the
-#    block: 1024 threads, so an SM holds only 2. A block issues its loads, then every warp waits at
-#    the barrier for the block's slowest load; past the barrier the block only stores, with no load
-#    in flight, and its place on the SM is free for a new block only when its last warp is done.
-#    With 2 blocks per SM, both are often past their barriers at once and the SM has no load in
-#    flight at all; 8 blocks of 256 are rarely all in the same phase. `transpose_rows` 32 × 32, one
-#    word per thread in blocks of 1024 too, lands beside `transpose_padded` 32 × 32. The copy
-#    kernel has no barrier (a warp stores as soon as its own load is back), and its two blocks are
-#    closer together than the padded pair.
+#    55 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×32 --> of the copy against
+#    65 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×8 -->. What differs is the
+#    block: 1024 threads, so an SM holds only 2, and a block's place on the SM is free for a new
+#    one only when its last warp is done. The copy kernel, with no barrier at all (a warp stores as
+#    soon as its own load is back), loses even more with the same two blocks per SM:
+#    62 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×32 --> at 32 × 32 against
+#    75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> at 32 × 8. So on this
+#    H100 most of what 1024 threads cost is the big block itself, barrier or not; a likely part is
+#    that an SM holding 2 blocks idles half its threads while the slowest warps of one finish, and
+#    8 blocks of 256 are rarely all near their end at once. The barrier is there too: a block
+#    issues its loads, every warp waits at the barrier for the block's slowest load, and past it
+#    the block only stores, with no load in flight. Nsight Compute on this H100
+#    (`scripts/gpu_facts_transpose.py`) counts more warps waiting at the barrier per instruction
+#    issued at 32 × 32 than at 32 × 8 (7.8 against 5.2), with as many warps active (87 % and 86 %
+#    of the SM's slots). `transpose_rows` 32 × 32, one word per thread in blocks of 1024 too, lands
+#    beside `transpose_padded` 32 × 32.
 # 4. **More bytes in flight, one barrier per block.** `transpose_rows` at 32 × 16 (16 KB at most)
-#    reaches about 70 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×16 --> of the
-#    copy, at 32 × 8 (32 KB) about 86 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×8 -->.
-#    The speed keeps rising well past the 11 KB Little's law asks for the reads: the table's column
-#    is a block's peak, and a block with a barrier has loads in flight only until they are back,
-#    then none while it stores, so an SM holds a fraction of that peak on average; and a memory
-#    under load answers later than in 600 ns. A launch with a barrier needs several times Little's
-#    figure at its peak. `transpose_rows` 64 × 8 is faster again, though its SASS keeps 16 bytes per
-#    thread in flight at a time, as 32 × 8 does: each thread moves twice the words between its
-#    block's start and its barrier's wait, so the phases of step 3 cost less per byte.
+#    reaches about 79 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×16 --> of the
+#    copy, at 32 × 8 (32 KB) about 94 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×8 -->.
+#    The speed keeps rising well past the 4.4 KB Little's law asks for the reads with the idle
+#    latency: the one-word kernels keep twice that at their peak and stop at 55 to
+#    75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> of the copy. The table's column is a block's peak, and a block with a barrier has loads in flight only
+#    until they are back, then none while it stores, so an SM holds a fraction of that peak on
+#    average; and a memory under load answers later than the 350 ns of an idle one, so Little's
+#    law with the idle latency asks too little. A launch with a barrier needs several times that
+#    figure at its peak. `transpose_rows` 64 × 8 is faster again,
+#    96 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->, though its SASS
+#    keeps 16 bytes per thread in flight at a time, as 32 × 8 does: each thread moves twice the
+#    words between its block's start and its barrier's wait, so the phases of step 3 cost less per
+#    byte.
 # 5. **Batched, checked in the SASS.** `transpose_vec` 32 × 16 against `transpose_rows` 64 × 8: the
 #    same 64 × 64 tile, the same 512 threads, the same 8 words per thread; vec issues its 8 loads at
-#    once, rows in two batches of 4, and vec is the faster, about
-#    94 %<!-- from in_flight_speed: % of copy @ kernel=transpose_vec 32×16 -->.
+#    once, rows in two batches of 4. On this H100 they tie: vec
+#    95.9 %<!-- from in_flight_speed: % of copy @ kernel=transpose_vec 32×16 --> of the copy, rows
+#    96.3 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->, and three repeated
+#    runs of `scripts/gpu_facts_transpose.py` move each by up to 0.7 points, with rows ahead in
+#    every one by 0.2 to 0.3. Past 32 KB in flight per SM, the second batch costs nothing
+#    measurable here (on the H200 of an earlier run, vec was the faster by 1.8 points).
 #
-# What is left to the copy is the order of the tiles, next. (`scripts/gpu_facts_transpose.py`
-# repeats these timings to give their spread, and reads the warps' stall reasons with Nsight
-# Compute: waiting at a barrier against waiting for a load, for the pair of step 3.)
+# What is left to the copy, about 4 points, the order of the tiles was meant to take, next.
+# (`scripts/gpu_facts_transpose.py` repeats these timings to give their spread, and reads the
+# warps' stall reasons with Nsight Compute: waiting at a barrier against waiting for a load, for
+# the pair of step 3.)
 #
 # **Exercise 7. Measure and choose.** Pick the block of `transpose_rows` for an **int32 matrix of
 # 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
@@ -728,7 +746,7 @@ print("matches NumPy:", np.array_equal(transpose.run("transpose_grouped", a), a.
 # %% [markdown]
 # The launch changes again: a 1-D grid of ⌈1111 / 64⌉ × ⌈113 / 64⌉ = 36 tiles. Which block wrote
 # each tile of `out` for a 512 × 512 matrix, from the traces (blocks 0–7 framed, as if the GPU held
-# 8 at once; an H200 holds about 528 of these blocks):
+# 8 at once; this H100 holds 528 of these blocks, 4 on each of its 132 SMs):
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
@@ -736,11 +754,17 @@ transpose.draw_tile_order(axes)
 
 # %% [markdown]
 # With the 2-D grid, blocks 0–7 write a tile column of `out`: 256 bytes into each of 512 rows.
-# With the 1-D grid they write a whole band of 64 rows, every byte of them. The GPU table below
-# measures the difference at 8192² on an H200: about
-# 94 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec --> of the copy in the
-# 2-D order against about 97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->
-# down whole tile columns: the same tiles, the same block, the same loads in flight.
+# With the 1-D grid they write a whole band of 64 rows, every byte of them. On the H200 where the
+# order was tuned (`docs/tuning/transpose.md`) that took the same tiles, the same block and the
+# same loads in flight from 94 %<!-- given: reference --> of the copy in the 2-D order to
+# 97 %<!-- given: reference --> down whole tile columns. On this H100 the GPU table below measures
+# no difference at 8192²:
+# 95.8 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec --> of the copy in the
+# 2-D order (`transpose_vec`), 95.7 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->
+# down whole tile columns (`transpose_grouped`), and at 16384² the order gains
+# 0.6 points (96.2 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_vec --> against
+# 96.8 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_grouped -->). Which order
+# the memory prefers depends on the GPU; what is left to the copy here is not the order.
 #
 # **Exercise 8. Predict, then check: which rows the first blocks write.** For matrices the picture
 # does not show (m rows × n columns of `a`, 64 × 64 tiles), how many rows of `out` do blocks 0–7
@@ -769,10 +793,10 @@ transpose.sectors_table()
 # ## The article's matrix is too small to time
 #
 # 1111 × 113 four-byte words are 502 KB; a transpose reads them and writes them, about 1 MB in all.
-# Even at the datasheet's 4.8 TB/s<!-- given: datasheet --> that is 0.2 µs<!-- given: datasheet -->,
-# yet every kernel takes a few microseconds from start to end on the GPU, as long as the device
-# copy of the same bytes (4 µs<!-- from article_table: µs @ shape=1111×113,kernel=device copy --> on
-# the H200): the fixed cost of a launch (starting the blocks, one round trip to DRAM, waiting for
+# Even at this H100's datasheet 3.35 TB/s<!-- given: datasheet --> that is
+# 0.3 µs<!-- given: datasheet -->, yet every kernel takes a few microseconds from start to end on
+# the GPU, as long as the device copy of the same bytes
+# (4.1 µs<!-- from article_table: µs @ shape=1111×113,kernel=device copy --> on this H100): the fixed cost of a launch (starting the blocks, one round trip to DRAM, waiting for
 # the last block). The launches themselves say why: how many
 # blocks, how many an SM holds at once, and how many times (**waves**) the grid fills the GPU's 132
 # SMs:
@@ -783,7 +807,7 @@ transpose.launch_table()
 # %% [markdown]
 # At 1111 × 113 no launch fills the GPU even once (waves below 1: `transpose_grouped` keeps 36 of
 # 132 SMs busy), so no kernel can reach the memory's bandwidth, and the timings differ by a
-# microsecond or so. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
+# microsecond or two. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
 # bandwidth lesson shows. The article's single event-timed launch of this matrix measures the
 # launch, not the kernel.
 #
@@ -839,19 +863,21 @@ transpose.article_table()
 # Read the 1111 × 113 rows first and put them aside: every kernel takes a few microseconds, as
 # the device copy does, the launch-bound regime of the last section; no ranking there means
 # anything. At 8192², the article's kernel with its 32 × 32 block reaches only about
-# 24 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 --> of the
-# copy, slower than CuPy; `transpose_tiled` at 32 × 32 is the same kernel and the same speed.
+# 33 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 --> of the
+# copy, level with CuPy (a hair slower, at
+# 0.99<!-- from article_table: × CuPy @ shape=8192×8192,kernel=transpose_article 32×32 -->× CuPy);
+# `transpose_tiled` at 32 × 32 is the same kernel and the same speed.
 # Removing the 32-way conflict (`transpose_padded` at 32 × 32) lifts it to about
-# 42 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×32 -->. The
+# 55 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×32 -->. The
 # 16 × 16 block of the article's text, with its 8-way conflict, does better
-# (46 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 16×16 -->), and
+# (61 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 16×16 -->), and
 # so do the 32 × 8 blocks, tiled (8-way:
-# 47 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_tiled 32×8 -->) or padded
-# (4-way: 49 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×8 -->):
+# 63 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_tiled 32×8 -->) or padded
+# (4-way: 65 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_padded 32×8 -->):
 # past the 32-way conflict, the block's 1024 threads cost more than an 8-way conflict (step 3 of the
 # measured bytes in flight). `transpose_rows`, four words per thread, reaches about
-# 86 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_rows 32×8 -->; the naive
-# kernel stays at about 13 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_naive 32×8 -->.
+# 94 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_rows 32×8 -->; the naive
+# kernel stays at about 15 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_naive 32×8 -->.
 #
 # **Every version against the copy and CuPy**, at its benchmark block, at the article's size and
 # two large ones:
@@ -860,23 +886,25 @@ transpose.article_table()
 transpose.speed_table()
 
 # %% [markdown]
-# At 8192² on an H200 the story reads in order: `transpose_naive` about
-# 13 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy,
-# `transpose_naive_cols` about 40 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->,
-# the tiles at 32 × 8 about 47 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_tiled -->
-# (tiled) and 49 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_padded -->
-# (padded), `transpose_rows` about 86 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_rows -->,
-# `transpose_vec` about 94 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec -->
-# and `transpose_grouped` about 97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->:
-# 3.5<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× faster than
+# At 8192² on this H100 the story reads in order: `transpose_naive` about
+# 15 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive --> of the copy,
+# `transpose_naive_cols` about 54 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_naive_cols -->,
+# the tiles at 32 × 8 about 63 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_tiled -->
+# (tiled) and 65 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_padded -->
+# (padded), `transpose_rows` about 94 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_rows -->,
+# `transpose_vec` and `transpose_grouped` level at
+# 95.8 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec --> and
+# 95.7 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->, grouped
+# 2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× faster than
 # `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about
-# 28 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.ascontiguousarray(a.T) --> of the
-# copy. The 16384² rows read the same. At 1111 × 113 every row is a few microseconds again.
+# 33 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.ascontiguousarray(a.T) --> of the
+# copy. The 16384² rows read the same, with `transpose_grouped` the fastest by 0.6 points there. At
+# 1111 × 113 every row is a few microseconds again.
 #
 # **What to call outside the course.** `cupy.ascontiguousarray(a.T)` is what CuPy gives you: its
 # elementwise copy walks the output in order and reads `a.T` through its strides, as
 # `transpose_naive_cols` does (and with more index arithmetic per element), which is why it sits
-# with the naive kernels and not with the tiles. For a transpose that matters, use a tiled kernel
+# between the two naive kernels, below even `transpose_naive_cols`, and far from the tiles. For a transpose that matters, use a tiled kernel
 # like `transpose_grouped`, or a library's tensor permutation (cuTENSOR's `cutensorPermute`, which
 # CuPy reaches through `cupyx.cutensor` where cuTENSOR is installed; not measured in this table),
 # rather than an elementwise copy through strides.
@@ -907,16 +935,19 @@ transpose.plot_speed(ax, records)
 #   `blockDim.x` for both dimensions); its bounds checks are right, and needed: the store tests
 #   the element it writes, not the one it loaded, and without the tests the edge blocks write past
 #   the output. The 0 it writes for an out-of-bounds load is never read.
-# - Then the memory must be kept busy. By Little's law a transpose's loads (half its traffic) need
-#   about 11 KB in flight per SM on an H200; one word per thread keeps 8 KB at most, and blocks of
-#   1024 threads keep even that only part of the time (two per SM, with no load in flight once past
-#   their barriers). Several words per thread (`transpose_rows`), loads batched before the barrier
-#   (checked in the SASS, not read from the source) and 64 × 64 tiles keep tens of KB; visiting the
-#   tiles down whole tile columns writes the output front to back. On an H200 that takes the
-#   transpose from about 24 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 -->
+# - Then the memory must be kept busy. By Little's law with an idle memory's latency, a
+#   transpose's loads (half its traffic) need about 4.4 KB in flight per SM on this H100; one word
+#   per thread keeps 8 KB at most, and still stops at 55 to
+#   75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> of the copy: a loaded
+#   memory answers later than an idle one, a block with a barrier has no load in flight once past
+#   it, and blocks of 1024 threads (two per SM) cost more again, barrier or not. Several words per
+#   thread (`transpose_rows`), loads issued before the barrier (checked in the SASS, not read from
+#   the source) and 64 × 64 tiles keep tens of KB. Visiting the tiles down whole tile columns, which
+#   writes the output front to back, won 3 points on the H200 where it was tuned and none
+#   measurable on this H100 at 8192². On this H100 that takes the transpose from about 33 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 -->
 #   of the copy (the article's kernel at 8192²) to about
-#   97 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->,
-#   3.5<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× `cupy.ascontiguousarray(a.T)`.
+#   96 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->,
+#   2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× `cupy.ascontiguousarray(a.T)`.
 # - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the few microseconds of
 #   a launch, and its one event-timed launch cannot tell them apart.
 
