@@ -220,8 +220,8 @@ histogram.contention_table(["hist1"])
 # `hist`): about 2 on uniform bytes, about 4 on skewed ones, 32 on all-equal bytes. If the
 # hardware served the lanes on one address one after another, all-equal bytes would cost 16 times
 # what uniform bytes do. The GPU table near the end times `hist1` on all four kinds of data:
-# all-equal bytes are the slowest, but by less than 16 times. The trace counts what the code asks
-# for, not how the hardware carries it out.
+# all-equal bytes are the slowest, but on this H100 by about five times, not 16. The trace counts
+# what the code asks for, not how the hardware carries it out.
 #
 # **Where global atomics wait.** An SM does not carry out a global atomic: it sends it to the L2
 # cache, and the L2 slice that holds the word's 128-byte line does the read-modify-write, the
@@ -239,14 +239,22 @@ histogram.global_atomics_timing()
 
 # %% [markdown]
 # Read it by column. Spacing the bins a line apart changes nothing on all-equal bytes (one word
-# is in one line however far apart the others are) and lets uniform bytes go faster: on uniform
-# bytes the eight lines, not global atomics as such, were `hist1`'s limit. On all-equal bytes the
-# queue is one word's, and only fewer atomics help: that is what `hist1_agg` does. How much each
-# change gains is this GPU's. `hist1`'s time on uniform bytes also varies from run to run: two
-# H200 runs of the course's benchmark measured it a factor of two apart. `scripts/gpu_facts_histogram.py`
-# times it in several rounds, each with freshly allocated bins and input, and reports the spread
-# beside the bins' address, to see whether where the eight lines land among the L2's slices is
-# what changes between runs.
+# is in one line however far apart the others are) and makes uniform bytes about five times faster
+# on this H100: on uniform bytes the eight lines, not global atomics as such, were `hist1`'s limit.
+# On all-equal bytes the queue is one word's, and only fewer atomics help: that is what `hist1_agg`
+# does, some thirty times faster than `hist1` there, and less than a tenth faster on uniform bytes.
+# How much each change gains is this GPU's.
+#
+# **Where the bins land.** `hist1`'s time on uniform bytes also depends on its allocation.
+# `scripts/gpu_facts_histogram.py` timed it on this H100 (2^28 uniform bytes, the GPU table's
+# launch) in eight rounds, each with freshly allocated bins and input: within a round the runs
+# agreed to 1 %, and the rounds fell in two groups, 33 ms<!-- given: reference --> and
+# 69 ms<!-- given: reference -->, nothing between. The four slow rounds had their 1 KiB of bins
+# starting on a 1 KiB boundary, the four fast ones 512 bytes past one. So the time follows where
+# the eight lines sit; why, the script cannot say (how the L2 maps addresses to its slices is not
+# documented, and each round moved the input too). The table above reads
+# 8.11 GB/s<!-- from global_atomics_timing: uniform GB/s @ launch=hist1: 256 bins in 8 lines of 128 bytes -->
+# for `hist1` on uniform bytes, the fast rounds' speed; another allocation may halve it.
 #
 # ## Kernel 1, aggregated: lanes that agree before the global atomic
 #
@@ -352,8 +360,8 @@ histogram.exercises.aggregate.check(mine)
 # The article says that atomics inside a block are serial (一个block内部的原子操作是串行的). They
 # are not: a warp's shared atomic on 32 different words in 32 different banks is one pass; only
 # lanes on *different words of one bank* take a pass each (a bank conflict, below), and lanes on
-# the *same* word are combined (the GPU table shows all-equal bytes, 32 lanes on one word, as the
-# fastest kind of data for `hist3_vec`).
+# the *same* word are combined (in the GPU table `hist3_vec` counts all-equal bytes, 32 lanes on
+# one word, at the copy's speed, and uniform bytes slowest).
 
 # %%
 source.show("histogram.cu", "hist2_article")
@@ -431,17 +439,21 @@ histogram.article_grids()
 # eight blocks of 256 threads with their 1 KiB of bins each. The article's grid fills 8 of each
 # SM's 64 warp slots.
 #
-# **Why that matters here: bytes in flight.** A load from DRAM takes about 600 ns to come back.
-# To keep the memory busy, every SM must have enough loads waiting at all times: by **Little's
-# law**, bytes in flight = bandwidth × latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB on an H200, or
-# 22 KB per SM. The trace shows how many bytes a thread of each kernel loads before it needs them
-# (its first atomic needs the byte just loaded): one, for the article's kernels. Launch by launch:
+# **Why that matters here: bytes in flight.** A load from DRAM takes hundreds of nanoseconds to
+# come back: on this H100 350 ns, measured by `course.probe` with a pointer chase on an idle memory
+# (the emulator's model, with no GPU to measure, takes 600 ns; `course.device().describe()` says
+# where each figure comes from). To keep the memory busy, every SM must have enough loads waiting
+# at all times: by **Little's law**, bytes in flight = bandwidth × latency. With the read stream
+# `course.probe` measured on this H100, 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.03 MB, or
+# about 7.8 KB per SM. It is a floor: a memory under load answers later than an idle one. The
+# trace shows how many bytes a thread of each kernel loads before it needs them (its first atomic
+# needs the byte just loaded): one, for the article's kernels. Launch by launch:
 
 # %% tags=["nbval-ignore-output"]
 histogram.launch_table()
 
 # %% [markdown]
-# Read the last column: the article's `hist2_article` keeps 256 bytes in flight per SM, about 1 %
+# Read the last column: the article's `hist2_article` keeps 256 bytes in flight per SM, about 3 %
 # of what Little's law asks; twice the blocks, twice that; a full wave of 8 blocks per SM, eight
 # times; the 16-byte loads of `hist3_vec` (next section) another 16 times, past what is needed.
 # `hist5_lanes` fits only 6 blocks per SM: its 32 KiB of shared memory per block runs out before
@@ -492,8 +504,8 @@ histogram.article_timing()
 # shared-memory version is about ten times faster than its global-atomic one, and `hist5_lanes`,
 # below, tens of times faster again. The CPU loop (`np.bincount`, in C, on one core of this
 # machine's host) is the article's starting point: every GPU kernel in the table counts the 100 MiB
-# faster than it; whether the GPU still wins when the bytes start on the host is the CPU row
-# against the copy row plus a kernel's.
+# faster than it. Whether the GPU still wins when the bytes start on the host is the CPU row
+# against the copy row plus a kernel's: here it does, by far, even with `hist1_article`.
 #
 # ## Kernel 3: 16-byte loads (beyond the article)
 #
@@ -779,9 +791,12 @@ histogram.wide_timing()
 # Read the rows: all-equal keys are the fastest, uniform keys the slowest, only a few times
 # faster than `cupy.bincount`. The trace above names three candidates for the uniform time: the
 # `__match_any_sync` per key, bank conflicts of about 3.5 ways, and a merge of up to 4096 global
-# atomics per block. `scripts/gpu_facts_histogram.py` times them apart: `hist_wide` beside the same
-# kernel without aggregation (`hist_wide_plain`) and beside its loads and merge alone
-# (`hist_wide_load`); its report says which share of the time each takes on this GPU. When
+# atomics per block. `scripts/gpu_facts_histogram.py` timed them apart on this H100 (2^27 keys):
+# the same kernel without aggregation (`hist_wide_plain`) counts uniform keys about 11.5 times
+# faster, at the copy's speed, and its loads and merge alone (`hist_wide_load`) take all but a few
+# per cent of that. So the match per key is the cost; the bank conflicts and the merge hardly
+# show. `hist_wide_plain` is faster on all-equal and real keys too: on this H100 agreement in
+# shared memory does not pay for 4096 bins either, as it did not for 256 (`hist4_warp_agg`). When
 # shared memory runs out, privatisation per lane is gone, and what is left is a choice between
 # costs.
 #
@@ -836,27 +851,33 @@ table
 # %% [markdown]
 # Read it row by row, with the launch column. `hist5_lanes` stays close to the copy on every kind
 # of data, tens of times faster than `cupy.bincount`. `hist3_vec` runs from the copy's speed on
-# all-equal bytes to about half of it on uniform bytes. It can pass 100 % by a little: the copy
+# all-equal bytes to about three quarters of it on uniform bytes. It can pass 100 % by a little: the copy
 # reads half its bytes and writes the other half, the histogram only reads, so the copy is the
 # ceiling of a read-and-write stream, not of a read-only one. `hist2` takes the same time whatever
 # the data: one byte per load leaves it short of bytes in flight, and that hides every other cost.
 # `hist2_article` runs the same counting as `hist2` many times slower: its launch (blocks = SMs of
 # 256) is the difference, not its code (the grid table above runs it with a full wave at `hist2`'s
-# speed). `hist1` and `hist1_article` are the slowest, and the data slows them down the most:
-# all-equal bytes most (one word, one line in L2). `hist1_agg`, whose lanes agree, cuts `hist1`'s
-# all-equal time by more than any other kind of data's, while on uniform bytes it is no faster
-# than `hist1`. Agreement pays where many lanes queue on one global word and costs
-# where they do not; in shared memory (`hist4_warp_agg`) it costs everywhere.
+# speed). `hist1` and `hist1_article` are the slowest on every kind of data, and all-equal bytes
+# slow them most, about five times their uniform time (one word, one line in L2). `hist1_agg`,
+# whose lanes agree, cuts `hist1`'s all-equal time some thirty-fold, its skewed and real times
+# about two-fold, and its uniform time by less than a tenth. Agreement pays where many lanes queue
+# on one global word and gains little where they do not; in shared memory (`hist4_warp_agg`) it
+# costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`: it privatises per block in
 # shared memory, as `hist3_vec` does, with tuned loads. The row
 # `cub::DeviceHistogram::HistogramEven` is CUB itself (256 bins of width 1, through CuPy's binding
-# `cupy.cuda.cub`), timed by the benchmark beside the kernels. `cupy.bincount` calls the same CUB
-# function whenever CuPy's CUB accelerator is on (`CUPY_ACCELERATORS=cub`, CuPy 14's default), so
-# its row and CUB's should be close; where they are not, the difference is bincount's own work
-# (it reads the input once more to find its largest value).
-# Compare it with `hist5_lanes` and `hist3_vec` on each kind of data: a library's general kernel
-# against kernels written for 256 bins of bytes. The same times as bars (log scale):
+# `cupy.cuda.cub`, into 64-bit counters as `cupy.bincount`'s are; the course's kernels count in
+# 32 bits), timed by the benchmark beside the kernels. `cupy.bincount` makes the same CUB call
+# when CuPy's CUB accelerator is on (`CUPY_ACCELERATORS=cub`, CuPy 14's default), but first, in
+# CuPy's source, it checks `(x < 0).any()` and takes `int(cupy.max(x))`: more passes over the
+# input, each ending in a wait for the host, and the timing includes them. On this H100 bincount
+# takes about three times CUB's time on uniform bytes and twice on all-equal ones, and the
+# difference is about the same on every kind of data: work that does not depend on the values, as
+# those checks do not (the table cannot say how it splits between them).
+# Compare CUB with `hist5_lanes` and `hist3_vec` on each kind of data: a library's general kernel
+# against kernels written for 256 bins of bytes. On this H100 CUB is about nine times slower than
+# `hist3_vec` on uniform bytes and more on the others. The same times as bars (log scale):
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(12, 4))
@@ -867,7 +888,7 @@ histogram.plot_times(ax, table)
 # change with the data, those of `hist2` and `hist5_lanes` do not.
 #
 # **Against N.** `hist2`, `hist3_vec` and `hist5_lanes` on uniform and all-equal bytes, beside
-# `cupy.bincount` and the copy, from 2^16 to 2^28 bytes:
+# `cupy.bincount`, CUB's `HistogramEven` and the copy, from 2^16 to 2^28 bytes:
 
 # %% tags=["nbval-ignore-output"]
 records = histogram.speed_against_n()
@@ -878,7 +899,8 @@ histogram.plot_speed(ax, records)
 # Below about 2^20 bytes every kernel takes a few microseconds, the time of a launch; these points
 # say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both kinds of
 # data, `hist3_vec` only on all-equal bytes, and `hist2` stays far below, short of bytes in
-# flight. The full sweep and the course's goals are in `docs/benchmarks/`.
+# flight; CUB and `cupy.bincount` level off below `hist2`. The full sweep and the course's goals are
+# in `docs/benchmarks/`.
 
 # %% [markdown]
 # ## Summary
@@ -898,7 +920,7 @@ histogram.plot_speed(ax, records)
 #   memory (the article's second kernel), then a copy per lane laid out so that no two lanes of a
 #   warp share a word or a bank, whatever the data.
 # - Then the loads: the article's grid of one block per SM, one byte per thread at a time, keeps
-#   about 1 % of the bytes in flight that Little's law asks for; a full wave and 16-byte loads
+#   about 3 % of the bytes in flight that Little's law asks for on this H100; a full wave and 16-byte loads
 #   take the histogram to the copy's speed, tens of times `cupy.bincount`. Outside the course, call
 #   CUB's `DeviceHistogram`. When the bins outgrow shared memory (4096 bins), per-lane copies no
 #   longer fit.
