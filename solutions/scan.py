@@ -42,7 +42,8 @@ SOLUTIONS = {
     "work": work_truth(),
     "exclusive": EXCLUSIVE,
     "warp": WARP,
-    "block": 128,  # 74 tiles: the last look-back reads 3 windows, one more than 256's 37 tiles (all resident)
+    "block": 128,  # 74 tiles on 74 SMs, 32 KB each, and a look-back of 3 windows (64 passes too: 2 tiles on
+    # the busiest SM, the same 32 KB, and 5 windows; the H100 timed 128 fastest and 64 within 10 %)
 }
 
 SERIAL = EXCLUSIVE_STUB.replace(
@@ -129,8 +130,8 @@ WRONG = {
         (WARP_STUB, "nothing was scanned"),
     ],
     "block": [
-        (64, "longer chain of waits"),  # a tile on every SM: 147 tiles, 5 windows
-        (32, "longer chain of waits"),  # the most SMs at work: 293 tiles, 10 windows
+        (32, "a longer chain of look-back round trips"),  # 293 tiles: 10 windows walked
+        (256, "fewer SMs at work"),  # 37 tiles on 37 of 132 SMs, 64 KB each
         (100, "lookback takes a block of"),
         (None, "lookback takes a block of"),
     ],

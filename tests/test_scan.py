@@ -448,14 +448,20 @@ def test_exercise_show_draws_the_learners_kernel(emulator_backend):
 
 
 def test_exercise_block_on_the_emulator(emulator_backend):
-    """The model's rule: every block's tiles are resident at once at N = 300 000; the look-back's
-    chain, ⌈(tiles - 1) / 32⌉ windows, decides: 256 and 128 (2 and 3 windows) pass, 64 and 32 (5, 10) not."""
+    """The model's rule: every block's tiles are resident at once at N = 300 000; the busiest SM's
+    bytes at its share of the bandwidth plus the look-back's chain, ⌈(tiles - 1) / 32⌉ windows of
+    200 ns, decide: 128 (1 tile of 32 KB, 3 windows) and 64 (2 tiles of 16 KB, 5) pass, 32 (10
+    windows) and 256 (37 SMs at work, 64 KB each) not: what the H100 timed (gpu_facts_scan.py)."""
     walked = {b: scan.exercises.windows_walked(b) for b in (32, 64, 128, 256)}
     assert walked == {32: 10, 64: 5, 128: 3, 256: 2}
+    kb = {b: scan.exercises.block_model(b)["KB per SM"] for b in (32, 64, 128, 256)}
+    assert kb == {32: 24, 64: 32, 128: 32, 256: 64}
     for b in (32, 64, 128, 256):
         verdict = scan.exercises.block.check(b)
-        assert verdict.ok == (b >= 128), (b, str(verdict))
+        assert verdict.ok == (b in (64, 128)), (b, str(verdict))
         assert "not a timing" in str(verdict) and "all resident at once" in str(verdict)
+    assert "longer chain" in str(scan.exercises.block.check(32))
+    assert "fewer SMs at work" in str(scan.exercises.block.check(256))
     assert scan.exercises.tiles(128) == -(-300_000 // 4096)
     assert "takes a block of" in str(scan.exercises.block.check(96))
 

@@ -481,7 +481,8 @@ extern "C" __global__ void add_tile_prefix(elem_t* y, const elem_t* scanned_tota
 // - Tiles of 128 threads x 32 elements held in registers, and __launch_bounds__ asking for 1024
 //   resident threads per SM (8 blocks of 128): the compiler must keep to 64 registers a thread.
 //   The tuning run's compiler went from 72 to 56 (9 blocks, 144 KiB of tile, docs/tuning/scan.md);
-//   NVRTC 13 allocates 64 (8 blocks, 128 KiB): scan.residency_table() prints what the kernel gets,
+//   on the H100 (CuPy's NVRTC 13, sm_90) the driver loads 56 too, 9 blocks; the emulator's NVRTC
+//   13.5 allocates 64 (8 blocks, 128 KiB): scan.residency_table() prints what the kernel gets,
 //   scripts/gpu_facts_scan.py what the GPU's driver loads. Loads move as 16-byte vectors (-DVEC=4), each warp through its own slice of shared
 //   memory (load_run/store_run): no block-wide barrier between the loads and the scan.
 // - One atomic gives the ticket and the epoch (no fence, no second round trip before the loads).

@@ -824,8 +824,8 @@ scan.draw_lookback(b, window=1)
 # thread 0 walks back a word at a time; tile 1 finds tile 0's prefix at once and publishes its own,
 # and the prefixes spread upward while the later tiles are still walking: tile 11 reads tiles 10,
 # 9, … 5 (six loads) before it meets a prefix. The emulator's steps are instructions, not time: on
-# a GPU each load is a round trip to the L2 cache, several hundred nanoseconds, so the loads are
-# what count. Counted for 40 tiles of 2048 elements:
+# a GPU each load is a round trip to the L2 cache, a few hundred cycles (some 200 ns), so the loads
+# are what count. Counted for 40 tiles of 2048 elements:
 
 # %%
 scan.lookback_table()
@@ -838,12 +838,19 @@ scan.lookback_table()
 #
 # ### Exercise 8 · Measure, then choose: lookback's block for N = 300 000
 #
-# At 2^28, 128 threads × 32 elements was the fastest tile. At N = 300 000 (1.2 MB, a size a copy
-# moves in a few microseconds), choose lookback's block again: 32, 64, 128 or 256 threads, 32
-# elements each. On a GPU the check times every block at this N and passes yours within 10 % of
-# the fastest; without one it checks the launch's arithmetic on this device: the tiles your block
-# makes at N, whether they are all resident at once, and how long a look-back they make. Replace
-# `None` with your block.
+# At 2^28, 128 threads × 32 elements was the fastest tile of the tuning run (an H200,
+# `docs/tuning/scan.md`). At N = 300 000 (1.2 MB, a size a copy moves in a few microseconds),
+# choose lookback's block again: 32, 64, 128 or 256 threads, 32 elements each. At this N every
+# tile is resident at once whatever the block, and two costs move in opposite directions with it.
+# Large tiles are few: with fewer tiles than SMs some SMs idle, and each busy SM moves a whole tile
+# on its own, at roughly its share of the DRAM's bandwidth (the bandwidth / the SMs: a GPU reaches
+# its bandwidth only with every SM pulling). Small tiles are many: the last tile's look-back walks
+# ⌈(tiles − 1) / 32⌉ windows of 32 predecessors (the table above), one L2 round trip after another.
+# On a GPU the check times every block at this N and passes yours within 10 % of the fastest;
+# without one it adds the two on this device's model (the busiest SM's tiles, read and written, at
+# its share of the bandwidth; 200 ns a window) and passes the blocks within half a microsecond of
+# the best, about the 10 % a GPU allows on a scan of a few microseconds. Replace `None` with your
+# block.
 
 # %%
 scan.exercises.block.check(None)
@@ -911,10 +918,15 @@ scan.panel(version="lookback", n=65536, block=128)
 scan.one_block_table()
 
 # %% [markdown]
-# Read the µs column against the copy's first row: the one-block trees and Kogge-Stone take about
-# as long as the copy of 8 KB does, a few microseconds: at this size a launch costs more than its
-# work, and the differences between the algorithms hide under it. The naive scan takes several
-# times longer: its last thread adds 1023 times in a row, each addition waiting for a load. And
+# Read the µs column against the copy's first row. On this H100 the copy of 8 KB takes
+# 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, Kogge-Stone
+# 4.42 µs<!-- from one_block_table: µs @ version=kogge_stone -->, Brent-Kung
+# 4.64 µs<!-- from one_block_table: µs @ version=brent_kung --> and Blelloch, with its second
+# launch, 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: at this size a launch costs
+# more than its work, and the differences between the algorithms hide under it (the second launch
+# shows more than any of them). The naive scan takes several times longer,
+# 18.5 µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a
+# row, each addition waiting for a load. And
 # one block uses one of the GPU's SMs (`course.device()` says how many there are). That is why the
 # article's kernels are where a scan starts, not where it ends.
 #
@@ -931,21 +943,33 @@ scan.plot_speed(ax, records)
 
 # %% [markdown]
 # Read the big sizes first. At 2^28 the single pass is the course's fastest scan and the closest to
-# the copy; scan-then-propagate stays under half of the copy at every size (not for its bytes
-# alone: see "Bytes set a bound" above), and `cupy.cumsum`, at 2^28, is slower still. Below 2^22
-# everything takes microseconds and the look-back's round trips show: the single pass falls
-# further behind a copy that is itself far from the memory's peak.
+# the copy, 97.7 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy on
+# this H100; scan-then-propagate stays under half of the copy at the table's three sizes
+# (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of the copy at
+# 2^28; not for its bytes alone: see "Bytes set a bound" above), and `cupy.cumsum`, at 2^28, is
+# slower still: 33.5 %<!-- from speed_table: % of copy @ N=2^28, kernel=cupy.cumsum --> of the copy.
+# In the plot scan-then-propagate comes closest to the copy at 2^22, about half its speed:
+# there y is 16 MB, and its second pass likely finds much of it still in the H100's 50 MB L2
+# cache. Below 2^22 everything takes microseconds and the look-back's round trips show: the single
+# pass falls further behind a copy that is itself far from the memory's peak
+# (64.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
 #
 # **What to call outside the course.** CUB's `DeviceScan` is the production single pass: the same
 # decoupled look-back (Merrill and Garland wrote both), tuned by NVIDIA for each GPU generation.
 # Its rows in the table are the bar for `lookback`: the `× CUB` column says how many times faster
-# than CUB each row is (above 1: faster).
+# than CUB each row is (above 1: faster). On this H100 `lookback` clears it at the table's three
+# sizes, 1.07 to 1.19 times CUB's speed, and in the plot at every size; CUB reaches
+# 82.1 %<!-- from speed_table: % of copy @ N=2^28, kernel=cub::DeviceScan::InclusiveSum --> of the copy
+# at 2^28. That is one build of CUB, the one CuPy 14 ships, on one GPU: not a ranking of
+# the algorithm.
 # In CUDA C++, `cub::DeviceScan::InclusiveSum` (or `ExclusiveSum`, or `InclusiveScan` with any
 # associative operator; `thrust::inclusive_scan` calls it), in two calls, one to size its
 # temporary storage and one to scan. From Python, `cuda.compute` (the `cuda-cccl` package) has
 # `inclusive_scan` and `exclusive_scan`; the table reaches CUB through CuPy's binding,
-# `cupy.cuda.cub.device_scan` (`course.bench` times it beside every scan). `cupy.cumsum` is not that: CuPy 14 runs its own cumsum kernel, and
-# switching on CuPy's CUB accelerator did not change its time (`docs/tuning/scan.md`).
+# `cupy.cuda.cub.device_scan` (`course.bench` times it beside every scan). `cupy.cumsum` is not
+# that: CuPy 14 runs its own cumsum kernel (switching on CuPy's CUB accelerator left its time
+# unchanged on the tuning run's H200, `docs/tuning/scan.md`), and in the table it takes more than
+# twice CUB's time at 2^24 and 2^28.
 #
 # **How the single pass got there.** The look-back kernel started at little more than half of the
 # copy's speed. The steps that took it close to the copy, each measured on an H200 at 2^28 float32
@@ -958,8 +982,12 @@ scan.tuning_steps()
 # Read it as a story of latency. The tile's own work was never the problem: the same tiles scanned
 # without a look-back run nearly at the copy's speed (last row). What costs is the wait. The DRAM
 # stays busy only if enough loads are on their way at every moment: by **Little's law**, bytes in
-# flight = bandwidth × latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB on an
-# H200, some 22 KB per SM. A block loads its 16 KB tile at once, then scans it and looks back, and
+# flight = bandwidth × latency. For the tuning run's H200 that was about
+# 4.8 TB/s<!-- given: datasheet --> × 600 ns (the course's model latency) ≈ 2.9 MB, some 22 KB per
+# SM; on this H100 `course.occupancy.bytes_needed_per_sm()` takes the read stream and the idle
+# latency that `course.probe` measured, 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some
+# 8 KB per SM. Under load the latency grows well past the idle pointer chase, so an SM needs more
+# than that in flight. A block loads its 16 KB tile at once, then scans it and looks back, and
 # while it waits it holds its registers and has nothing in flight. So the steps are (1) cheaper
 # waits (a warp-local exchange instead of block barriers, one atomic instead of a round trip and a
 # fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__(128, 8)` asks
@@ -976,9 +1004,12 @@ scan.tuning_steps()
 scan.residency_table()
 
 # %% [markdown]
-# Read the registers column against the tuning table's row: a compiler may allocate a different
-# count from the one the tuning run had (each register less is more blocks only when it crosses a
-# boundary: 64 registers × 128 threads × 8 blocks is exactly the SM's 65 536). Whatever it
+# Read the registers column against the tuning table's row. On this H100 the driver loaded 56
+# registers a thread at every block, the count of the tuning run, so 9 blocks of 128 fit, limited
+# by registers (56 × 128 × 9 = 64 512 of the SM's 65 536). Another compiler may allocate a
+# different count (the emulator's NVRTC allocates 64: 8 blocks), and each register less is more
+# blocks only when it crosses a boundary: 64 registers × 128 threads × 8 blocks is exactly the
+# SM's 65 536. Whatever it
 # allocates, the blocks per SM times the block is the threads an SM keeps in flight, and with
 # 32 elements a thread, the bytes it has on their way while blocks wait.
 
