@@ -352,3 +352,7 @@ def test_fact_script_reads_ncu_units():
     assert mod.to_base(1.98, "cycle/nsecond") == pytest.approx(1.98e9)
     assert mod.to_base(80, "usecond") == pytest.approx(80e-6)
     assert mod.to_base(3, "Minst") == 3e6 and mod.to_base(1.5, "Ghz") == 1.5e9
+    # --print-units base writes the time in "ns" (the H100 run's reduce3: 162 800 ns, not 1.6e5 s)
+    assert mod.to_base(162_800, "ns") == pytest.approx(162.8e-6)
+    assert mod.to_base(1.979e9, "cycle/second") == pytest.approx(1.979e9)
+    assert mod.to_base(1.979, "cycle/ns") == pytest.approx(1.979e9)

@@ -347,8 +347,8 @@ reduction.exercises.any_block.check(mine)
 # %% [markdown]
 # ## Kernels 4–6: fewer instructions, held against the bound
 #
-# Kernel 3's memory accesses are clean, yet (the timing section shows it) it reaches a small
-# fraction of the memory's speed. Harris's diagnosis, on his 2007 G80, was **instructions**: the
+# Kernel 3's memory accesses are clean, yet (the timing section shows it) it reaches about a
+# quarter of the memory's peak. Harris's diagnosis, on his 2007 G80, was **instructions**: the
 # loop, the index arithmetic, the `__syncthreads()`, the half of the threads that idle from the
 # first step on. Kernels 4–6 each cut some of them. Counted by the emulator for each version's own
 # launch (N = 65 536, blocks of 256; these are PTX instructions, what the emulator runs; the GPU
@@ -502,8 +502,9 @@ print(reduction.run("reduce6", x) == reduction.reference(x))
 # ### Did the instructions matter? Kernels 3 to 7 against two bounds
 #
 # An SM has four warp schedulers, and each issues at most one warp instruction a cycle. So the
-# whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on an H100 or
-# H200 (132 SMs at 1.98 GHz<!-- given: datasheet -->). A kernel that must issue `I` warp
+# whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on this H100:
+# 132 SMs at 1.98 GHz, the clock the driver reports (`cudaDevAttrClockRate`) and the one Nsight
+# Compute measured while kernels 3 to 7 ran (1.978 GHz, `scripts/gpu_facts_reduction.py`). A kernel that must issue `I` warp
 # instructions per element takes at least `I × N / 1.05e12` seconds: its **issue floor**. The table
 # computes it from the device (its SMs, and its clock: the GPU's on a GPU, the device model's on
 # the emulator) and the counts above, at N = 2^25 with each kernel's own launch, blocks of 128. It
@@ -516,15 +517,35 @@ reduction.issue_table()
 
 # %% [markdown]
 # Read it from left to right. Kernels 4, 5 and 6 cut the instructions per element, and the issue
-# floor falls with them. On a GPU the time does not follow: every kernel from 3 to 7 takes at
-# least twice its floor (the last column), so none of them waits on issuing instructions. Kernel 4
-# runs in about half kernel 3's time, and it has half the waves; kernels 5 and 6 run barely faster
-# than kernel 4, with the same waves as kernel 4. The **time per wave** column barely moves from kernel 3 to
-# kernel 6 (the fact script checks its spread over repeated runs): each wave of blocks costs about
-# the same time, whatever its instruction count.
+# floor falls with them. On this H100 the time follows only part of the way. Kernel 4 runs in about
+# half kernel 3's time (86.5 µs<!-- from issue_table: µs @ kernel=reduce4 --> against
+# 163 µs<!-- from issue_table: µs @ kernel=reduce3 -->), but it has half the waves *and* about half
+# the instructions, so that step alone cannot tell the two bounds apart. Kernels 5 and 6 can: they
+# cut kernel 4's floor by a third and by nearly half (from 45.3 µs<!-- from issue_table: issue floor µs @ kernel=reduce4 -->
+# to 30.2 µs<!-- from issue_table: issue floor µs @ kernel=reduce5 --> and
+# 25.5 µs<!-- from issue_table: issue floor µs @ kernel=reduce6 -->), yet run barely faster than
+# kernel 4 (82.9 µs<!-- from issue_table: µs @ kernel=reduce5 --> and
+# 82.8 µs<!-- from issue_table: µs @ kernel=reduce6 -->), with the same waves. The **time per
+# wave** column barely moves from kernel 3 to kernel 6 (1.31 µs<!-- from issue_table: µs per wave @ kernel=reduce3 -->
+# to 1.39 µs<!-- from issue_table: µs per wave @ kernel=reduce4 -->; the fact script finds the times
+# of kernels 3 to 6 within 0.2 % over five repeats): each wave of blocks costs about the same time,
+# whatever its instruction count.
+#
+# The floor is not small, though, and the table's is the lower one. It counts **PTX**, the
+# instructions the emulator runs. The GPU runs the machine code (**SASS**) that `ptxas` compiles
+# from them, and Nsight Compute counts more of those (`scripts/gpu_facts_reduction.py`, same N and
+# launches): 3.47, 1.88, 1.13 and 0.918 warp instructions per element for kernels 3 to 6, 1.35×
+# the PTX for kernels 3 and 4 and about 1.2× for 5 and 6. Kernel 3's compiled loop shows what SASS
+# adds: the tree's `if (tid < s)` body becomes predicated instructions that *every* warp issues,
+# whether or not a lane adds, and each `long long` add is two 32-bit instructions (an add and an
+# add with carry). (Kernel 7 is counted differently: the table counts it on 2^16 elements, 8 pairs
+# per thread, where its one wave at 2^25 loops 62 times; SASS there gives 0.218 per element, below
+# the table's 0.304.) With the SASS counts the floor is about 70 % of the time of kernels 3 and 4,
+# which spend much of each wave issuing; 44 % and 36 % of the time of kernels 5 and 6, and 14 % of
+# kernel 7's. So from kernel 5 on, issue is not what the time waits for.
 #
 # Harris's reading was right on his GPU. The G80 issued a warp instruction in 4 cycles on each of
-# 16 SMs at 1.35 GHz, about 5.4e9 a second, some 200 times fewer than an H200. The same counts against
+# 16 SMs at 1.35 GHz, about 5.4e9 a second, some 190 times fewer than this H100. The same counts against
 # the G80's issue rate, beside the times Harris measured at 4M elements (the slides' numbers):
 
 # %% tags=["nbval-ignore-output"]
@@ -533,8 +554,9 @@ reduction.g80_floor()
 # %% [markdown]
 # On the G80 issuing kernel 3's instructions alone took about as long as Harris measured (rows
 # near or above 100 %: the count is of today's PTX, not of the G80's machine code): kernels 3 to 7
-# sat on their issue floor, and every instruction cut was time saved. On this GPU the floor is far
-# below the time. What is the time, then?
+# sat on their issue floor, and every instruction cut was time saved. On this H100 the floor is at
+# most about half the time (70 % in SASS, for kernels 3 and 4), and cutting it from kernel 4 to
+# kernel 6 barely moved the time. What is the time, then?
 #
 # ### Latency, bytes in flight, and what a wave of blocks waits for
 #
@@ -543,8 +565,11 @@ reduction.g80_floor()
 # steps and barriers, with no load in flight), writes its sum and makes room for the next block.
 # So each wave of blocks costs one DRAM round trip plus one tree, and the memory is busy only
 # while the loads are out. To keep DRAM busy, each SM needs enough bytes *in flight* all the time;
-# by **Little's law**, bytes in flight = bandwidth × latency: 4.8 TB/s<!-- given: datasheet --> ×
-# 600 ns (the device model's latency, not a measurement) ≈ 2.9 MB for the whole H200, 22 KB per SM.
+# by **Little's law**, bytes in flight = bandwidth × latency. `course.device()` measured both on
+# this H100 (`course.probe`): a read stream of 2940 GB/s<!-- given: reference --> and a DRAM latency
+# of 350 ns, idle (a pointer chase): 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.03 MB for the
+# whole GPU, 7795 B per SM (`course.occupancy.bytes_needed_per_sm()`; the emulator's device model
+# takes 600 ns instead). That is a floor: under load the latency grows (the latency table below).
 #
 # That explains the table. Kernel 3 has one 4-byte load per thread in flight; kernel 4 has two, so
 # each wave carries twice the bytes for about the same round trip, and half the waves cover N:
@@ -662,14 +687,23 @@ print(f"{grid} blocks of {block}, {big.size // (grid * block)} elements per thre
 reduction.latency_table()
 
 # %% [markdown]
-# On a GPU, read the bandwidth against the bytes in flight: each doubling of the blocks per SM,
-# up to a full wave, nearly doubles the GB/s, because each doubling doubles the loads waiting.
-# Past one wave nothing more is in flight (the SMs are full; later blocks wait for a slot), and
-# the bandwidth stays put or drops. The implied latency is not a constant: it grows as the grid
-# fills the GPU, because queues form in the memory system under load. That is why Little's law
-# with an unloaded latency underestimates what a full GPU needs, and why even a full wave of
-# kernel 7 keeps less in flight than it would take to reach the copy: the 16-byte loads beyond the
-# article are the way past that.
+# On this H100, read the bandwidth against the bytes in flight. The first two doublings of the
+# blocks per SM nearly double the GB/s (348 GB/s<!-- from latency_table: GB/s @ blocks=132 -->,
+# 681 GB/s<!-- from latency_table: GB/s @ blocks=264 -->, 1290 GB/s<!-- from latency_table: GB/s @ blocks=528 -->),
+# because each doubles the loads waiting; the next two gain less, 1.7× and then 1.25×, up to
+# 2740 GB/s<!-- from latency_table: GB/s @ blocks=2112 --> at a full wave,
+# 94.2 %<!-- from latency_table: % of copy @ blocks=2112 --> of the copy. Past one wave nothing
+# more is in flight (the SMs are full; later blocks wait for a slot), and the bandwidth stays put:
+# 2770 GB/s<!-- from latency_table: GB/s @ blocks=4224 --> and
+# 2780 GB/s<!-- from latency_table: GB/s @ blocks=8448 --> at two and four waves. The implied
+# latency is not a constant. At 1/16 of a wave it is 388<!-- from latency_table: implied latency ns @ blocks=132 --> ns,
+# near the 350 ns the idle pointer chase measured; it grows as the grid fills the GPU, to
+# 789<!-- from latency_table: implied latency ns @ blocks=2112 --> ns at a full wave, because
+# queues form in the memory system under load, and stays there past it. That is why Little's law
+# with the idle latency underestimates what a full GPU needs: at 8192 B in flight per SM, just
+# above Little's 7795 B, kernel 7 reaches 75.1 %<!-- from latency_table: % of copy @ blocks=1056 --> of
+# the copy, and the speed keeps rising past Little's figure. Even a full wave, twice those bytes,
+# stays short of the copy: the 16-byte loads beyond the article are the way past that.
 #
 # **Fewer, busier threads** also mean less tree work. Kernel 7 on 65 536 elements with three
 # launches: the elements per thread counted from each launch's trace, the tree's levels
@@ -713,7 +747,7 @@ reduction.check("reduce3_timed", small, block=128)
 # Time kernels from the host with CUDA events instead, as `course.bench` does below. This may also
 # be why the article measured kernel 5 slower than kernel 4: its numbers are one block's cycles
 # from whichever write landed last, not the kernels' times. Timed from the host, kernel 5 is never
-# slower than kernel 4 in the table below, and barely faster, as the issue table predicts.
+# slower than kernel 4 in the table below, and barely faster, as in the issue table.
 
 # %% [markdown]
 # ## Beyond the article
@@ -843,7 +877,9 @@ reduction.panel(version="reduce1", n=1000, block=64)
 # column is one launch policy, all in one run, the kernel alone (its block sums), median of 20
 # CUDA-event timings with inputs rotated out of the L2 cache. The last row of each size is the
 # library: `cupy.sum`, the whole sum, which is what to call outside this course (CuPy hands a
-# sum to CUB's `cub::DeviceReduce`, the CUDA C++ library call, when its CUB accelerator takes it):
+# sum to CUB's `cub::DeviceReduce`, the CUDA C++ library call, when its CUB accelerator takes it;
+# in this run it did: CUB was CuPy's reduction accelerator, its default, and without it `cupy.sum`
+# of 2^25 numbers took milliseconds instead of tens of microseconds, by the fact script):
 
 # %% tags=["nbval-ignore-output"]
 table = reduction.article_table()
@@ -854,32 +890,41 @@ table
 # time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show. Kernel 2
 # is faster than kernel 1 (no divergence), kernel 3 faster again (no conflicts). Under the article's
 # launch, kernels 4 to 7 stay at kernel 3's speed: half their blocks have nothing to add, and
-# kernel 7's loop never loops. With the fixed launches, kernel 4 about doubles kernel 3 (two loads
+# kernel 7's loop never loops. With the fixed launches on this H100, kernel 4 nearly doubles
+# kernel 3 at 32 M (163 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce3 --> to
+# 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 -->; 1.7× at 4 M: two loads
 # per thread in flight, half the waves), kernels 5 and 6 add next to nothing (fewer instructions,
-# same waves: the issue table), and kernel 7 over one wave doubles again. That jump is the climax
-# of Harris's deck, and the article's table never shows it. Read the `cupy.sum` rows beside the
+# same waves: the issue table), and kernel 7 over one wave gains again, 1.6× over kernel 6 at 32 M
+# (82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> to
+# 51.4 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce7 -->) and 1.4× at 4 M
+# (13.9 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce6 --> to
+# 10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->). That jump is the
+# climax of Harris's deck, and the article's table never shows it. Read the `cupy.sum` rows beside the
 # fixed kernel 7: the library does the whole job, block sums included, and a library tuned for
 # each GPU is the baseline any hand-written reduction has to beat.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
-# nears its peak:
+# reaches 83.4 %<!-- from g80_comparison: % of peak @ kernel=device copy --> of it:
 
 # %% tags=["nbval-ignore-output"]
 reduction.g80_comparison(table)
 
 # %% [markdown]
-# On both GPUs kernels 1 to 3 climb and kernel 7 ends at about the same share of each peak; they
-# part on 4 to 6. On the G80 each of kernels 4, 5 and 6 took a large step towards the peak,
-# because each cut the instructions its issue rate was bound by. On this GPU kernel 4 takes a step (more bytes in flight) and kernels 5
-# and 6 almost none: issue is no longer the bound. The lessons that carry over are the first three
+# On both GPUs kernels 1 to 3 climb and kernel 7 ends near three quarters of each peak
+# (72.5 %<!-- from g80_comparison: G80 % of peak @ kernel=reduce7 --> on the G80,
+# 78 %<!-- from g80_comparison: % of peak @ kernel=reduce7 --> on this H100); they part on 4 to 6.
+# On the G80 each of kernels 4, 5 and 6 took a large step towards the peak, because each cut the
+# instructions its issue rate was bound by. On this H100 kernel 4 takes a step (more bytes in
+# flight, half the waves) and kernels 5 and 6 almost none: issue is no longer the bound. The lessons that carry over are the first three
 # and kernel 7's; the instruction cuts of 5 and 6 are a G80 lesson, and the latency lesson replaces
 # them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
 # closer to the number on the box.
 #
 # **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
-# (each the whole sum, on the GPU) beside `cupy.sum` and the copy, from 2^16 to 2^28 elements
-# (the article's nine sizes lie between 2^17 and 2^25):
+# (each the whole sum, on the GPU) beside the libraries, `cupy.sum` and CUB's
+# `cub::DeviceReduce::Sum` called directly, and the copy, from 2^16 to 2^28 elements (the
+# article's nine sizes lie between 2^17 and 2^25):
 
 # %% tags=["nbval-ignore-output"]
 records = reduction.speed_against_n()
@@ -887,12 +932,15 @@ fig, ax = plt.subplots(figsize=(8, 4))
 reduction.plot_speed(ax, records)
 
 # %% [markdown]
-# Below 2^20 every kernel is launch-bound (a few µs): compare nothing there. From 2^26 on, the
-# one-pass kernel reads at least as fast as the copy moves the same bytes, with `cupy.sum`;
-# `reduce_vec4` reaches the copy at 2^26 and passes it at 2^28; kernel 7 and `reduce_shfl` (drawn
-# on top of each other; `reduce_shfl` dashed) sit lower, short of bytes in flight. At 2^22 the one-pass kernel stays short of the copy: its last
-# block's round trips to L2 (store, ticket, read the block sums) cost more than a microsecond on a
-# job of a few (`docs/reduction-tail.md` measures each link). The full sweep and the course's goals
+# Below 2^20 every kernel is launch-bound (a few microseconds): compare nothing there. On this
+# H100, from 2^26 on the one-pass kernel reads a little faster than the copy moves the same bytes.
+# `cupy.sum` and CUB's `DeviceReduce::Sum` (one line over the other: `cupy.sum` is CUB) match the
+# copy at 2^26 and pass it at 2^28; `reduce_vec4` stays just short of the copy at 2^26 and passes
+# it at 2^28. Kernel 7 and `reduce_shfl` (drawn on top of each other; `reduce_shfl` dashed) sit
+# lower, short of bytes in flight. From 2^18 to 2^26 the one-pass kernel is the fastest sum in the
+# plot, CUB included, but at 2^22 it stays short of the copy: its last block's round trips to L2
+# (store, ticket, read the block sums) cost more than a microsecond on a job of about ten
+# (`docs/reduction-tail.md` measures each link, on an H200). The full sweep and the course's goals
 # are in `docs/benchmarks/`.
 #
 # ## Summary
@@ -901,9 +949,10 @@ reduction.plot_speed(ax, records)
 #   warp divergent, `2*s*tid` causes bank conflicts (more with 8-byte sums), sequential addressing
 #   avoids both. A warp with no adding lane still runs the loop and every barrier.
 # - Then, on Harris's G80, in *instructions*: add during the load, unroll the last warp (with
-#   `__syncwarp()`, not `volatile`), unroll the loop with a template. On a current GPU those cuts
-#   sit far above the issue floor: only the add during the load pays, because it doubles the
-#   bytes each wave has in flight.
+#   `__syncwarp()`, not `volatile`), unroll the loop with a template. On this H100 only the add
+#   during the load pays: each wave of blocks then has twice the bytes in flight, the grid needs
+#   half the waves, and a wave costs about the same time whatever its instructions. Kernels 5 and
+#   6 cut the issue floor by a third and more and gain a few percent: their time sits well above it.
 # - Then in *latency and bytes in flight*: a block's load, wait and tree repeat once per wave;
 #   occupancy (threads, block slots, registers, shared memory per SM) says how many blocks wait at
 #   once; a grid-stride loop over one wave (Brent's theorem) keeps loads in flight all the time,
