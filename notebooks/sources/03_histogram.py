@@ -559,7 +559,8 @@ extern "C" __global__ void hist_vec4(const unsigned char* x, unsigned int* hist,
         if (temp[b]) atomicAdd(&hist[b], temp[b]);
 }"""
 histogram.exercises.vec4.check(mine)
-#
+
+# %% [markdown]
 # **Bank conflicts.** Shared memory is split into 32 *banks* of 4-byte words; word `w` is in bank
 # `w % 32`. A warp's access takes one pass when its lanes hit different banks (or the same word);
 # when `k` lanes hit *different words* of one bank it takes `k` passes, a *k-way conflict*. Bin
@@ -593,7 +594,8 @@ my_guess = {  # (lanes on the busiest bin, bank ways)
     "32 * (l % 8)": (None, None),
 }
 histogram.exercises.patterns.check(my_guess)
-#
+
+# %% [markdown]
 # ## Kernel 4: warp-aggregated atomics
 #
 # `hist1_agg` made the lanes holding one byte agree before a global atomic, where 32 lanes on one
