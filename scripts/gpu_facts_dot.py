@@ -9,9 +9,11 @@ Prints, and writes to OUT_DIR/gpu_facts_dot.md:
    this GPU, read with `cuobjdump -sass`): LDS.128 in dot1 (thread 0 reads four products per
    shared load: "64 16-byte loads" for a block of 256), BAR.SYNC in dot3 and whether it is
    predicated (every warp runs every barrier), SHFL in dot_shfl, LDG.E.128 in dot_vec4;
-3. ncu on `cupy.dot` (cuBLAS's cublasSdot) at N = 2^24 and 2^28, float32: the kernels it launches,
-   their grids, blocks, registers, achieved occupancy, DRAM throughput and time: why it reaches
-   about a third of the copy (the notebook's "What to call outside this course");
+3. ncu on `cupy.dot` at N = 2^24 and 2^28, float32: the kernels it launches (on two 1-D arrays
+   CuPy with CUB on runs `(a * b).sum()`: an elementwise multiply into a temporary of N floats,
+   then CUB's DeviceReduce, not cuBLAS), their grids, blocks, registers, achieved occupancy, DRAM
+   throughput, DRAM bytes read and written, and time: why it reaches under half of the copy (the
+   notebook's "What to call outside this course");
 4. ncu on dot1 and dot3 under the article's launch (N / 256 blocks of 256) at N = 2^24, and dot3
    as one wave: warp instructions executed per block, the barrier and memory stalls, the time:
    why serial dot1 beats the tree dot3 under that launch (D5);
@@ -169,6 +171,7 @@ BASE_METRICS = (
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
     "smsp__inst_executed.sum",
 )
 STALL_METRICS = (
@@ -202,7 +205,7 @@ def child(what: str) -> None:
         for n in CUPY_NS:
             a = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
             b = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
-            cupy.dot(a, b)  # warm-up: cuBLAS handle, workspace
+            cupy.dot(a, b)  # warm-up: the multiply and CUB's reduction compiled, memory pooled
             cupy.cuda.Device().synchronize()
             profiler(True)
             cupy.dot(a, b)
@@ -270,18 +273,20 @@ def number(text: str) -> float:
         return float("nan")
 
 
-@step("3. ncu: what cupy.dot (cuBLAS cublasSdot) launches, float32, N = 2^24 then 2^28")
+@step("3. ncu: what cupy.dot launches on two 1-D float32 arrays, N = 2^24 then 2^28")
 def ncu_cupy(out: Path) -> None:
     gpu_or_die()
     launches = by_launch(ncu_rows("cupydot", out))
     cols = ("launch__grid_size", "launch__block_size", "launch__registers_per_thread",
             "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
-            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum",
+            "dram__bytes_write.sum", "gpu__time_duration.sum",
             "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio")  # fmt: skip
     say(
-        "| kernel | grid | block | registers | waves per SM | achieved occupancy % | DRAM throughput % of peak | time | long-scoreboard stall ratio |"
+        "| kernel | grid | block | registers | waves per SM | achieved occupancy % | DRAM throughput % of peak"
+        " | DRAM bytes read | DRAM bytes written | time | long-scoreboard stall ratio |"
     )
-    say("|---|---|---|---|---|---|---|---|---|")
+    say("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, m in launches:
         say(f"| {short(name)} | " + " | ".join(m.get(c, "—") for c in cols) + " |")
     say(f"\n({len(launches)} kernels profiled for {len(CUPY_NS)} calls: the first half is N = 2^24, the second 2^28;"

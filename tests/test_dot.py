@@ -225,7 +225,7 @@ def test_launch_and_wave_tables_on_a_gpu(cupy_backend):
     assert [r["kernel"] for r in rows] == ["device copy", *dot.STORY]
     dot2 = rows[2]
     assert dot2["article grid"] == 2**20 // 256 and dot2["fixed grid"] <= course.device().sm_count * 8
-    assert all(r["fixed GB/s"] > 0 for r in rows)
+    assert all(r["fixed µs"] > 0 and r["fixed % of copy"] > 0 for r in rows)  # launch_table: µs and % of copy
     waves = dot.wave_table(n=2**24, runs=10)
     assert [r["blocks per SM"] for r in waves] == [1, 2, 4, 8]
     assert waves[1]["bytes in flight per SM"] == 2 * 256 * 2 * 2 * 16

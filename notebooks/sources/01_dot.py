@@ -607,10 +607,11 @@ dot.draw_atomic_orders(ax, orders)
 
 # %% [markdown]
 # The same 256 numbers give 30 different float32 answers depending on the order: a spread of about
-# 30 spacings, a relative spread of about 2·10⁻⁶ here. On a GPU the order is not yours to choose. On
-# the H200 (`docs/tuning/nvidia-h200-2026-11-24.log`), five runs of one 2²⁴ input gave three to five
-# different answers for every version that adds with atomics (dot2, dot_shfl, dot_vec4, and dot_f64 in
-# its float64 bits), and one for dot3, dot_compensated and `cupy.dot`. On a GPU, this cell repeats it:
+# 30 spacings, a relative spread of about 2·10⁻⁶ here. On a GPU the order is not yours to choose.
+# This cell runs every version five times on one pair of random vectors of 2²⁴ and counts the
+# different answers. On the H100 this notebook ran on, every version that adds with atomics gave four
+# or five (dot2, dot_shfl, dot_vec4, and dot_f64 in its float64 bits), and dot1, dot3,
+# dot_compensated and `cupy.dot` one:
 
 # %% tags=["nbval-ignore-output"]
 dot.repeat_table()
@@ -618,7 +619,8 @@ dot.repeat_table()
 # %% [markdown]
 # When the bits must repeat (a test that compares answers exactly, a reproducible training run), add
 # in a fixed order: each block writes its sum to its own word, and the last block to finish adds
-# them in block order. `cupy.dot` repeats its bits too.
+# them in block order. `cupy.dot` repeats its bits too: its last step is a reduction in a fixed
+# order, with no atomics (*What to call outside this course* shows what it runs).
 #
 # **Exercise 6. Write: one launch, the same bits every run.** This kernel is dot_shfl with its
 # atomic on `out[0]` still in place. Replace the atomic: thread 0 writes its block's sum to
@@ -709,7 +711,8 @@ source.show("dot.cu", "dot_f64", "dot_compensated")
 # Their errors in the plot are about 10⁻¹⁶ (dot_f64) and 10⁻¹⁴ (dot_compensated): 10⁷ to 10⁹ times
 # smaller than any float32 answer, and both answer in float64 (rounding to float32 would throw that
 # away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
-# on the H200 all three 16-byte versions read at about the same speed (timing section). On a GPU,
+# on the H100 this notebook ran on, all three 16-byte versions read at about the same speed (timing
+# section). On a GPU,
 # the median relative error of every version at N = 2²⁴ over 20 random pairs, against `cupy.dot`'s,
 # and the course's goals for them:
 
@@ -717,10 +720,11 @@ source.show("dot.cu", "dot_f64", "dot_compensated")
 dot.error_table()
 
 # %% [markdown]
-# On the H200 (this run, and the sweep in `docs/tuning/`), `cupy.dot`'s median error at 2²⁴ is about
-# 1.5·10⁻⁷, the float32 versions' 2 to 6·10⁻⁷ (so `dot_vec4` misses its goal of matching `cupy.dot`:
-# its 1056 block sums meet in one float32 word, one atomic after another), dot_f64's about 10⁻¹⁵ and
-# dot_compensated's a few 10⁻¹⁴.
+# On the H100 this notebook ran on, `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, the smallest
+# of the float32 answers; the float32 versions' lie between 2·10⁻⁷ (dot3) and 10⁻⁶ (dot_shfl), so
+# `dot_vec4` misses its goal of matching `cupy.dot`: its 1056 block sums meet in one float32 word,
+# one atomic after another. dot_f64's is about 10⁻¹⁵ and dot_compensated's a few 10⁻¹⁴. Why
+# `cupy.dot` adds so well is in *What to call outside this course*.
 #
 # ## Try it
 #
@@ -765,38 +769,51 @@ dot.launch_table()
 # %% [markdown]
 # Start with dot2. Under the article's launch it is the slowest row at every N, a small fraction of
 # the copy: every product is an atomic, and the atomics on one word of c wait for each other. Even
-# at 2²⁰, where 8 MB take the copy a few µs, it takes 43.0 µs<!-- from launch_table: article µs @ N=1048576, kernel=dot2 -->:
-# there the atomics, not the launch, set its time. Launched as one wave the same kernel reaches
-# about nine tenths of the copy at 2²⁸.
+# at 2²⁰, where 8 MB take the copy a few µs, it takes 43.3 µs<!-- from launch_table: article µs @ N=1048576, kernel=dot2 -->:
+# there the atomics, not the launch, set its time (dot1 and dot3, launched with the same 4096
+# blocks, take about a quarter of that). Launched as one wave the same kernel reaches
+# 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot2 --> of the copy at 2²⁸.
 #
 # Now dot1 against dot3, both under the article's launch. At 2²⁴ and 2²⁸ the serial dot1 beats the
-# tree dot3 (75.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> against
-# 87.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> at 2²⁴): the tree's 8 steps
-# do not make it faster. With one element per thread a block has only 256 products, and what it
-# pays per block decides. dot3 pays 9 barriers, each a wait of the whole block: all 8 warps run
-# every step of the loop and stop at every barrier, though from step 3 on only one warp adds. dot1
-# pays one barrier; then 7 warps leave, and one lane makes 64 16-byte loads and 256 dependent
-# adds. Neither comes near the copy, because neither spreads that cost over more than 256 products.
-# The fix is the grid, not the tree: launched as one wave, dot3 pays its 9 barriers once per block
-# of about a thousand products per thread, and reaches about nine tenths of the copy, as dot2 does.
-# dot1, which has no loop, cannot take that grid.
+# tree dot3 (76.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> against
+# 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> at 2²⁴, and faster in each
+# of five repeats on this H100; at 2²⁰ dot3 is a little ahead): the tree's 8 steps do not make it
+# faster. With one element per thread a block has only 256 products, and what it pays per block
+# decides. dot3 pays 9 barriers, each a wait of the whole block: all 8 warps run every step of the
+# loop and stop at every barrier (the compiled code has no barrier that a warp could skip), though
+# from step 3 on only one warp adds. dot1 pays one barrier; then 7 warps leave, and one lane makes
+# 64 16-byte loads and 256 dependent adds. Counted by Nsight Compute on this H100 at 2²⁴
+# (`scripts/gpu_facts_dot.py`), a block of dot3 issues about 1000 warp instructions, one of dot1
+# about 720. Neither gets past about two thirds of the copy, because neither spreads that cost over
+# more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays its 9
+# barriers once per block of about a thousand products per thread (at 2²⁸), and reaches
+# 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot3 --> of the copy there,
+# as dot2 does. dot1, which has no loop, cannot take that grid.
 #
-# **How many blocks?** A load from DRAM takes several hundred nanoseconds. To keep the memory busy,
+# **How many blocks?** A load from DRAM takes hundreds of nanoseconds. To keep the memory busy,
 # each SM must always have enough loads on their way: by Little's law, bytes in flight = bandwidth ×
-# latency, about 4.8 TB/s<!-- given: datasheet --> × 600 ns ≈ 2.9 MB for the H200, or about 22 KB per SM (notebook 5 measures
-# this for the reduction). Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the
-# table times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
+# latency. On this H100 `course.probe` measured a read stream of
+# 2940 GB/s<!-- given: reference --> and a DRAM latency of 350 ns (an idle pointer chase;
+# `course.device().describe()` says where each figure comes from): about 1 MB in flight for the
+# GPU, or about 7.8 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
+# for the reduction). Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
+# times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
 
 # %% tags=["nbval-ignore-output"]
 dot.wave_table()
 
 # %% [markdown]
-# One block per SM (16 KB in flight per SM) reaches 80.5 %<!-- from wave_table: % of copy @ blocks per SM=1 -->
-# of the copy, two (32 KB) 105 %<!-- from wave_table: % of copy @ blocks per SM=2 -->, four
-# 109 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight the same: once each SM has
-# more in flight than Little's law asks, more blocks change nothing. A read-only kernel beats the
-# read + write copy because the memory loses no time turning round between reads and writes. The
-# versions here launch one wave: as many blocks of 256 as every SM holds.
+# One block per SM (16 KB in flight per SM, twice Little's 7.8 KB) reaches only
+# 89.4 %<!-- from wave_table: % of copy @ blocks per SM=1 --> of the copy; two (32 KB)
+# 102 %<!-- from wave_table: % of copy @ blocks per SM=2 -->, four
+# 104 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight about the same: past two
+# blocks per SM, more change little. Little's figure was a floor, for two reasons. 350 ns is how
+# long an idle memory takes to answer one load; with every SM's loads queued in the memory system,
+# a load takes longer. And the column counts what a thread issues at once, not what it keeps in
+# flight on average: it waits for its loads, adds, and only then issues the next ones. A read-only
+# kernel can beat the read + write copy, as two blocks per SM and more do here, because the memory
+# loses no time turning round between reads and writes. The versions here launch one wave: as many
+# blocks of 256 as every SM holds.
 #
 # **Exercise 8. Measure, then choose: a grid for blocks of 384.** The notebook launched dot2 with
 # blocks of 256. Choose its number of blocks for blocks of **384** threads and N = 30 000 000: every SM full,
@@ -822,30 +839,47 @@ dot.speed_table(records, 2**28)
 
 # %% [markdown]
 # Below 2²⁰ every version is launch-bound (a few µs): read the plot from 2²² on. At 2²⁸, in the
-# table: dot1 reaches 47.2 %<!-- from speed_table: % of copy @ kernel=dot1 --> of the copy, held by its
+# table: dot1 reaches 67.2 %<!-- from speed_table: % of copy @ kernel=dot1 --> of the copy, held by its
 # serial sum in every block of 256. dot2, dot3 and dot_shfl reach about nine tenths of it (dot_shfl
-# 89.3 %<!-- from speed_table: % of copy @ kernel=dot_shfl -->): one float per lane and 8 bytes in
-# flight per thread leave the memory short of requests. The 16-byte versions beat the copy
-# (dot_vec4 109 %<!-- from speed_table: % of copy @ kernel=dot_vec4 -->), and the accurate ones cost
+# 93.4 %<!-- from speed_table: % of copy @ kernel=dot_shfl -->): one float per lane and 8 bytes in
+# flight per thread, 16 KB per SM at one wave, as little as dot_vec4 with one block per SM in the
+# wave table, leave the memory short of requests. The 16-byte versions just beat the copy
+# (dot_vec4 103 %<!-- from speed_table: % of copy @ kernel=dot_vec4 -->), and the accurate ones cost
 # nothing: dot_f64 and dot_compensated read as fast as dot_vec4, because a dot product waits on
 # memory, not on arithmetic.
 #
 # ## What to call outside this course
 #
-# `cupy.dot(a, b)`. On two 1-D float32 arrays CuPy calls cuBLAS's `cublasSdot`, NVIDIA's tuned
-# library routine. In the table it is the slowest row after dot1, a third of the copy
-# (33.4 %<!-- from speed_table: % of copy @ kernel=cupy.dot -->), and the plot shows its curve flat
-# from 2²⁴ on, as dot1's is: a limit that more data does not lift, set by how the kernel works, not
-# by the memory. Yet in the error table it is the most accurate float32 answer of all, and in the
-# repeat table it gives the same bits on every run. `cublasSdot` is written for any stride between
-# elements (`incx`, `incy`) and for every GPU; its answer repeats, so it adds its partial sums in a
-# fixed order, as dot3 does. Nsight Compute names its kernels, their grids and blocks and the
-# DRAM throughput they reach on this GPU: `scripts/gpu_facts_dot.py` runs it and prints them.
+# `cupy.dot(a, b)` is the call, but on two 1-D float32 arrays it is not one fused kernel. CuPy
+# computes a vector · vector product as `(a * b).sum()` when its CUB accelerator is on, as it is
+# here (`tensordot_core` in CuPy's `cupy/_core/_routines_linalg.pyx`), and Nsight Compute on this
+# H100 (`scripts/gpu_facts_dot.py`) shows exactly that: an elementwise kernel,
+# `cupy_multiply__float32_float32_float32`, that writes the N products to a temporary array in
+# global memory; CUB's reduction, `cub::DeviceReduceKernel` (4096 blocks of 256 at N = 2²⁴) and
+# `DeviceReduceSingleTileKernel` (one block that adds their partial sums); and a one-thread copy
+# of the answer. So it moves 16 bytes per element where a fused dot reads 8: the multiply reads a
+# and b and writes the products, and the reduction reads the products back. That is twice the
+# bytes of the copy in the table (4 read and 4 written per element), so even at the copy's own
+# speed it could reach only about half of it; it reaches
+# 43.9 %<!-- from speed_table: % of copy @ kernel=cupy.dot -->, and the plot shows its curve
+# climbing with the copy's from 2²⁴ on, a little under half as high. About four fifths of its
+# time at 2²⁸ is the multiply (Nsight Compute's kernel times).
+#
+# Yet in the error table it is the most accurate float32 answer, and in the repeat table it gives
+# the same bits on every run. Both follow from the same kernels. Each product is rounded to float32
+# once, as in the float32 kernels here; then CUB adds them in short runs (at 2²⁴ its 4096 blocks of
+# 256 threads leave 16 products to each thread, where dot3's one wave leaves about 62) and in
+# trees: each block's sums, then the 4096 block sums in one block. That is close to a pairwise
+# sum, with no long running sum anywhere. And every partial sum goes to its own word and is added
+# in a fixed order, with no atomics, as in dot3. cuBLAS's `cublasSdot` is what a CUDA C++ program
+# would call; CuPy reaches it as `cupy.cublas.dot(a, b)` (`cupy/cublas.py`), which this notebook
+# does not time.
 #
 # So: call `cupy.dot` when you want a float32 answer that is accurate and repeats; when a dot
 # product of large float32 vectors is the bottleneck, a one-wave grid-stride loop with 16-byte
-# loads (dot_vec4 here) reads 3.25×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast, and `dot_compensated` keeps that speed with
-# an answer 10⁷ times more accurate that also repeats.
+# loads (dot_vec4 here) reads 2.35×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast,
+# because it reads a and b once and writes nothing, and `dot_compensated` keeps that speed with an
+# answer millions of times more accurate that also repeats.
 #
 # ## Summary
 #
@@ -863,9 +897,11 @@ dot.speed_table(records, 2**28)
 #   that order, and so the answer, change from run to run on a GPU; the emulator, with its fixed
 #   order, shows the range but not the variation. A fixed order (one word per block, the last block
 #   adds them) makes the answer repeat.
-# - **The library**: `cupy.dot` (cuBLAS's `cublasSdot`) is the most accurate float32 answer here and
-#   repeats its bits, at a third of the copy's speed; a one-wave loop of 16-byte loads reads about
-#   three times as fast, and with a compensated accumulator it is far more accurate and repeats too.
+# - **The library**: `cupy.dot` on two float32 vectors is a multiply into a temporary array and
+#   then CUB's reduction: it moves twice the bytes of a fused dot product and reaches under half of
+#   the copy's speed, but its short per-thread sums and trees make it the most accurate float32
+#   answer here, and its fixed order repeats its bits. A one-wave loop of 16-byte loads reads more
+#   than twice as fast, and with a compensated accumulator it is far more accurate and repeats too.
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
 #   launches the wrong kernel, and timings of CUDA's start-up rather than of the kernels.
