@@ -126,6 +126,7 @@ class Prediction(Exercise):
     rules: Mapping[str, str] = field(default_factory=dict)  # column -> the rule to apply
     what: str = "case"  # what a key is, in words ("launch", "stride")
     tolerance: float = 0.0  # relative, for columns that are averages
+    source: str = "the trace counts"  # where the true numbers come from, in words
 
     def grade(self, answer: Any) -> Verdict:
         truth = self.truth()
@@ -152,11 +153,11 @@ class Prediction(Exercise):
                     return Verdict(
                         False,
                         [
-                            f"{key!r}: '{column}' is not what the trace counts.",
+                            f"{key!r}: '{column}' is not what {self.source}.",
                             *([f"the rule: {rule}"] if rule else []),
                         ],
                     )
-        return Verdict(True, [f"every {self.what} right, as the trace counts them"])  # fmt: skip
+        return Verdict(True, [f"every {self.what} right, as {self.source} them"])  # fmt: skip
 
 
 # ---------------------------------------------------------------- write a kernel
@@ -334,8 +335,8 @@ def timed_verdict(speeds: Mapping[Any, float], answer: Any, what: str, tolerance
 
 def wave_problem(blocks: int, full: int) -> str:
     """What is wrong with the grid of a grid-stride loop, `blocks` where `full` fill every SM once:
-    "" when every SM holds all the blocks it can and the waves are whole (past four waves a partial
-    last one costs little)."""
+    "" when every SM holds all the blocks it can and the waves are whole (a grid-stride loop gains
+    nothing from a second wave, and a partial last wave leaves SMs idle at the end)."""
     dev = backend.device()
     if blocks < full:
         return (
@@ -343,7 +344,7 @@ def wave_problem(blocks: int, full: int) -> str:
             f"holds as many blocks as fit in its {dev.threads_per_sm} threads and {dev.blocks_per_sm} "
             "block slots, and as its registers and shared memory allow; course.device().describe() lists them)"
         )
-    if blocks % full and blocks < 4 * full:
+    if blocks % full:
         return (
             "the last wave is partly empty: the SMs that finish first idle while the rest work "
             "(rule: a whole number of waves, a wave being every SM full)"

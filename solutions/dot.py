@@ -157,6 +157,7 @@ WRONG = {
         (2**26 // 256, "per atomic"),  # the text's N / 256: every thread adds a handful of products
         (132 * 8, "partly empty"),  # the text's one wave for blocks of 256: 2048 / 384 is not 8
         (132 * 4, "fewer blocks than they can hold"),
+        (3000, "partly empty"),  # 4.5 waves: each SM full, but the last wave leaves SMs idle
         (0, "a grid is a number of blocks"),
     ],
 }

@@ -191,6 +191,7 @@ WRONG = {
         (132 * 8, "partly empty"),  # one wave for blocks of 256 carried over: 640 is not 256
         (132 * 3 + 100, "partly empty"),
         (132 * 2, "fewer blocks than they can hold"),
+        (2000, "partly empty"),  # past four waves a partial last wave still leaves SMs idle
         (-(-50_000_000 // (2 * 640)), "loads only"),  # one pair per thread, as the article launches
         (0, "a grid is a number of blocks"),
         ("396", "a grid is a number of blocks"),

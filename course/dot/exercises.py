@@ -518,12 +518,12 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
         speeds = _gpu_grid_speeds(int(blocks), full, n, block, runs)
         return exercises.timed_verdict(speeds, blocks, f"{blocks} blocks of {block}")
     lines = ["(no GPU here: the check is the launch's arithmetic, not a timing)"]
-    if problem := exercises.wave_problem(blocks, full):
-        return Verdict(False, [f"{blocks} blocks of {block}: {problem}", *lines])
-    if per_thread < MIN_PER_THREAD:
+    if per_thread < MIN_PER_THREAD:  # far too many blocks: say that first, not that a wave is partial
         lines.insert(0, f"{blocks} blocks of {block}: a thread adds only {per_thread} product{'s' * (per_thread != 1)} per atomic "
                      f"(at least {MIN_PER_THREAD} wanted: fewer blocks)")  # fmt: skip
         return Verdict(False, lines)
+    if problem := exercises.wave_problem(blocks, full):
+        return Verdict(False, [f"{blocks} blocks of {block}: {problem}", *lines])
     return Verdict(True, [f"{blocks} blocks of {block}: every SM full, whole waves, "
                           f"{per_thread} products per thread", *lines])  # fmt: skip
 

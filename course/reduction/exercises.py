@@ -455,6 +455,7 @@ blocks_per_sm = Prediction(
     truth=occupancy_truth,
     columns=("blocks per SM",),
     what="launch",
+    source="the occupancy calculation gives",
     rules={
         "blocks per SM": "the least of four limits of an H100/H200 SM: 2048 threads (in whole warps of "
         "32); 32 blocks; 65 536 registers, split into 4 quarters of 16 384, each warp taking "
@@ -496,12 +497,12 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     if dev.backend == "cupy":
         return exercises.timed_verdict(_gpu_grid_speeds(int(blocks), full, n, block, runs), blocks, head)
     note = "(no GPU here: the check is the launch's arithmetic on this device, not a timing)"
-    if problem := exercises.wave_problem(blocks, full):
-        return Verdict(False, [f"{head}: {problem}", note])
-    if per_thread < MIN_PER_THREAD:
+    if per_thread < MIN_PER_THREAD:  # far too many blocks: say that first, not that a wave is partial
         return Verdict(False, [
             f"{head}: a thread loads only {per_thread} element{'s' * (per_thread != 1)} before its "
             f"block's tree and block sum (at least {MIN_PER_THREAD} wanted: fewer blocks)", note])  # fmt: skip
+    if problem := exercises.wave_problem(blocks, full):
+        return Verdict(False, [f"{head}: {problem}", note])
     fly = per_sm * block * 2 * 4  # two 4-byte loads in flight per thread
     return Verdict(True, [
         f"{head}: every SM full, whole waves, {per_thread} elements per thread",
