@@ -428,9 +428,9 @@ ordered = KernelExercise(
         "let thread 0 of each block take a ticket from blocks_done with an atomic after writing its "
         "sum: the block that draws the last ticket knows all the others have written (make the write "
         "visible to other blocks first: __threadfence())",
-        "atomicInc(&counter, limit) returns the old value and wraps to 0 after `limit`: with "
-        "limit = gridDim.x − 1 the counter is ready for the next launch; read partial through a "
-        "volatile pointer so the last block sees the other blocks' writes",
+        "the same pattern closes `reduce_single_pass` in course/kernels/reduction.cu (notebook 5 "
+        "shows it): read how its last block is chosen, how that block reads the others' sums, and "
+        "how its counter is back at 0 for the next launch",
     ),
 )
 

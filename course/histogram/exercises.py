@@ -90,8 +90,9 @@ patterns = Prediction(
         "values repeat, and how often?",
         "two different questions: how many lanes hold the same byte (the same word), and how many "
         "different words share a bank; a pattern can have many of one and one of the other",
-        "for the ways, list the distinct bytes of the warp and take each modulo 32: the most "
-        "distinct bytes with one remainder is the answer",
+        "the bank picture above (histogram.draw_banks) draws one instruction per row: draw the "
+        "pattern's 32 bins the same way on paper, one column per bank, and count what shares a "
+        "column",
     ),
 )
 
@@ -382,9 +383,9 @@ aggregate = KernelExercise(
         "its byte with that lane's, and repeat until every lane is counted",
         "__shfl_sync hands one lane's value to all lanes; __ballot_sync turns a per-lane yes/no into a "
         "mask of lanes; __popc of a mask is how many lanes said yes; __ffs finds the lowest set bit",
-        "keep a mask of the lanes still to count, starting from __activemask() (in the last trip not "
-        "every lane is here), and use that mask in every intrinsic; clear the group's lanes from it "
-        "after each round",
+        "hist1_agg's source above gets the same groups from one __match_any_sync: build its mask from "
+        "the intrinsics of hint 2, and before each call ask which lanes are still in your loop (every "
+        "lane a mask names must make the call, and a lane must be in its own mask)",
     ),
 )
 

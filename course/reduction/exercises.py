@@ -651,9 +651,9 @@ shuffle = KernelExercise(
         "__shfl_down_sync(0xffffffff, v, d) gives lane t the v of lane t + d: adding it halves "
         "the number of partial sums that matter, as one shared-memory step did, and lane 0 ends "
         "with the sum of all 32",
-        "first bring sdata[tid] and sdata[tid + 32] into one register of each lane of warp 0; then "
-        "the halvings; then lane 0 holds the block's sum: write it where the last line reads it, "
-        "or write out from the register",
+        "course/kernels/common.cuh's warp_sum is a warp's sum by shuffles: compare it with your "
+        "stub's last-warp steps, and ask what each lane must hold in a register before the first "
+        "shuffle",
     ),
 )
 

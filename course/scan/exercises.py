@@ -350,7 +350,7 @@ warp = KernelExercise(
         "adds what lane l - d holds. Which instruction reads another lane's register?",
         "__shfl_up_sync(mask, v, d) gives each lane the v of the lane d below it (lanes below d get their "
         "own v back). Every lane named in the mask must make the call, whatever it then does with the value",
-        "one loop over d = 1, 2, 4, 8, 16: the shuffle unconditionally, then the add only where lane ≥ d",
+        "course/kernels/common.cuh's warp_sum makes a warp's sum with shuffles in a loop: read it beside the Kogge-Stone picture above, and ask which lanes must call the shuffle and which may add",
     ),
 )
 
