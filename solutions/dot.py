@@ -143,6 +143,13 @@ WRONG = {
         (STRIDE.replace("atomicAdd(out, sum)", "out[0] = sum"), "race"),
         (STRIDE.replace("i += blockDim.x * gridDim.x)", "i += 0)"), "InstructionBudgetExceeded"),
         (STRIDE.replace("sum += a[i] * b[i];", "sum += a[i] * b[i]"), "does not compile"),
+        (  # block 0 does it all: each element loaded once, the right sum, and no grid-stride loop
+            STRIDE_STUB.replace(
+                "for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x)",
+                "for (unsigned int i = threadIdx.x; blockIdx.x == 0 && i < n; i += blockDim.x)",
+            ),
+            "loads no element of a",
+        ),
     ],
     "kahan": [
         (KAHAN_STUB.replace("float s = 0;", "double s = 0;"), "no double arithmetic"),

@@ -177,11 +177,28 @@ def _stride_case(n: int, grid: int, block: int) -> Case:
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         if problem := _loaded_once(trace, n):
             return problem
+        if problem := _every_block_works(trace, n, grid, block):
+            return problem
         if ENGINE.topic.compare(F32(arrays.asnumpy(done[2])[0]), want, (a, b)):
             return "each element of a is loaded once, but the sum is wrong: is every product added?"
         return ""
 
     return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
+
+
+def _every_block_works(trace: Any, n: int, grid: int, block: int) -> str:
+    """Where N gives every block a first element, every block loads part of a: "" or the first
+    block that loads none (a loop that lets one block do it all is not a grid-stride loop)."""
+    if n < grid * block:
+        return ""
+    it = analysis.iterations(trace, "a")
+    working = set(np.unique(analysis.subset(it, it.op == "ld").block).tolist())
+    idle = [b for b in range(grid) if b not in working]
+    return (
+        f"block {idle[0]} loads no element of a: every block's threads should take their share"
+        if idle
+        else ""
+    )
 
 
 def _loaded_once(trace: Any, n: int) -> str:
