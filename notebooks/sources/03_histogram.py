@@ -830,7 +830,9 @@ histogram.exercises.wide_bins.check(mine)
 # for a second wave. On a GPU the check times `hist_wide` on 2^28 bytes of keys with your grid
 # beside one wave, two waves, a wave counted by threads alone and one block per SM, and passes
 # within 10 % of the fastest; without one it checks the launch's arithmetic against this device.
-# Replace `None` with your number of blocks.
+# `course.device().describe()` lists what one SM holds: its threads, its block slots and its
+# shared memory, of which the driver keeps 1 KiB for each resident block ("shared memory
+# reserved per block") besides what the block asks for. Replace `None` with your number of blocks.
 
 # %%
 histogram.exercises.grid.check(None)
