@@ -737,7 +737,7 @@ def _model_verdict(block: int, n: int = BLOCK_N) -> Verdict:
             if m["chain µs"] - mb["chain µs"] > m["spread µs"] - mb["spread µs"]
             else "fewer SMs at work, each moving more bytes on its own (fewer, larger tiles)"
         )
-        return Verdict(False, [f"{head}: {excess:.2f} µs more than block {best}'s {_estimate(mb):.2f} µs, "
+        return Verdict(False, [f"{head}: {excess:.2f} µs more than the best block size's estimate, "
                                f"from {why} (rule: within {MODEL_SLACK_US} µs of the best)", note])  # fmt: skip
     return Verdict(True, [f"{head}: within {MODEL_SLACK_US} µs of the best, block {best}'s "
                           f"{_estimate(models[best]):.2f} µs", note])  # fmt: skip
