@@ -838,9 +838,9 @@ scan.lookback_table()
 #
 # ### Exercise 8 · Measure, then choose: lookback's block for N = 300 000
 #
-# At 2^28, 128 threads × 32 elements was the fastest tile of the tuning run (an H200,
-# `docs/tuning/scan.md`). At N = 300 000 (1.2 MB, a size a copy moves in a few microseconds),
-# choose lookback's block again: 32, 64, 128 or 256 threads, 32 elements each. At this N every
+# The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); a small scan is
+# another problem. At N = 300 000 (1.2 MB, a size a copy moves in a few microseconds), choose
+# lookback's block: 32, 64, 128 or 256 threads, 32 elements each. At this N every
 # tile is resident at once whatever the block, and two costs move in opposite directions with it.
 # Large tiles are few: with fewer tiles than SMs some SMs idle, and each busy SM moves a whole tile
 # on its own, at roughly its share of the DRAM's bandwidth (the bandwidth / the SMs: a GPU reaches
