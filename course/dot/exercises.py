@@ -75,7 +75,7 @@ BLOCK_COST_COLUMNS = ("dot1: shared loads by one lane alone", "dot3: barriers", 
 
 def block_cost_truth() -> dict[str, tuple[int, ...]]:
     """Block size -> the three counts of `story.block_work`, read from the traces of block 0."""
-    out = {}
+    out: dict[str, tuple[int, ...]] = {}
     for block in BLOCK_COST_BLOCKS:
         rows = {r["version"]: r for r in block_work(block)}
         out[f"blocks of {block}"] = (int(rows["dot1"]["by one lane alone"]), int(rows["dot3"]["barriers"]),

@@ -295,7 +295,9 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
     scan_line = int(np.bincount(lines).argmax())  # warp_scan's shuffle line: the most frequent
     every = np.arange(32)
     value = np.ones(32)
-    rows = [("registers: each thread's total", value.copy(), None, "")]
+    rows: list[tuple[str, Any, int | None, str]] = [
+        ("registers: each thread's total", value.copy(), None, "")
+    ]
     for r in range(len(sh)):
         moved = lanes[r] & (src[r] != every)
         d = int(np.median(every[moved] - src[r][moved])) if moved.any() else 0
@@ -308,9 +310,9 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
                 (f"shuffle {r + 1}: __shfl_up_sync(inc, {d})", shifted, r, "exclusive: lane 0 takes 0")
             )
     colour = draw.group_color(warp)
-    for k, (label, vals, r, note) in enumerate(rows):
+    for k, (label, vals, row, note) in enumerate(rows):
         y = len(rows) - 1 - k
-        active = lanes[r] if r is not None else np.ones(32, bool)
+        active = lanes[row] if row is not None else np.ones(32, bool)
         ax.scatter(every, np.full(32, y), s=150, color=np.where(active, "white", IDLE).tolist(),
                    edgecolors="0.35", linewidths=0.6, zorder=2)  # fmt: skip
         for lane in every:
@@ -318,10 +320,10 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
         ax.text(-1, y, label, ha="right", va="center", fontsize=8)
         if note:
             ax.text(32.2, y, note, ha="left", va="center", fontsize=8, color="0.3")
-        if r is None:
+        if row is None:
             continue
-        for lane in np.flatnonzero(lanes[r] & (src[r] != every)):
-            ax.annotate("", xy=(lane, y + 0.25), xytext=(int(src[r, lane]), y + 0.75),
+        for lane in np.flatnonzero(lanes[row] & (src[row] != every)):
+            ax.annotate("", xy=(lane, y + 0.25), xytext=(int(src[row, lane]), y + 0.75),
                         arrowprops=dict(arrowstyle="->", color=colour, lw=0.7))  # fmt: skip
     first, last = int(sh.step.min()), int(sh.step.max())
     between = t.where(block=0, warp=warp)

@@ -629,6 +629,7 @@ def _draw_batched(fig: Any, k: Kernel, shape: tuple[int, int] = (64, 64)) -> Non
     fig.set_size_inches(10, 2.4)
     ax = fig.add_subplot()
     seen = set()
+    colour: Any  # a name ("black") or the course's RGBA colour of a group
     for i, r in enumerate(rows.tolist()):
         what = (str(t.op[r]), str(t.space[r]))
         if what[1] == "sync":
