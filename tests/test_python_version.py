@@ -35,6 +35,9 @@ def test_the_backend_refuses_an_old_python_in_one_line() -> None:
 
 
 def test_the_backend_is_setuptools_on_a_supported_python() -> None:
+    # pip builds in an environment with pyproject's build requirements; a venv of Python 3.12 or
+    # newer has no setuptools of its own (CI's Python 3.10 venv does, and runs this)
+    pytest.importorskip("setuptools")
     done = _import_backend(None)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "setuptools.build_meta"
