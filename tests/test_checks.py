@@ -402,6 +402,152 @@ def test_a_finding_spells_out_a_few_examples_however_many_line_pairs_race() -> N
     assert len(set(f.examples)) == len(f.examples)
 
 
+# ---------------------------------------------------------------- who and where, in 2-D and 3-D launches
+
+CHOSEN = r"""
+// one chosen thread of one chosen block does something wrong; who = (bx, by, bz, tx, ty, tz)
+__device__ bool chosen(const int* who) {
+    return blockIdx.x == who[0] && blockIdx.y == who[1] && blockIdx.z == who[2] &&
+           threadIdx.x == who[3] && threadIdx.y == who[4] && threadIdx.z == who[5];
+}
+
+__device__ int linear_thread() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+
+__device__ int linear_block() { return (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
+
+extern "C" __global__ void reads_unwritten(float* y, const int* who) {
+    __shared__ float s[8];
+    if (linear_thread() < 4) s[linear_thread()] = 1.0f;
+    __syncthreads();
+    if (chosen(who)) y[0] = s[5];
+}
+
+extern "C" __global__ void writes_unsynced(float* y, const int* who) {
+    __shared__ float s[8];
+    if (linear_thread() < 8) s[linear_thread()] = 1.0f;
+    __syncthreads();
+    if (linear_thread() == 0) y[linear_block()] = s[1];  // @READ
+    if (chosen(who)) s[1] = -1.0f;  // @WRITE
+}
+
+extern "C" __global__ void leaves_early(float* y, const int* who) {
+    __shared__ float s[128];
+    if (chosen(who)) return;
+    s[linear_thread()] = 1.0f;
+    __syncthreads();  // @BARRIER
+    y[linear_block() * 128 + linear_thread()] = s[linear_thread()];
+}
+"""
+
+
+def _launch_shape(seed: int, dims: int) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+    """A random grid and block of `dims` dimensions (awkward sizes, every one above 1) and a random
+    (blockIdx, threadIdx) in them whose y (and z) are not 0."""
+    rng = np.random.default_rng(seed)
+    grid = (int(rng.integers(2, 6)), int(rng.integers(2, 6)), int(rng.integers(2, 4)) if dims == 3 else 1)
+    block = (int(rng.integers(3, 9)), int(rng.integers(2, 6)), int(rng.integers(2, 4)) if dims == 3 else 1)
+    pick = [int(rng.integers(min(i % 3, 1, d - 1), d)) for i, d in enumerate(grid + block)]
+    return grid, block, pick
+
+
+def _chosen(name: str, seed: int, dims: int) -> tuple[Findings, Any, tuple[int, ...], tuple[int, ...]]:
+    grid, block, pick = _launch_shape(seed, dims)
+    kernel = course.Module(code=CHOSEN).get_function(name)
+    y = course.zeros(128 * int(np.prod(grid)), np.float32)
+    found, trace = kernel.inspect(grid, block, (y, course.asarray(np.array(pick, np.int32))))
+    return found, trace, tuple(pick[:3]), tuple(pick[3:])
+
+
+SHAPES = [pytest.param(seed, dims, id=f"{dims}d-seed={seed}") for dims in (2, 3) for seed in (1, 2, 3)]
+
+
+def _coord_text(c: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, c)) + ")"
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_an_uninitialised_read_names_its_block_and_thread_in_every_dimension(seed: int, dims: int) -> None:
+    found, _, b, t = _chosen("reads_unwritten", seed, dims)
+    (f,) = found
+    assert (f.kind, f.buffer, f.elements, f.count) == ("uninitialized", "s", (5,), 1)
+    assert (f.blocks, f.threads) == ((b,), (t,))
+    assert f.examples == (f"block {_coord_text(b)} thread {_coord_text(t)} reads s[5]",)
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_a_race_names_both_threads_in_every_dimension(seed: int, dims: int) -> None:
+    found, _, b, t = _chosen("writes_unsynced", seed, dims)
+    (f,) = found
+    assert (f.kind, f.buffer, f.elements, f.count) == ("race", "s", (1,), 1)
+    assert f.blocks == (b,) and set(f.threads) == {(0, 0, 0), t}
+    assert f.lines == (line_of(CHOSEN, "if (linear_thread() == 0) y[linear_block()] = s[1];"),
+                       line_of(CHOSEN, "if (chosen(who)) s[1] = -1.0f;"))  # fmt: skip
+    # thread 0 reads s[1] first, then the chosen thread writes it (the emulator runs lower warps first)
+    assert f.examples == (
+        f"block {_coord_text(b)}: thread (0, 0, 0) reads s[1] (line {f.lines[0]}), "
+        f"then thread {_coord_text(t)} writes it (line {f.lines[1]})",
+    )
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_a_thread_that_leaves_before_a_barrier_is_named_with_its_block(seed: int, dims: int) -> None:
+    found, trace, b, t = _chosen("leaves_early", seed, dims)
+    (f,) = found.of("barrier-divergence")
+    barrier = next(n for n, ln in enumerate(CHOSEN.splitlines(), 1) if "@BARRIER" in ln)
+    (exit_line,) = set(trace.line[trace.op == "exit"].tolist())  # NVRTC gives a kernel one exit
+    assert exit_line != barrier
+    assert (f.lines, f.blocks, f.threads, f.count) == ((barrier, exit_line), (b,), (t,), 1)
+    _, block, _ = _launch_shape(seed, dims)
+    tid = (t[2] * block[1] + t[1]) * block[0] + t[0]  # the finding counts threads by linear id
+    assert f.examples[0].startswith(f"block {_coord_text(b)}: threads ")
+    assert f.examples[0].endswith(f"threads {tid} never do: they finished at line {exit_line}")
+
+
+def test_a_barrier_and_the_exit_on_one_line_name_that_line_once() -> None:
+    src = (
+        'extern "C" __global__ void half(float* y) { __shared__ float s[64]; s[threadIdx.x] = 1.0f; '
+        "if (threadIdx.x < 16) __syncthreads(); y[threadIdx.x] = s[threadIdx.x]; }"
+    )
+    (f,) = check(src, "half", 1, 64, (course.zeros(64, np.float32),))
+    assert (f.kind, f.lines, f.code) == ("barrier-divergence", (1,), (src,))
+    assert "threads 0-15 reach the __syncthreads() on line 1" in f.examples[0]
+    assert "threads 16-63 never do: they finished at line 1" in f.examples[0]
+
+
+READ_WRITE = r"""
+extern "C" __global__ void read_then_write(float* x, int reader, int writer) {
+    float v = 0.0f;
+    if (threadIdx.x == reader) v = x[0];
+    if (threadIdx.x == writer) x[0] = 2.0f;
+    if (threadIdx.x == reader) x[1] = v;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("reader", "writer", "scope"),
+    [(3, 40, "between warps"), (40, 3, "between warps"), (3, 7, "within a warp"), (7, 3, "within a warp")],
+)
+def test_one_read_and_one_write_of_a_word_are_one_racing_access_told_in_the_order_they_ran(
+    reader: int, writer: int, scope: str
+) -> None:
+    kernel = course.Module(code=READ_WRITE).get_function("read_then_write")
+    x = course.asarray(np.arange(2, dtype=np.float32))
+    found, trace = kernel.inspect(1, 64, (x, np.int32(reader), np.int32(writer)))
+    (f,) = found
+    read = line_of(READ_WRITE, "if (threadIdx.x == reader) v = x[0];")
+    write = line_of(READ_WRITE, "if (threadIdx.x == writer) x[0] = 2.0f;")
+    assert (f.kind, f.buffer, f.scope, f.lines) == ("race", "x", scope, (read, write))
+    assert (f.elements, f.count) == ((0,), 1)  # one word, one racing pair: counted once, whoever went first
+    ran = trace.space == "global"
+    step = {line: int(trace.step[ran & (trace.line == line)].min()) for line in (read, write)}
+    first, then = sorted([(step[read], reader, "reads", read), (step[write], writer, "writes", write)])
+    assert f.examples == (
+        f"block (0, 0, 0): thread ({first[1]}, 0, 0) {first[2]} x[0] (line {first[3]}), "
+        f"then thread ({then[1]}, 0, 0) {then[2]} it (line {then[3]})",
+    )
+
+
 # ---------------------------------------------------------------- uninitialised global memory
 
 
