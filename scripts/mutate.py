@@ -75,6 +75,7 @@ TESTS = {
     # the exercise frame: its own tests and the frame-level tests of test_exercises.py, not the
     # solution and notebook runs of every exercise (7 minutes: a survivor would cost that each)
     "course/exercises.py": [
+        "tests/test_exercise_frame.py",
         "tests/test_exercises.py::test_every_exercise_of_each_kind_has_what_its_kind_needs",
         "tests/test_exercises.py::test_a_check_never_raises_for_what_a_learner_types",
         "tests/test_exercises.py::test_progress_is_kept_and_a_read_only_home_only_means_not_saved",
