@@ -548,6 +548,34 @@ def test_one_read_and_one_write_of_a_word_are_one_racing_access_told_in_the_orde
     )
 
 
+NO_SHARED = r"""
+extern "C" __global__ void registers_only(int n) {
+    int v = threadIdx.x;
+    for (int i = 0; i < n; ++i) v = v * 3 + 1;
+}
+
+extern "C" __global__ void global_only(float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * i;
+}
+"""
+
+
+@pytest.mark.parametrize(("name", "args"), [("registers_only", (np.int32(5),)),
+                                            ("global_only", (course.zeros(1000, np.float32), np.int32(1000)))])  # fmt: skip
+def test_a_kind_of_access_a_kernel_never_makes_gives_no_findings(name: str, args: tuple) -> None:
+    """No shared accesses (and none at all): every check of the trace finds nothing, none fails."""
+    found, trace = course.Module(code=NO_SHARED).get_function(name).inspect(3, 384, args)
+    assert found == [] and not (trace.space == "shared").any()
+    assert (
+        checks.races(trace) == []
+        and checks.uninitialized(trace) == []
+        and checks.barrier_divergence(trace) == []
+    )
+    nothing_held = {b.base: np.zeros(b.nbytes, bool) for b in trace.buffers}
+    assert checks.find(trace, initialized=nothing_held) == []  # writes only: no read of what nobody wrote
+
+
 # ---------------------------------------------------------------- uninitialised global memory
 
 
