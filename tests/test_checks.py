@@ -301,6 +301,117 @@ def test_a_flag_read_before_it_is_set_orders_nothing() -> None:
     )
 
 
+PUBLISH = r"""
+// block 0 writes data[0] and raises the flag after a fence; block 1 waits for the flag, then reads
+extern "C" __global__ void publish(const int* x, int* data, volatile int* flag, int* out, int sync) {
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 32) data[0] = x[0];  // @DATA written by warp 1
+        if (sync) __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();  // releases thread 0's own accesses, and the block's before a barrier
+            flag[0] = 1;
+        }
+    } else if (threadIdx.x == 0) {
+        while (flag[0] == 0) {}
+        out[0] = data[0];  // @USE
+    }
+}
+
+// a last-block-done counter, but block 1 takes its ticket before block 0 has written and fenced:
+// the ticket orders nothing, though block 1 reads after block 0's write
+extern "C" __global__ void early_ticket(const int* x, int* data, int* count, int* out) {
+    if (threadIdx.x != 0) return;
+    int acc = 0;
+    if (blockIdx.x == 0) {
+        for (int k = 0; k < 64; ++k) acc += x[k];  // block 1 takes its ticket meanwhile
+        data[0] = acc;  // @TICKET_DATA
+        __threadfence();
+        atomicAdd(count, 1);
+    } else {
+        int ticket = atomicAdd(count, 1);
+        for (int k = 0; k < 256; ++k) acc += x[k % 64];
+        out[0] = data[0] + ticket + acc;  // @TICKET_USE
+    }
+}
+
+// block 0 stores the flag (volatile), block 1 bumps it later with an atomic: both are strong
+extern "C" __global__ void strong_flag(const int* x, volatile int* flag, int* out) {
+    if (threadIdx.x != 0) return;
+    if (blockIdx.x == 0) {
+        flag[0] = 1;
+    } else {
+        int acc = 0;
+        for (int k = 0; k < 64; ++k) acc += x[k];
+        out[0] = atomicAdd((int*)&flag[0], 1) + acc;
+    }
+}
+"""
+
+
+def _marked_in(source: str, tag: str) -> int:
+    (line,) = [n for n, ln in enumerate(source.splitlines(), 1) if f"@{tag} " in ln or ln.endswith(f"@{tag}")]
+    return line
+
+
+def _flag_args(*sizes: int) -> tuple:
+    return (course.asarray(np.arange(64, dtype=np.int32)), *(course.zeros(n, np.int32) for n in sizes))
+
+
+def test_a_fence_releases_its_own_threads_writes_and_the_blocks_only_after_a_barrier() -> None:
+    assert check(PUBLISH, "publish", 2, 64, (*_flag_args(1, 1, 1), np.int32(1))) == []
+    (f,) = check(PUBLISH, "publish", 2, 64, (*_flag_args(1, 1, 1), np.int32(0)))
+    assert (f.kind, f.buffer, f.scope, f.elements) == ("race", "data", "between blocks", (0,))
+    assert f.lines == (_marked_in(PUBLISH, "DATA"), _marked_in(PUBLISH, "USE"))
+
+
+def test_an_atomic_ticket_taken_before_the_release_orders_nothing() -> None:
+    found, trace = (
+        course.Module(code=PUBLISH).get_function("early_ticket").inspect(2, 32, _flag_args(1, 1, 1))
+    )
+    data, use = _marked_in(PUBLISH, "TICKET_DATA"), _marked_in(PUBLISH, "TICKET_USE")
+    ran = trace.space == "global"
+    assert trace.step[ran & (trace.line == data)].min() < trace.step[ran & (trace.line == use)].min()
+    (f,) = found
+    assert (f.kind, f.buffer, f.scope, f.lines) == ("race", "data", "between blocks", (data, use))
+
+
+def test_a_volatile_store_and_another_blocks_atomic_on_one_word_are_no_race() -> None:
+    found = check(PUBLISH, "strong_flag", 2, 32, _flag_args(1, 1))
+    assert found == [], str(found)
+
+
+CAS_PEEK = r"""
+extern "C" __global__ void cas_and_peek(const int* x, int* y) {
+    __shared__ int m;
+    if (threadIdx.x == 0) m = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int old = m;  // @FIRST the CAS loop's first read: a read, checked by the CAS
+        int acc = 0;
+        for (int k = 0; k < 64; ++k) acc += x[k];
+        atomicCAS(&m, old, acc);  // @CAS
+    }
+    if (threadIdx.x == 32) y[0] = m;  // @PEEK another warp reads m between the two
+    __syncthreads();
+}
+"""
+
+
+def test_a_cas_loops_first_read_and_another_warps_read_are_two_reads_the_cas_races() -> None:
+    found, trace = (
+        course.Module(code=CAS_PEEK)
+        .get_function("cas_and_peek")
+        .inspect(1, 64, (course.asarray(np.arange(64, dtype=np.int32)), course.zeros(1, np.int32)))
+    )
+    first, cas, peek = (_marked_in(CAS_PEEK, t) for t in ("FIRST", "CAS", "PEEK"))
+    shared = trace.space == "shared"
+    step = {n: int(trace.step[shared & (trace.line == n)].min()) for n in (first, cas, peek)}
+    assert step[first] < step[peek] < step[cas]  # the peek falls between the first read and the CAS
+    (f,) = found
+    assert (f.kind, f.space, f.buffer, f.scope, f.count) == ("race", "shared", "m", "between warps", 1)
+    assert f.lines == (cas, peek)  # not the first read: two reads never race
+
+
 # ---------------------------------------------------------------- what a finding says
 
 DETAILS = r"""
