@@ -98,6 +98,7 @@ TESTS = {
 # the engine's modules share one list: the conformance test over every topic without its 3-minute
 # run of every version at every size (the topic files run each version on the reference too)
 ENGINE_TESTS = [
+    "tests/test_engine_rules.py",
     "tests/test_launch_notes.py",
     "tests/test_canvas.py",
     "tests/test_topics.py::test_the_api",

@@ -1,0 +1,126 @@
+"""The engine's small rules, each against what it promises: how many blocks a grid rule launches
+(random sizes, blocks and tiles), the awkward sizes, a launch written as the learner would write it,
+a grid given by hand, and the vetting of the article's buggy versions, which is for GPUs only."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import course
+from course import reduction
+from course.engine import Cover, OneBlock, OneWave, Residency, Tiles
+from course.engine.engine import Engine
+from course.engine.launch import Launch, blocks_in_words
+from course.engine.topic import awkward_sizes
+
+RNG_SEED = 20261127
+
+
+def _ceil(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cover_launches_the_fewest_blocks_that_cover_n(seed: int) -> None:
+    rng = np.random.default_rng([RNG_SEED, seed])
+    for _ in range(20):
+        n, per = int(rng.integers(1, 10**7)), int(rng.integers(1, 9))
+        block = (
+            int(rng.integers(1, 1025))
+            if rng.random() < 0.5
+            else (int(rng.integers(1, 33)), int(rng.integers(1, 33)))
+        )
+        threads = int(np.prod(block))
+        (blocks, y, z) = Cover(per)(n, block, course.device())
+        assert (y, z) == (1, 1)
+        assert blocks * threads * per >= n > (blocks - 1) * threads * per  # covers, and one fewer would not
+    assert Cover(3)((7, 11), 8, course.device()) == (_ceil(77, 24), 1, 1)  # a matrix counts its elements
+
+
+def test_one_wave_is_every_sm_full_or_fewer_if_n_needs_fewer() -> None:
+    where = Residency(course.device(), resident=lambda block: 3)  # the kernel fits 3 blocks per SM
+    sms = course.device().sm_count
+    assert OneWave(per_thread=2)(10**9, 256, where) == (3 * sms, 1, 1)
+    assert OneWave(per_thread=2, per_sm=5)(10**9, 256, where) == (5 * sms, 1, 1)  # per_sm wins
+    assert OneWave(per_thread=2)(2 * 256 * 7 + 1, 256, where) == (8, 1, 1)  # N needs 8 blocks
+    assert OneWave(per_thread=4)(1, 1024, where) == (1, 1, 1)
+    assert OneWave().resident(128, where) == 3 * sms
+
+
+def test_one_block_is_one_block() -> None:
+    assert OneBlock()(10**6, 1024, course.device()) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tiles_give_one_block_per_tile_over_columns_then_rows(seed: int) -> None:
+    rng = np.random.default_rng([RNG_SEED, 100 + seed])
+    for _ in range(20):
+        tile = (int(rng.integers(1, 65)), int(rng.integers(1, 65)))
+        rows, cols = int(rng.integers(1, 5000)), int(rng.integers(1, 5000))
+        gx, gy, gz = Tiles(tile)((rows, cols), (32, 8), course.device())
+        assert gz == 1
+        # every element is in a tile, and the last tile of each direction holds some of the matrix
+        assert gx * tile[1] >= cols > (gx - 1) * tile[1], (tile, rows, cols, gx)
+        assert gy * tile[0] >= rows > (gy - 1) * tile[0], (tile, rows, cols, gy)
+    assert Tiles((32, 32))(100, 256, course.device()) == (_ceil(100, 32), 1, 1)  # a vector: one row
+    assert str(Tiles((32, 8))) == "one block per 32×8 tile"
+
+
+@pytest.mark.parametrize("block", [1, 2, 31, 32, 33, 64, 128, 1000, (32, 8), (16, 16, 2)])
+def test_awkward_sizes_are_the_edges_of_warps_and_blocks(block: Any) -> None:
+    b = int(np.prod(block))
+    sizes = awkward_sizes(block)
+    assert sizes == sorted(set(sizes)) and min(sizes) >= 1
+    assert {1, 31, 32, 33, 1000, 3 * b + 7} | ({b - 1} - {0}) | {b, b + 1} == set(sizes)
+
+
+KERNEL = r"""extern "C" __global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = n; }"""
+
+
+@pytest.mark.parametrize(
+    ("grid", "block", "shared", "text"),
+    [((64, 1, 1), (128, 1, 1), 1024, "k((64,), (128,), (<float32 array of 10>, np.int32(5)), shared_mem=1024)"),
+     ((1, 1, 1), (1, 1, 1), 0, "k((1,), (1,), (<float32 array of 10>, np.int32(5)))"),
+     ((4, 8, 1), (32, 8, 1), 0, "k((4, 8), (32, 8), (<float32 array of 10>, np.int32(5)))"),
+     ((4, 1, 2), (2, 1, 1), 4, "k((4, 1, 2), (2,), (<float32 array of 10>, np.int32(5)), shared_mem=4)")],
+)  # fmt: skip
+def test_a_launch_is_written_as_the_learner_would_write_it(
+    grid: Any, block: Any, shared: int, text: str
+) -> None:
+    kernel = course.Module(code=KERNEL).get_function("k")
+    launch = Launch(kernel, grid, block, (course.zeros(10, np.float32), np.int32(5)), shared)
+    assert repr(launch) == text
+
+
+def test_blocks_in_words() -> None:
+    assert blocks_in_words(1, 32) == "1 block of 32"
+    assert blocks_in_words(3, 64) == "3 blocks of 64"
+    assert blocks_in_words(0, "32×16") == "0 blocks of 32×16"
+
+
+def test_a_grid_given_by_hand_overrides_the_rule_and_must_be_a_block_count(emulator_backend: Any) -> None:
+    x = course.asarray(np.arange(1, 1001, dtype=np.uint32))
+    plan = reduction.ENGINE.plan("reduce3", x, block=128, grid=np.int64(3))
+    assert plan.launches[0].grid == (3, 1, 1)
+    assert reduction.ENGINE.plan("reduce3", x, block=128).launches[0].grid == (_ceil(1000, 128), 1, 1)
+    for grid in (0, -2, True, 2.5, "4", (2, 1)):
+        with pytest.raises(
+            course.InputError, match=re.escape(f"grid must be a number of blocks, at least 1; got {grid!r}")
+        ):
+            reduction.ENGINE.plan("reduce3", x, block=128, grid=grid)
+
+
+def test_the_articles_buggy_versions_are_vetted_before_a_gpu_only(
+    emulator_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the emulator a buggy version runs as it is (the emulator stops it where it goes wrong);
+    the check-first vetting is what keeps such a launch away from a GPU."""
+    vetted = []
+    monkeypatch.setattr(Engine, "_vet", lambda self, v, host, block: vetted.append(v.name))
+    x = np.arange(1, 1025, dtype=np.uint32)  # a multiple of 2 x 128: reduce4_article stays in bounds
+    assert int(reduction.ENGINE.run("reduce4_article", x, block=128)) == int(x.sum())
+    assert vetted == []
