@@ -700,6 +700,10 @@ extern "C" __global__ void accumulate(const float* x, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] += x[i];
 }
+
+extern "C" __global__ void read_one(const float* x, float* y, int k) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = x[k];
+}
 """
 
 
@@ -716,6 +720,21 @@ def test_course_empty_is_tracked_per_element_across_launches() -> None:
     fill(2, 128, (out, np.int32(256)))
     assert out.initialized and acc.check(2, 128, args) == []
     assert course.zeros(4).initialized and course.asarray(np.ones(4)).initialized
+
+
+@pytest.mark.parametrize("k", [0, 5, 6, 7])
+def test_one_read_of_one_element_of_an_empty_array(k: int) -> None:
+    """The smallest case: a single access to the array, of an element written or not."""
+    mod = course.Module(code=FILL)
+    x = course.empty(8, np.float32)
+    mod.get_function("fill_first")(1, 32, (x, np.int32(5)))  # x[0..4] hold values, x[5..7] none
+    found = mod.get_function("read_one").check(2, 32, (x, course.zeros(1, np.float32), np.int32(k)))
+    if k < 5:
+        assert found == [], str(found)
+    else:
+        (f,) = found
+        assert (f.kind, f.buffer, f.elements, f.count) == ("uninitialized", "x", (k,), 1)
+        assert f.examples == (f"block (0, 0, 0) thread (0, 0, 0) reads x[{k}]",)
 
 
 def test_check_leaves_the_callers_arrays_and_device_variables_alone() -> None:
