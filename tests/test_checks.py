@@ -334,14 +334,17 @@ extern "C" __global__ void early_ticket(const int* x, int* data, int* count, int
     }
 }
 
-// block 0 stores the flag (volatile), block 1 bumps it later with an atomic: both are strong
-extern "C" __global__ void strong_flag(const int* x, volatile int* flag, int* out) {
+// one block stores the flag (volatile), the other bumps it with an atomic; `first` is the block
+// that goes first (the other works through x before): both accesses are strong
+extern "C" __global__ void strong_flag(const int* x, volatile int* flag, int* out, int first) {
     if (threadIdx.x != 0) return;
-    if (blockIdx.x == 0) {
-        flag[0] = 1;
-    } else {
-        int acc = 0;
+    int acc = 0;
+    if (blockIdx.x != first) {
         for (int k = 0; k < 64; ++k) acc += x[k];
+    }
+    if (blockIdx.x == 0) {
+        flag[0] = 1 + acc;
+    } else {
         out[0] = atomicAdd((int*)&flag[0], 1) + acc;
     }
 }
@@ -375,8 +378,18 @@ def test_an_atomic_ticket_taken_before_the_release_orders_nothing() -> None:
     assert (f.kind, f.buffer, f.scope, f.lines) == ("race", "data", "between blocks", (data, use))
 
 
-def test_a_volatile_store_and_another_blocks_atomic_on_one_word_are_no_race() -> None:
-    found = check(PUBLISH, "strong_flag", 2, 32, _flag_args(1, 1))
+@pytest.mark.parametrize("first", [0, 1], ids=["store-first", "atomic-first"])
+def test_a_volatile_store_and_another_blocks_atomic_on_one_word_are_no_race(first: int) -> None:
+    found, trace = (
+        course.Module(code=PUBLISH)
+        .get_function("strong_flag")
+        .inspect(2, 32, (*_flag_args(1, 1), np.int32(first)))
+    )
+    flag = trace.buffer_id("flag")
+    store, atomic = (
+        trace.step[(trace.buffer[:, 0] == flag) & (trace.op == op)].min() for op in ("st", "atom")
+    )
+    assert (store < atomic) == (first == 0)  # each order happened
     assert found == [], str(found)
 
 
@@ -395,6 +408,46 @@ extern "C" __global__ void cas_and_peek(const int* x, int* y) {
     __syncthreads();
 }
 """
+
+
+CAS_LATE = r"""
+__device__ void atomic_max(int* p, int v) {
+    int old = *p, assumed;  // @FIRST a plain read, checked by the CAS below
+    do {
+        assumed = old;
+        if (assumed >= v) break;
+        old = atomicCAS(p, assumed, v);  // @CAS
+    } while (assumed != old);
+}
+
+// warp 0's lane 0 runs its CAS loop at once; warp 1's lane 0 starts after working through x
+extern "C" __global__ void late_max(const int* x, int* y) {
+    __shared__ int m;
+    if (threadIdx.x == 0) m = 0;
+    __syncthreads();
+    int v = 1;
+    if (threadIdx.x == 32) {
+        for (int k = 0; k < 64; ++k) v += x[k];
+    }
+    if (threadIdx.x % 32 == 0) atomic_max(&m, v);
+    __syncthreads();
+    if (threadIdx.x == 0) y[0] = m;
+}
+"""
+
+
+def test_a_cas_loop_that_starts_after_another_warps_cas_is_no_race() -> None:
+    found, trace = (
+        course.Module(code=CAS_LATE)
+        .get_function("late_max")
+        .inspect(1, 64, (course.asarray(np.arange(64, dtype=np.int32)), course.zeros(1, np.int32)))
+    )
+    shared = trace.space == "shared"
+    first, cas = (_marked_in(CAS_LATE, t) for t in ("FIRST", "CAS"))
+    reads = np.sort(trace.step[shared & (trace.line == first)])
+    cas_steps = np.sort(trace.step[shared & (trace.line == cas)])
+    assert len(reads) == 2 and cas_steps[0] < reads[1]  # warp 1's first read follows warp 0's CAS
+    assert found == [], str(found)
 
 
 def test_a_cas_loops_first_read_and_another_warps_read_are_two_reads_the_cas_races() -> None:
@@ -704,6 +757,14 @@ extern "C" __global__ void accumulate(const float* x, float* out, int n) {
 extern "C" __global__ void read_one(const float* x, float* y, int k) {
     if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = x[k];
 }
+
+extern "C" __global__ void write_byte(unsigned char* x, int k) {
+    if (threadIdx.x == 0) x[k] = 1;
+}
+
+extern "C" __global__ void read_byte(const unsigned char* x, unsigned char* y, int k) {
+    if (threadIdx.x == 0) y[0] = x[k];
+}
 """
 
 
@@ -735,6 +796,20 @@ def test_one_read_of_one_element_of_an_empty_array(k: int) -> None:
         (f,) = found
         assert (f.kind, f.buffer, f.elements, f.count) == ("uninitialized", "x", (k,), 1)
         assert f.examples == (f"block (0, 0, 0) thread (0, 0, 0) reads x[{k}]",)
+
+
+@pytest.mark.parametrize("written", [0, 1, 7])
+def test_each_byte_of_a_byte_array_holds_a_value_or_not_on_its_own(written: int) -> None:
+    mod = course.Module(code=FILL)
+    x = course.empty(8, np.uint8)
+    mod.get_function("write_byte")(1, 32, (x, np.int32(written)))
+    for k in (0, 1, 7):
+        found = mod.get_function("read_byte").check(1, 32, (x, course.zeros(1, np.uint8), np.int32(k)))
+        if k == written:
+            assert found == [], str(found)
+        else:
+            (f,) = found
+            assert (f.kind, f.buffer, f.elements) == ("uninitialized", "x", (k,)), (written, k)
 
 
 def test_check_leaves_the_callers_arrays_and_device_variables_alone() -> None:
