@@ -124,3 +124,15 @@ def test_the_articles_buggy_versions_are_vetted_before_a_gpu_only(
     x = np.arange(1, 1025, dtype=np.uint32)  # a multiple of 2 x 128: reduce4_article stays in bounds
     assert int(reduction.ENGINE.run("reduce4_article", x, block=128)) == int(x.sum())
     assert vetted == []
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 100, 1000, 4096, 65_536, 1 << 26])
+def test_panel_sizes_are_powers_of_two_their_neighbours_and_halfway_and_round_numbers(limit: int) -> None:
+    from course.engine.panel import log_sizes
+
+    sizes = log_sizes(limit)
+    assert sizes == sorted(set(sizes)) and sizes[0] == 1 and sizes[-1] <= limit
+    powers = [1 << j for j in range(limit.bit_length()) if 1 << j <= limit]
+    want = {s for k in powers for s in (k, k - 1, k + 1, k + k // 2)} | {10**j for j in range(7)}
+    assert set(sizes) == {s for s in want if 1 <= s <= limit}
+    assert 3 * 1024 // 2 in log_sizes(2048) and 1536 not in log_sizes(1535)

@@ -335,3 +335,10 @@ def test_progress_lists_done_and_open_exercises_by_topic() -> None:
 
 def test_a_course_error_class_is_what_the_frame_catches() -> None:
     assert issubclass(course.InputError, CourseError) and not issubclass(ZeroDivisionError, CourseError)
+
+
+def test_the_timing_runs_on_a_gpu_only(emulator_backend: course.Device) -> None:
+    timed = []
+    ex = kernel_exercise(timing=lambda k: timed.append(k.name) or ["on a GPU: 1000 GB/s"])
+    v = ex.check(ADD_ONE)
+    assert v.ok and timed == [] and v.lines == ["all 4 cases right"]  # the emulator times nothing
