@@ -479,6 +479,41 @@ def test_a_cas_loops_first_read_and_another_warps_read_are_two_reads_the_cas_rac
     assert f.lines == (cas, peek)  # not the first read: two reads never race
 
 
+LAST_BLOCK = r"""
+// CUDA's threadFenceReduction: each block publishes its partial sum, and the block that takes the
+// last ticket adds them up and resets the counter with a plain store for the next launch
+extern "C" __global__ void last_block_resets(const int* x, int* partial, unsigned* count, int* out) {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = x[blockIdx.x];
+        __threadfence();
+        last = atomicAdd(count, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        int sum = 0;
+        for (int b = 0; b < gridDim.x; ++b) sum += partial[b];
+        out[0] = sum;
+        *count = 0;  // after every block's atomic: an atomic never races in global memory
+    }
+}
+"""
+
+
+def test_the_last_block_may_reset_the_counter_with_a_plain_store() -> None:
+    x = np.arange(1, 6, dtype=np.int32)
+    args = (
+        course.asarray(x),
+        course.zeros(5, np.int32),
+        course.zeros(1, np.uint32),
+        course.zeros(1, np.int32),
+    )
+    kernel = course.Module(code=LAST_BLOCK).get_function("last_block_resets")
+    assert kernel.check(5, 32, args) == []
+    kernel(5, 32, args)
+    assert int(course.asnumpy(args[3])[0]) == x.sum() and int(course.asnumpy(args[2])[0]) == 0
+
+
 # ---------------------------------------------------------------- what a finding says
 
 DETAILS = r"""
