@@ -99,6 +99,7 @@ TESTS = {
 # run of every version at every size (the topic files run each version on the reference too)
 ENGINE_TESTS = [
     "tests/test_engine_rules.py",
+    "tests/test_engine_panel_layout.py",
     "tests/test_launch_notes.py",
     "tests/test_canvas.py",
     "tests/test_topics.py::test_the_api",
