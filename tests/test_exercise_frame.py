@@ -14,7 +14,6 @@ import pytest
 
 import course
 from course import exercises, progress
-from course.errors import CourseError
 from course.exercises import Case, Choice, Exercise, KernelExercise, Prediction, Target, Verdict
 
 
@@ -331,10 +330,6 @@ def test_progress_lists_done_and_open_exercises_by_topic() -> None:
     assert "First &lt; second" in table._repr_html_() and "1 of 3 exercises done" in table._repr_html_()
     with pytest.raises(ValueError, match="topic must be one of \\['a', 'b'\\] or None; got 'c'"):
         exercises.Progress(everything, "c")
-
-
-def test_a_course_error_class_is_what_the_frame_catches() -> None:
-    assert issubclass(course.InputError, CourseError) and not issubclass(ZeroDivisionError, CourseError)
 
 
 def test_the_timing_runs_on_a_gpu_only(emulator_backend: course.Device) -> None:
