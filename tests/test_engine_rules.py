@@ -136,3 +136,19 @@ def test_panel_sizes_are_powers_of_two_their_neighbours_and_halfway_and_round_nu
     want = {s for k in powers for s in (k, k - 1, k + 1, k + k // 2)} | {10**j for j in range(7)}
     assert set(sizes) == {s for s in want if 1 <= s <= limit}
     assert 3 * 1024 // 2 in log_sizes(2048) and 1536 not in log_sizes(1535)
+
+
+def test_a_launch_asks_for_dynamic_shared_memory_only_when_its_plan_does(emulator_backend: Any) -> None:
+    from course import transpose
+
+    rows, cols = 33, 70  # awkward: neither a multiple of the 32 × 8 block
+    x = course.asarray(np.random.default_rng(RNG_SEED).standard_normal((rows, cols)).astype(np.float32))
+    (launch,) = transpose.ENGINE.plan("transpose_naive", x).launches  # no shared memory at all
+    assert launch.shared_mem == 0 and "shared_mem" not in repr(launch)
+    assert launch.grid == (_ceil(cols, 32), _ceil(rows, 8), 1)
+    (reduce,) = reduction.ENGINE.plan(
+        "reduce3", course.asarray(np.ones(1000, np.uint32)), block=128
+    ).launches[:1]
+    # one partial sum a thread, 8 bytes: uint32 sums accumulate in 64 bits (the partials are int64)
+    assert reduce.args[1].dtype == np.int64
+    assert reduce.shared_mem == 128 * 8 and repr(reduce).endswith(", shared_mem=1024)")
