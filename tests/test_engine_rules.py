@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import course
+import course.topics
 from course import reduction
 from course.engine import Cover, OneBlock, OneWave, Residency, Tiles
 from course.engine.engine import Engine
@@ -152,3 +153,14 @@ def test_a_launch_asks_for_dynamic_shared_memory_only_when_its_plan_does(emulato
     # one partial sum a thread, 8 bytes: uint32 sums accumulate in 64 bits (the partials are int64)
     assert reduce.args[1].dtype == np.int64
     assert reduce.shared_mem == 128 * 8 and repr(reduce).endswith(", shared_mem=1024)")
+
+
+@pytest.mark.parametrize("engine", course.topics.TOPICS, ids=lambda e: e.name)
+def test_a_grid_asked_without_a_dtype_is_the_grid_of_the_first_dtype_the_version_takes(
+    emulator_backend: Any, engine: Any
+) -> None:
+    for name in engine.versions()[-2:]:  # the last listed: the grid-stride ones, where residency counts
+        v = engine.version(name)
+        first = v.dtypes[0] if v.dtypes else engine.topic.bench.dtypes[0] if engine.topic.bench else "float32"
+        size = (33, 70) if engine.name == "transpose" else 100_003
+        assert engine.grid(name, size) == engine.grid(name, size, dtype=first), name
