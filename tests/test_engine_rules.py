@@ -164,3 +164,26 @@ def test_a_grid_asked_without_a_dtype_is_the_grid_of_the_first_dtype_the_version
         first = v.dtypes[0] if v.dtypes else engine.topic.bench.dtypes[0] if engine.topic.bench else "float32"
         size = (33, 70) if engine.name == "transpose" else 100_003
         assert engine.grid(name, size) == engine.grid(name, size, dtype=first), name
+
+
+def test_check_looks_at_every_launch_of_a_clean_plan(
+    emulator_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked = []
+    real = Launch.check
+    monkeypatch.setattr(Launch, "check", lambda self: checked.append(self.kernel.name) or real(self))
+    x = np.arange(1, 3 * 128 * 128 + 8, dtype=np.uint32)  # more blocks than one block's pass adds up
+    plan = reduction.ENGINE.plan("reduce3", course.asarray(x), block=128)
+    assert len(plan.launches) >= 2
+    assert reduction.ENGINE.check("reduce3", x, block=128) == []
+    assert len(checked) == len(plan.launches)  # not only the first: nothing stopped it
+
+
+def test_the_panel_says_how_long_an_update_took(emulator_backend: Any) -> None:
+    import time
+
+    panel = reduction.panel(version="reduce1", n=1000, block=128)
+    start = time.perf_counter()
+    panel.n.value = 257
+    took = time.perf_counter() - start
+    assert panel.last["n"] == 257 and 0 < panel.last["seconds"] <= took
