@@ -147,6 +147,11 @@ def test_a_launch_asks_for_dynamic_shared_memory_only_when_its_plan_does(emulato
     (launch,) = transpose.ENGINE.plan("transpose_naive", x).launches  # no shared memory at all
     assert launch.shared_mem == 0 and "shared_mem" not in repr(launch)
     assert launch.grid == (_ceil(cols, 32), _ceil(rows, 8), 1)
+    from course import dot
+
+    a = course.asarray(np.ones(1003, np.float32))
+    for launch in dot.ENGINE.plan("dot2", a, a).launches:  # its partial sums' pass: the plan's defaults
+        assert launch.shared_mem == 0 and "shared_mem" not in repr(launch), launch
     (reduce,) = reduction.ENGINE.plan(
         "reduce3", course.asarray(np.ones(1000, np.uint32)), block=128
     ).launches[:1]
