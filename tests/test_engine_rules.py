@@ -1,6 +1,8 @@
 """The engine's small rules, each against what it promises: how many blocks a grid rule launches
-(random sizes, blocks and tiles), the awkward sizes, a launch written as the learner would write it,
-a grid given by hand, and the vetting of the article's buggy versions, which is for GPUs only."""
+(random sizes, blocks and tiles), the awkward sizes and the panel's sizes, a launch written as the
+learner would write it (dynamic shared memory only where asked), a grid given by hand or asked
+without a dtype, the vetting of the article's buggy versions (for GPUs only), `check` over every
+launch of a plan, and the panel's own timing."""
 
 from __future__ import annotations
 
