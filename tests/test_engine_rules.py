@@ -61,15 +61,17 @@ def test_one_block_is_one_block() -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_tiles_give_one_block_per_tile_over_columns_then_rows(seed: int) -> None:
     rng = np.random.default_rng([RNG_SEED, 100 + seed])
-    for _ in range(20):
+    for k in range(40):
         tile = (int(rng.integers(1, 65)), int(rng.integers(1, 65)))
-        rows, cols = int(rng.integers(1, 5000)), int(rng.integers(1, 5000))
+        top = 5000 if k % 2 else 2 * max(tile)  # half of them within a tile or two of the corner
+        rows, cols = int(rng.integers(1, top)), int(rng.integers(1, top))
         gx, gy, gz = Tiles(tile)((rows, cols), (32, 8), course.device())
         assert gz == 1
         # every element is in a tile, and the last tile of each direction holds some of the matrix
         assert gx * tile[1] >= cols > (gx - 1) * tile[1], (tile, rows, cols, gx)
         assert gy * tile[0] >= rows > (gy - 1) * tile[0], (tile, rows, cols, gy)
     assert Tiles((32, 32))(100, 256, course.device()) == (_ceil(100, 32), 1, 1)  # a vector: one row
+    assert Tiles((32, 16))((1, 1), 256, course.device()) == (1, 1, 1)  # smaller than a tile: one block
     assert str(Tiles((32, 8))) == "one block per 32×8 tile"
 
 
