@@ -196,3 +196,14 @@ def test_the_panel_says_how_long_an_update_took(emulator_backend: Any) -> None:
     panel.n.value = 257
     took = time.perf_counter() - start
     assert panel.last["n"] == 257 and 0 < panel.last["seconds"] <= took
+
+
+def test_the_panels_checker_line_says_clean_or_names_each_finding() -> None:
+    from course.checks import Finding
+    from course.engine.panel import _checker_verdict
+
+    assert _checker_verdict([]) == "✓ checker: no bugs found"
+    found = [Finding("race", (3, 4), "why"), Finding("out-of-bounds", (7,), "why")]
+    line = _checker_verdict(found)
+    assert line.startswith("<b style='color:#d62728'>✗ checker: ")
+    assert "race on lines 3, 4; out-of-bounds on line 7" in line and "no bugs" not in line
