@@ -71,7 +71,49 @@ TESTS = {
     "course/checks.py": ["tests/test_checks.py", "tests/test_api.py"],
     "course/bench/timing.py": ["tests/test_bench.py"],
     "course/bench/records.py": ["tests/test_bench.py"],
+    "course/bench/cub.py": ["tests/test_bench.py"],
+    # the exercise frame: its own tests and the frame-level tests of test_exercises.py, not the
+    # solution and notebook runs of every exercise (7 minutes: a survivor would cost that each)
+    "course/exercises.py": [
+        "tests/test_exercise_frame.py",
+        "tests/test_exercises.py::test_every_exercise_of_each_kind_has_what_its_kind_needs",
+        "tests/test_exercises.py::test_a_check_never_raises_for_what_a_learner_types",
+        "tests/test_exercises.py::test_progress_is_kept_and_a_read_only_home_only_means_not_saved",
+        "tests/test_exercises.py::test_the_whole_course_is_listed",
+        "tests/test_exercises.py::test_expect_error_prints_the_note_and_lets_other_errors_through",
+        "tests/test_exercises.py::test_show_draws_the_learners_kernel",
+        "tests/test_exercises.py::test_show_draws_within_the_cases_budget",
+        "tests/test_exercises.py::test_hints_go_from_a_nudge_to_the_line_and_are_asked_for",
+        "tests/test_exercises.py::test_wrong_answers_fail_with_words_that_help",
+    ],
+    "course/progress.py": [
+        "tests/test_progress.py",
+        "tests/test_exercises.py::test_progress_is_kept_and_a_read_only_home_only_means_not_saved",
+    ],
+    "course/show.py": ["tests/test_exercises.py::test_show_draws_the_learners_kernel"],
+    "course/occupancy.py": ["tests/test_occupancy.py"],
+    "course/cubin.py": ["tests/test_occupancy.py"],
+    "course/probe.py": ["tests/test_probe.py"],
 }
+# the engine's modules share one list: the conformance test over every topic without its 3-minute
+# run of every version at every size (the topic files run each version on the reference too)
+ENGINE_TESTS = [
+    "tests/test_engine_rules.py",
+    "tests/test_engine_panel_layout.py",
+    "tests/test_launch_notes.py",
+    "tests/test_canvas.py",
+    "tests/test_topics.py::test_the_api",
+    "tests/test_topics.py::test_bad_inputs_say_what_is_allowed",
+    "tests/test_topics.py::test_run_copies_its_inputs",
+    "tests/test_topics.py::test_trace_and_check_run_on_every_version",
+    "tests/test_topics.py::test_the_benchmark_setups_build_and_trace",
+    "tests/test_reduction.py::test_a_trace_spans_every_launch",
+    "tests/test_reduction.py::test_on_a_gpu_the_articles_bugs_are_caught_on_the_emulator_first",
+    "tests/test_panel.py",
+]
+TESTS.update(
+    {f"course/engine/{m}.py": ENGINE_TESTS for m in ("engine", "launch", "topic", "canvas", "panel")}
+)
 
 SWAP = {
     ast.Lt: ast.LtE,

@@ -443,6 +443,10 @@ def test_step_counts_of_a_reduction():
     assert analysis.work_summary(reduction_trace("interleaved"), "s") == dict(
         steps=8, work=255, max_threads=128, barriers=9
     )
+    # a buffer the block only loaded (no step did work on it), and a block the launch did not have
+    nothing = dict(steps=0, work=0, max_threads=0)
+    assert analysis.work_summary(reduction_trace("interleaved"), "in") == dict(**nothing, barriers=9)
+    assert analysis.work_summary(reduction_trace("interleaved"), "s", block=1) == dict(**nothing, barriers=0)
 
 
 def test_kogge_stone_folds_read_intervals_into_the_step_that_writes():

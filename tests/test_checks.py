@@ -301,6 +301,219 @@ def test_a_flag_read_before_it_is_set_orders_nothing() -> None:
     )
 
 
+PUBLISH = r"""
+// block 0 writes data[0] and raises the flag after a fence; block 1 waits for the flag, then reads
+extern "C" __global__ void publish(const int* x, int* data, volatile int* flag, int* out, int sync, int writer,
+                                   int fencer) {
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == writer) data[0] = x[0];  // @DATA
+        if (sync) __syncthreads();
+        if (threadIdx.x == fencer) {
+            __threadfence();  // releases the fencer's own accesses, and the block's before a barrier
+            flag[0] = 1;
+        }
+    } else if (threadIdx.x == 0) {
+        while (flag[0] == 0) {}
+        out[0] = data[0];  // @USE
+    }
+}
+
+// a last-block-done counter, but block 1 takes its ticket before block 0 has written and fenced:
+// the ticket orders nothing, though block 1 reads after block 0's write
+extern "C" __global__ void early_ticket(const int* x, int* data, int* count, int* out) {
+    if (threadIdx.x != 0) return;
+    int acc = 0;
+    if (blockIdx.x == 0) {
+        for (int k = 0; k < 64; ++k) acc += x[k];  // block 1 takes its ticket meanwhile
+        data[0] = acc;  // @TICKET_DATA
+        __threadfence();
+        atomicAdd(count, 1);
+    } else {
+        int ticket = atomicAdd(count, 1);
+        for (int k = 0; k < 256; ++k) acc += x[k % 64];
+        out[0] = data[0] + ticket + acc;  // @TICKET_USE
+    }
+}
+
+// one block stores the flag (volatile), the other bumps it with an atomic; `first` is the block
+// that goes first (the other works through x before): both accesses are strong
+extern "C" __global__ void strong_flag(const int* x, volatile int* flag, int* out, int first) {
+    if (threadIdx.x != 0) return;
+    int acc = 0;
+    if (blockIdx.x != first) {
+        for (int k = 0; k < 64; ++k) acc += x[k];
+    }
+    if (blockIdx.x == 0) {
+        flag[0] = 1 + acc;
+    } else {
+        out[0] = atomicAdd((int*)&flag[0], 1) + acc;
+    }
+}
+"""
+
+
+def _marked_in(source: str, tag: str) -> int:
+    (line,) = [n for n, ln in enumerate(source.splitlines(), 1) if f"@{tag} " in ln or ln.endswith(f"@{tag}")]
+    return line
+
+
+def _flag_args(*sizes: int) -> tuple:
+    return (course.asarray(np.arange(64, dtype=np.int32)), *(course.zeros(n, np.int32) for n in sizes))
+
+
+@pytest.mark.parametrize(
+    ("writer", "fencer"), [(32, 0), (0, 32), (5, 37), (37, 5), (40, 40), (5, 5)]
+)  # fmt: skip
+def test_a_fence_releases_its_own_threads_writes_and_the_blocks_only_after_a_barrier(
+    writer: int, fencer: int
+) -> None:
+    def found(sync: int) -> Findings:
+        return check(
+            PUBLISH, "publish", 2, 64, (*_flag_args(1, 1, 1), *map(np.int32, (sync, writer, fencer)))
+        )
+
+    assert found(1) == []
+    if writer == fencer:  # any thread, of any warp: its fence releases what it wrote itself
+        assert found(0) == [], str(found(0))
+        return
+    (f,) = found(0)
+    assert (f.kind, f.buffer, f.scope, f.elements) == ("race", "data", "between blocks", (0,))
+    assert f.lines == (_marked_in(PUBLISH, "DATA"), _marked_in(PUBLISH, "USE"))
+
+
+def test_an_atomic_ticket_taken_before_the_release_orders_nothing() -> None:
+    found, trace = (
+        course.Module(code=PUBLISH).get_function("early_ticket").inspect(2, 32, _flag_args(1, 1, 1))
+    )
+    data, use = _marked_in(PUBLISH, "TICKET_DATA"), _marked_in(PUBLISH, "TICKET_USE")
+    ran = trace.space == "global"
+    assert trace.step[ran & (trace.line == data)].min() < trace.step[ran & (trace.line == use)].min()
+    (f,) = found
+    assert (f.kind, f.buffer, f.scope, f.lines) == ("race", "data", "between blocks", (data, use))
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["store-first", "atomic-first"])
+def test_a_volatile_store_and_another_blocks_atomic_on_one_word_are_no_race(first: int) -> None:
+    found, trace = (
+        course.Module(code=PUBLISH)
+        .get_function("strong_flag")
+        .inspect(2, 32, (*_flag_args(1, 1), np.int32(first)))
+    )
+    flag = trace.buffer_id("flag")
+    store, atomic = (
+        trace.step[(trace.buffer[:, 0] == flag) & (trace.op == op)].min() for op in ("st", "atom")
+    )
+    assert (store < atomic) == (first == 0)  # each order happened
+    assert found == [], str(found)
+
+
+CAS_PEEK = r"""
+extern "C" __global__ void cas_and_peek(const int* x, int* y) {
+    __shared__ int m;
+    if (threadIdx.x == 0) m = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int old = m;  // @FIRST the CAS loop's first read: a read, checked by the CAS
+        int acc = 0;
+        for (int k = 0; k < 64; ++k) acc += x[k];
+        atomicCAS(&m, old, acc);  // @CAS
+    }
+    if (threadIdx.x == 32) y[0] = m;  // @PEEK another warp reads m between the two
+    __syncthreads();
+}
+"""
+
+
+CAS_LATE = r"""
+__device__ void atomic_max(int* p, int v) {
+    int old = *p, assumed;  // @FIRST a plain read, checked by the CAS below
+    do {
+        assumed = old;
+        if (assumed >= v) break;
+        old = atomicCAS(p, assumed, v);  // @CAS
+    } while (assumed != old);
+}
+
+// warp 0's lane 0 runs its CAS loop at once; warp 1's lane 0 starts after working through x
+extern "C" __global__ void late_max(const int* x, int* y) {
+    __shared__ int m;
+    if (threadIdx.x == 0) m = 0;
+    __syncthreads();
+    int v = 1;
+    if (threadIdx.x == 32) {
+        for (int k = 0; k < 64; ++k) v += x[k];
+    }
+    if (threadIdx.x % 32 == 0) atomic_max(&m, v);
+    __syncthreads();
+    if (threadIdx.x == 0) y[0] = m;
+}
+"""
+
+
+def test_a_cas_loop_that_starts_after_another_warps_cas_is_no_race() -> None:
+    found, trace = (
+        course.Module(code=CAS_LATE)
+        .get_function("late_max")
+        .inspect(1, 64, (course.asarray(np.arange(64, dtype=np.int32)), course.zeros(1, np.int32)))
+    )
+    shared = trace.space == "shared"
+    first, cas = (_marked_in(CAS_LATE, t) for t in ("FIRST", "CAS"))
+    reads = np.sort(trace.step[shared & (trace.line == first)])
+    cas_steps = np.sort(trace.step[shared & (trace.line == cas)])
+    assert len(reads) == 2 and cas_steps[0] < reads[1]  # warp 1's first read follows warp 0's CAS
+    assert found == [], str(found)
+
+
+def test_a_cas_loops_first_read_and_another_warps_read_are_two_reads_the_cas_races() -> None:
+    found, trace = (
+        course.Module(code=CAS_PEEK)
+        .get_function("cas_and_peek")
+        .inspect(1, 64, (course.asarray(np.arange(64, dtype=np.int32)), course.zeros(1, np.int32)))
+    )
+    first, cas, peek = (_marked_in(CAS_PEEK, t) for t in ("FIRST", "CAS", "PEEK"))
+    shared = trace.space == "shared"
+    step = {n: int(trace.step[shared & (trace.line == n)].min()) for n in (first, cas, peek)}
+    assert step[first] < step[peek] < step[cas]  # the peek falls between the first read and the CAS
+    (f,) = found
+    assert (f.kind, f.space, f.buffer, f.scope, f.count) == ("race", "shared", "m", "between warps", 1)
+    assert f.lines == (cas, peek)  # not the first read: two reads never race
+
+
+LAST_BLOCK = r"""
+// CUDA's threadFenceReduction: each block publishes its partial sum, and the block that takes the
+// last ticket adds them up and resets the counter with a plain store for the next launch
+extern "C" __global__ void last_block_resets(const int* x, int* partial, unsigned* count, int* out) {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = x[blockIdx.x];
+        __threadfence();
+        last = atomicAdd(count, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        int sum = 0;
+        for (int b = 0; b < gridDim.x; ++b) sum += partial[b];
+        out[0] = sum;
+        *count = 0;  // after every block's atomic: an atomic never races in global memory
+    }
+}
+"""
+
+
+def test_the_last_block_may_reset_the_counter_with_a_plain_store() -> None:
+    x = np.arange(1, 6, dtype=np.int32)
+    args = (
+        course.asarray(x),
+        course.zeros(5, np.int32),
+        course.zeros(1, np.uint32),
+        course.zeros(1, np.int32),
+    )
+    kernel = course.Module(code=LAST_BLOCK).get_function("last_block_resets")
+    assert kernel.check(5, 32, args) == []
+    kernel(5, 32, args)
+    assert int(course.asnumpy(args[3])[0]) == x.sum() and int(course.asnumpy(args[2])[0]) == 0
+
+
 # ---------------------------------------------------------------- what a finding says
 
 DETAILS = r"""
@@ -402,6 +615,180 @@ def test_a_finding_spells_out_a_few_examples_however_many_line_pairs_race() -> N
     assert len(set(f.examples)) == len(f.examples)
 
 
+# ---------------------------------------------------------------- who and where, in 2-D and 3-D launches
+
+CHOSEN = r"""
+// one chosen thread of one chosen block does something wrong; who = (bx, by, bz, tx, ty, tz)
+__device__ bool chosen(const int* who) {
+    return blockIdx.x == who[0] && blockIdx.y == who[1] && blockIdx.z == who[2] &&
+           threadIdx.x == who[3] && threadIdx.y == who[4] && threadIdx.z == who[5];
+}
+
+__device__ int linear_thread() { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+
+__device__ int linear_block() { return (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x; }
+
+extern "C" __global__ void reads_unwritten(float* y, const int* who) {
+    __shared__ float s[8];
+    if (linear_thread() < 4) s[linear_thread()] = 1.0f;
+    __syncthreads();
+    if (chosen(who)) y[0] = s[5];
+}
+
+extern "C" __global__ void writes_unsynced(float* y, const int* who) {
+    __shared__ float s[8];
+    if (linear_thread() < 8) s[linear_thread()] = 1.0f;
+    __syncthreads();
+    if (linear_thread() == 0) y[linear_block()] = s[1];  // @READ
+    if (chosen(who)) s[1] = -1.0f;  // @WRITE
+}
+
+extern "C" __global__ void leaves_early(float* y, const int* who) {
+    __shared__ float s[128];
+    if (chosen(who)) return;
+    s[linear_thread()] = 1.0f;
+    __syncthreads();  // @BARRIER
+    y[linear_block() * 128 + linear_thread()] = s[linear_thread()];
+}
+"""
+
+
+def _launch_shape(seed: int, dims: int) -> tuple[tuple[int, ...], tuple[int, ...], list[int]]:
+    """A random grid and block of `dims` dimensions (awkward sizes, every one above 1) and a random
+    (blockIdx, threadIdx) in them whose y (and z) are not 0."""
+    rng = np.random.default_rng(seed)
+    grid = (int(rng.integers(2, 6)), int(rng.integers(2, 6)), int(rng.integers(2, 4)) if dims == 3 else 1)
+    block = (int(rng.integers(3, 9)), int(rng.integers(2, 6)), int(rng.integers(2, 4)) if dims == 3 else 1)
+    pick = [int(rng.integers(min(i % 3, 1, d - 1), d)) for i, d in enumerate(grid + block)]
+    return grid, block, pick
+
+
+def _chosen(name: str, seed: int, dims: int) -> tuple[Findings, Any, tuple[int, ...], tuple[int, ...]]:
+    grid, block, pick = _launch_shape(seed, dims)
+    kernel = course.Module(code=CHOSEN).get_function(name)
+    y = course.zeros(128 * int(np.prod(grid)), np.float32)
+    found, trace = kernel.inspect(grid, block, (y, course.asarray(np.array(pick, np.int32))))
+    return found, trace, tuple(pick[:3]), tuple(pick[3:])
+
+
+SHAPES = [pytest.param(seed, dims, id=f"{dims}d-seed={seed}") for dims in (2, 3) for seed in (1, 2, 3)]
+
+
+def _coord_text(c: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, c)) + ")"
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_an_uninitialised_read_names_its_block_and_thread_in_every_dimension(seed: int, dims: int) -> None:
+    found, _, b, t = _chosen("reads_unwritten", seed, dims)
+    (f,) = found
+    assert (f.kind, f.buffer, f.elements, f.count) == ("uninitialized", "s", (5,), 1)
+    assert (f.blocks, f.threads) == ((b,), (t,))
+    assert f.examples == (f"block {_coord_text(b)} thread {_coord_text(t)} reads s[5]",)
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_a_race_names_both_threads_in_every_dimension(seed: int, dims: int) -> None:
+    found, _, b, t = _chosen("writes_unsynced", seed, dims)
+    (f,) = found
+    assert (f.kind, f.buffer, f.elements, f.count) == ("race", "s", (1,), 1)
+    assert f.blocks == (b,) and set(f.threads) == {(0, 0, 0), t}
+    assert f.lines == (line_of(CHOSEN, "if (linear_thread() == 0) y[linear_block()] = s[1];"),
+                       line_of(CHOSEN, "if (chosen(who)) s[1] = -1.0f;"))  # fmt: skip
+    # thread 0 reads s[1] first, then the chosen thread writes it (the emulator runs lower warps first)
+    assert f.examples == (
+        f"block {_coord_text(b)}: thread (0, 0, 0) reads s[1] (line {f.lines[0]}), "
+        f"then thread {_coord_text(t)} writes it (line {f.lines[1]})",
+    )
+
+
+@pytest.mark.parametrize(("seed", "dims"), SHAPES)
+def test_a_thread_that_leaves_before_a_barrier_is_named_with_its_block(seed: int, dims: int) -> None:
+    found, trace, b, t = _chosen("leaves_early", seed, dims)
+    (f,) = found.of("barrier-divergence")
+    barrier = next(n for n, ln in enumerate(CHOSEN.splitlines(), 1) if "@BARRIER" in ln)
+    (exit_line,) = set(trace.line[trace.op == "exit"].tolist())  # NVRTC gives a kernel one exit
+    assert exit_line != barrier
+    assert (f.lines, f.blocks, f.threads, f.count) == ((barrier, exit_line), (b,), (t,), 1)
+    _, block, _ = _launch_shape(seed, dims)
+    tid = (t[2] * block[1] + t[1]) * block[0] + t[0]  # the finding counts threads by linear id
+    assert f.examples[0].startswith(f"block {_coord_text(b)}: threads ")
+    assert f.examples[0].endswith(f"threads {tid} never do: they finished at line {exit_line}")
+
+
+def test_a_barrier_and_the_exit_on_one_line_name_that_line_once() -> None:
+    src = (
+        'extern "C" __global__ void half(float* y) { __shared__ float s[64]; s[threadIdx.x] = 1.0f; '
+        "if (threadIdx.x < 16) __syncthreads(); y[threadIdx.x] = s[threadIdx.x]; }"
+    )
+    (f,) = check(src, "half", 1, 64, (course.zeros(64, np.float32),))
+    assert (f.kind, f.lines, f.code) == ("barrier-divergence", (1,), (src,))
+    assert "threads 0-15 reach the __syncthreads() on line 1" in f.examples[0]
+    assert "threads 16-63 never do: they finished at line 1" in f.examples[0]
+
+
+READ_WRITE = r"""
+extern "C" __global__ void read_then_write(float* x, int reader, int writer) {
+    float v = 0.0f;
+    if (threadIdx.x == reader) v = x[0];
+    if (threadIdx.x == writer) x[0] = 2.0f;
+    if (threadIdx.x == reader) x[1] = v;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("reader", "writer", "scope"),
+    [(3, 40, "between warps"), (40, 3, "between warps"), (3, 7, "within a warp"), (7, 3, "within a warp")],
+)
+def test_one_read_and_one_write_of_a_word_are_one_racing_access_told_in_the_order_they_ran(
+    reader: int, writer: int, scope: str
+) -> None:
+    kernel = course.Module(code=READ_WRITE).get_function("read_then_write")
+    x = course.asarray(np.arange(2, dtype=np.float32))
+    found, trace = kernel.inspect(1, 64, (x, np.int32(reader), np.int32(writer)))
+    (f,) = found
+    read = line_of(READ_WRITE, "if (threadIdx.x == reader) v = x[0];")
+    write = line_of(READ_WRITE, "if (threadIdx.x == writer) x[0] = 2.0f;")
+    assert (f.kind, f.buffer, f.scope, f.lines) == ("race", "x", scope, (read, write))
+    assert (f.elements, f.count) == ((0,), 1)  # one word, one racing pair: counted once, whoever went first
+    ran = trace.space == "global"
+    step = {line: int(trace.step[ran & (trace.line == line)].min()) for line in (read, write)}
+    first, then = sorted([(step[read], reader, "reads", read), (step[write], writer, "writes", write)])
+    assert f.examples == (
+        f"block (0, 0, 0): thread ({first[1]}, 0, 0) {first[2]} x[0] (line {first[3]}), "
+        f"then thread ({then[1]}, 0, 0) {then[2]} it (line {then[3]})",
+    )
+
+
+NO_SHARED = r"""
+extern "C" __global__ void registers_only(int n) {
+    int v = threadIdx.x;
+    for (int i = 0; i < n; ++i) v = v * 3 + 1;
+}
+
+extern "C" __global__ void global_only(float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * i;
+}
+"""
+
+
+@pytest.mark.parametrize(("name", "args"), [("registers_only", (np.int32(5),)),
+                                            ("global_only", (course.zeros(1000, np.float32), np.int32(1000)))])  # fmt: skip
+def test_a_kind_of_access_a_kernel_never_makes_gives_no_findings(name: str, args: tuple) -> None:
+    """No shared accesses (and none at all): every check of the trace finds nothing, none fails."""
+    found, trace = course.Module(code=NO_SHARED).get_function(name).inspect(3, 384, args)
+    assert found == [] and not (trace.space == "shared").any()
+    assert (
+        checks.races(trace) == []
+        and checks.uninitialized(trace) == []
+        and checks.barrier_divergence(trace) == []
+    )
+    nothing_held = {b.base: np.zeros(b.nbytes, bool) for b in trace.buffers}
+    assert checks.find(trace, initialized=nothing_held) == []  # writes only: no read of what nobody wrote
+
+
 # ---------------------------------------------------------------- uninitialised global memory
 
 
@@ -414,6 +801,18 @@ extern "C" __global__ void fill_first(float* out, int m) {
 extern "C" __global__ void accumulate(const float* x, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] += x[i];
+}
+
+extern "C" __global__ void read_one(const float* x, float* y, int k) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = x[k];
+}
+
+extern "C" __global__ void write_byte(unsigned char* x, int k) {
+    if (threadIdx.x == 0) x[k] = 1;
+}
+
+extern "C" __global__ void read_byte(const unsigned char* x, unsigned char* y, int k) {
+    if (threadIdx.x == 0) y[0] = x[k];
 }
 """
 
@@ -431,6 +830,35 @@ def test_course_empty_is_tracked_per_element_across_launches() -> None:
     fill(2, 128, (out, np.int32(256)))
     assert out.initialized and acc.check(2, 128, args) == []
     assert course.zeros(4).initialized and course.asarray(np.ones(4)).initialized
+
+
+@pytest.mark.parametrize("k", [0, 5, 6, 7])
+def test_one_read_of_one_element_of_an_empty_array(k: int) -> None:
+    """The smallest case: a single access to the array, of an element written or not."""
+    mod = course.Module(code=FILL)
+    x = course.empty(8, np.float32)
+    mod.get_function("fill_first")(1, 32, (x, np.int32(5)))  # x[0..4] hold values, x[5..7] none
+    found = mod.get_function("read_one").check(2, 32, (x, course.zeros(1, np.float32), np.int32(k)))
+    if k < 5:
+        assert found == [], str(found)
+    else:
+        (f,) = found
+        assert (f.kind, f.buffer, f.elements, f.count) == ("uninitialized", "x", (k,), 1)
+        assert f.examples == (f"block (0, 0, 0) thread (0, 0, 0) reads x[{k}]",)
+
+
+@pytest.mark.parametrize("written", [0, 1, 7])
+def test_each_byte_of_a_byte_array_holds_a_value_or_not_on_its_own(written: int) -> None:
+    mod = course.Module(code=FILL)
+    x = course.empty(8, np.uint8)
+    mod.get_function("write_byte")(1, 32, (x, np.int32(written)))
+    for k in (0, 1, 7):
+        found = mod.get_function("read_byte").check(1, 32, (x, course.zeros(1, np.uint8), np.int32(k)))
+        if k == written:
+            assert found == [], str(found)
+        else:
+            (f,) = found
+            assert (f.kind, f.buffer, f.elements) == ("uninitialized", "x", (k,)), (written, k)
 
 
 def test_check_leaves_the_callers_arrays_and_device_variables_alone() -> None:
