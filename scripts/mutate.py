@@ -47,13 +47,6 @@ REPO = Path(__file__).resolve().parents[1]
 # module -> the narrowest tests that exercise it (files, or pytest node ids where only a few tests of a
 # slow file call into it), fastest first: with -x the first failure ends a run
 TESTS = {
-    "course/emulator/ops.py": [
-        "tests/emulator/test_faults.py",
-        "tests/emulator/test_trace.py",
-        "tests/emulator/test_robustness.py",
-        "tests/emulator/test_programs.py",
-        "tests/emulator/test_device_api.py",
-    ],
     "course/analysis.py": [
         "tests/test_analysis.py",
         "tests/test_ncu_agreement.py",
@@ -111,6 +104,17 @@ ENGINE_TESTS = [
     "tests/test_reduction.py::test_on_a_gpu_the_articles_bugs_are_caught_on_the_emulator_first",
     "tests/test_panel.py",
 ]
+# the emulator, split by instruction family (course/emulator/ops/) and machine: its own tests
+EMULATOR_TESTS = [
+    "tests/emulator/test_faults.py",
+    "tests/emulator/test_trace.py",
+    "tests/emulator/test_robustness.py",
+    "tests/emulator/test_programs.py",
+    "tests/emulator/test_device_api.py",
+]
+TESTS.update(
+    {str(p.relative_to(REPO)): EMULATOR_TESTS for p in sorted((REPO / "course" / "emulator").rglob("*.py"))}
+)
 TESTS.update(
     {f"course/engine/{m}.py": ENGINE_TESTS for m in ("engine", "launch", "topic", "canvas", "panel")}
 )
