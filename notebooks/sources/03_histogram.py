@@ -838,6 +838,30 @@ histogram.exercises.wide_bins.check(mine)
 histogram.exercises.grid.check(None)
 
 # %% [markdown]
+# ## Try it
+#
+# Pick a version, a block size, N and the kind of data. The panel runs the kernel on this
+# machine's backend, compares the counts with NumPy's, shows what the checker finds, traces the
+# first 16 × block bytes of block 0 and draws their atomics, and lists numbers read from that
+# trace:
+#
+# - **counting atomics** on `hist` (global) or `temp` (shared) made by block 0, and the **atomic
+#   warp instructions** that made them;
+# - **lanes on one bin: most / mean**: the busiest bin's lanes per warp instruction; **serialised
+#   atomic rounds**: their sum, the passes the atomics take if same-address lanes go one at a time;
+# - **bank conflict of the atomics: worst / mean** (shared memory only), and the **global atomics
+#   of the merge**;
+# - **bytes per warp load**: 32 for one byte a lane, 512 for 16;
+# - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time.
+#
+# Try `hist1` against `hist1_agg` on all-equal and on uniform bytes (the lanes that agree make one
+# atomic where 32 queued), `hist2_article` at block 128 on uniform and on all-equal bytes, or
+# `hist3_vec` against `hist5_lanes` on uniform bytes.
+
+# %% tags=["nbval-ignore-output"]
+histogram.panel(version="hist1", n=4096, block=256, data="all-equal")
+
+# %% [markdown]
 # ## How fast on a GPU
 #
 # A histogram reads every byte once and writes 1 KiB: it is limited by memory bandwidth at best,
