@@ -250,3 +250,17 @@ def test_execute_notebooks_runs_every_notebook_by_default(monkeypatch: pytest.Mo
     ran.clear()
     script.main(["notebooks/05_reduction.ipynb"])
     assert ran == [Path("notebooks/05_reduction.ipynb")]
+
+
+@pytest.mark.parametrize("topic", [t.name for t in TOPICS])
+def test_every_notebook_has_its_panel_with_its_output(topic: str) -> None:
+    """The product's promise: each notebook lets the learner change N, block size and version."""
+    nb = json.loads((ROOT / "notebooks" / notebook(topic)).read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and f"{topic}.panel(" in "".join(c["source"])]
+    assert len(cells) == 1, f"{notebook(topic)}: {len(cells)} panel cells"
+    views = [
+        o for o in cells[0]["outputs"] if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert views, f"{notebook(topic)}: the panel cell has no widget output"
+    model = views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    assert model in nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
