@@ -11,6 +11,7 @@ The learner's kernels are float32 (`float`) and may `#include "common.cuh"`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -38,6 +39,11 @@ ROUNDING_DATA = {"a[i] = i, b[i] = 3i": (1024, 3), "a[i] = i, b[i] = 5i": (1024,
 def rounding_truth() -> dict[str, tuple[int]]:
     """Data -> (the first i whose float32 add rounds), the products added one by one from i = 0
     (NumPy's float32 cumsum adds sequentially) against the exact int64 running sum."""
+    return dict(_rounding_truth())
+
+
+@functools.cache  # seconds of cumsum over 2^25 elements: once per session, not once per check
+def _rounding_truth() -> dict[str, tuple[int]]:
     out = {}
     for label, (n, k) in ROUNDING_DATA.items():
         i = np.arange(n, dtype=np.int64)
