@@ -29,7 +29,8 @@ def _bars(ax: Any, x: np.ndarray, y: np.ndarray, colors: Any, *, w: float = 1.0,
 def grid_stride(ax: Any, t: Trace, buffer: str = "a") -> None:
     """Which warp loaded which element of `buffer` in which trip of its grid-stride loop: one row
     per trip, one thin cell per element, coloured by warp (block and warp in it); thread 0's
-    elements marked, an arrow from each to the next (it moves on by the grid's width)."""
+    elements marked, an arrow from each to the next labelled by the step the trace shows (the grid's
+    width in a right grid-stride loop; a learner's wrong stride shows as what it is)."""
     it = analysis.iterations(t, buffer)
     it = analysis.subset(it, it.op == "ld")
     tpb = t.threads_per_block
@@ -55,7 +56,7 @@ def grid_stride(ax: Any, t: Trace, buffer: str = "a") -> None:
     for (x0, r0), (x1, r1) in zip(zip(zero.index, zero.iteration), zip(zero.index[1:], zero.iteration[1:])):
         ax.annotate("", xy=(x1 + 0.5, -r1 * pitch + 0.85), xytext=(x0 + 0.5, -r0 * pitch - 0.3),
                     arrowprops=dict(arrowstyle="-|>", color="black", lw=0.9, mutation_scale=8))  # fmt: skip
-        ax.text((x0 + x1) / 2, (-r0 * pitch - r1 * pitch) / 2 + 0.32, f"i += {width}", fontsize=FONT + 1,
+        ax.text((x0 + x1) / 2, (-r0 * pitch - r1 * pitch) / 2 + 0.32, f"i += {int(x1 - x0)}", fontsize=FONT + 1,
                 ha="center", va="bottom")  # fmt: skip
     for x in range(0, n_elem + 1, 32):
         ax.axvline(x, color="0.85", lw=0.5, zorder=0)
@@ -67,9 +68,10 @@ def grid_stride(ax: Any, t: Trace, buffer: str = "a") -> None:
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     blocks = int(np.prod(t.grid))
+    step = int(zero.index[1] - zero.index[0]) if len(zero) > 1 else width  # what thread 0 did
     ax.set_title(
         f"{t.kernel}: the grid-stride loop, traced with {blocks} blocks × {tpb} threads = {width} threads\n"
-        f"each warp loads 32 neighbouring elements per trip; ▼ thread 0, which moves on by {width} each trip",
+        f"each warp loads 32 neighbouring elements per trip; ▼ thread 0, which moves on by {step} each trip",
         fontsize=FONT + 2,
     )
 
