@@ -32,54 +32,24 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/facts.py, when loaded by path
+import facts
 
 ARTICLE_N = 2**24
 BLOCK = 256
 CUPY_NS = (2**24, 2**28)
 BUDGET_S = 85  # the lead's limit is 90 s for the whole script
 
-lines: list[str] = []
-failed: list[str] = []
-T0 = time.time()
-
-
-def say(text: str = "") -> None:
-    print(text, flush=True)
-    lines.append(text)
-
-
-def step(title: str):
-    def wrap(fn):
-        def run(*a, **kw):
-            say(f"\n## {title}\n")
-            t0 = time.time()
-            try:
-                return fn(*a, **kw)
-            except Exception as exc:  # every step reports, none stops the others
-                failed.append(title)
-                say(f"**FAILED**: {type(exc).__name__}: {exc}")
-            finally:
-                say(f"\n({time.time() - t0:.1f} s)")
-
-        return run
-
-    return wrap
-
-
-def gpu_or_die() -> None:
-    import cupy
-
-    if not cupy.cuda.is_available():
-        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False")
+REPORT = facts.Report()
+say, step, gpu_or_die = REPORT.say, REPORT.step, facts.gpu_or_die
 
 
 def left() -> float:
-    return BUDGET_S - (time.time() - T0)
+    return REPORT.left(BUDGET_S)
 
 
 @step("1. device")
@@ -99,43 +69,21 @@ def device() -> None:
 # ---------------------------------------------------------------- 2. SASS
 
 
-def cubin_path(arch: str) -> Path:
+def cubin(arch: str) -> bytes:
     """dot.cu compiled by NVRTC for `arch` with float32 elements, as the course compiles it."""
     from course import compiler
     from course.dot.topic import options
 
-    source = compiler.read_kernel("dot.cu")
     opts = compiler.compile_options((f"-arch={arch}", *options(np.dtype(np.float32))))
-    cubin = compiler.compile_cubin(source, "dot.cu", opts, ())
-    path = Path(tempfile.mkdtemp()) / f"dot_{arch}.cubin"
-    path.write_bytes(cubin)
-    return path
+    return compiler.compile_cubin(compiler.read_kernel("dot.cu"), "dot.cu", opts, ())
 
 
 @step("2. SASS of dot1, dot3, dot_shfl, dot_vec4 (cuobjdump -sass)")
 def sass(out: Path) -> None:
-    try:
-        import cupy
-
-        arch = f"sm_{cupy.cuda.Device().compute_capability}"
-    except Exception:
-        arch = "sm_90"
-        say("(no GPU: compiled for sm_90)")
-    path = cubin_path(arch)
-    say(f"- cubin: {path.name} ({path.stat().st_size} bytes, {arch})")
-    if not shutil.which("cuobjdump"):
-        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
-    res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
-    text = res.stdout
-    (out / "dot_sass.txt").write_text(text + "\n" + res.stderr)
-    if "Function : " not in text:
-        raise RuntimeError(
-            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
-        )
-    bodies = {}
-    for f in re.split(r"\n\s*Function : ", text)[1:]:
-        name = f.split("\n", 1)[0].strip()
-        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
+    arch = facts.gpu_arch()
+    blob = cubin(arch)
+    say(f"- cubin: dot.cu for {arch} ({len(blob)} bytes)")
+    bodies = facts.sass(blob, keep=out / "dot_sass.txt")
     ops = ("LDS.128", "LDS", "BAR.SYNC", "SHFL", "LDG.E.128", "LDG", "ATOM", "RED")
     say("| kernel | SASS instructions | " + " | ".join(ops) + " |")
     say("|---|---|" + "---|" * len(ops))
@@ -352,9 +300,7 @@ def main() -> None:
     ncu_cupy(out)
     ncu_article(out)
     spread()
-    say(f"\ntotal {time.time() - T0:.0f} s; failed steps: {failed or 'none'}")
-    (out / "gpu_facts_dot.md").write_text("\n".join(lines) + "\n")
-    sys.exit(1 if failed else 0)
+    sys.exit(REPORT.finish(out, "gpu_facts_dot"))
 
 
 if __name__ == "__main__":

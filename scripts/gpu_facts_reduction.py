@@ -28,49 +28,20 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/facts.py, when loaded by path
+import facts
 
 N = 2**25
 BLOCK = 128
 KERNELS = ("reduce3", "reduce4", "reduce5", "reduce6", "reduce7")
 SCHEDULERS = 4
 
-lines: list[str] = []
-failed: list[str] = []
-
-
-def say(text: str = "") -> None:
-    print(text, flush=True)
-    lines.append(text)
-
-
-def step(title: str):
-    def wrap(fn):
-        def run(*a, **kw):
-            say(f"\n## {title}\n")
-            t0 = time.time()
-            try:
-                return fn(*a, **kw)
-            except Exception as exc:  # every step reports, none stops the others
-                failed.append(title)
-                say(f"**FAILED**: {type(exc).__name__}: {exc}")
-            finally:
-                say(f"\n({time.time() - t0:.1f} s)")
-
-        return run
-
-    return wrap
-
-
-def gpu_or_die() -> None:
-    import cupy
-
-    if not cupy.cuda.is_available():
-        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False")
+REPORT = facts.Report()
+say, step, gpu_or_die = REPORT.say, REPORT.step, facts.gpu_or_die
 
 
 @step("1. SM clock and issue rate")
@@ -100,7 +71,7 @@ def clock() -> float:
     return rate
 
 
-def cubin_path(arch: str) -> Path:
+def cubin(arch: str) -> bytes:
     """reduction.cu compiled by NVRTC for `arch`, with the notebook's types and every template
     instance, as the course compiles it (course.compiler)."""
     from course import compiler, reduction
@@ -109,39 +80,19 @@ def cubin_path(arch: str) -> Path:
     names = tuple(
         dict.fromkeys(v.instance_for(b) for v in reduction.VERSIONS if v.template for b in v.blocks)
     )
-    source = compiler.read_kernel("reduction.cu")
     opts = compiler.compile_options((f"-arch={arch}", *options(np.dtype(np.uint32))))
-    cubin = compiler.compile_cubin(source, "reduction.cu", opts, names)
-    path = Path(tempfile.mkdtemp()) / f"reduction_{arch}.cubin"
-    path.write_bytes(cubin)
-    return path
+    return compiler.compile_cubin(compiler.read_kernel("reduction.cu"), "reduction.cu", opts, names)
 
 
 @step("2. SASS of kernels 3 to 7 (cuobjdump -sass)")
 def sass(out: Path) -> None:
-    try:
-        import cupy
-
-        arch = f"sm_{cupy.cuda.Device().compute_capability}"
-    except Exception:
-        arch = "sm_90"
-        say("(no GPU: compiled for sm_90)")
-    path = cubin_path(arch)
-    say(f"- cubin: {path} ({path.stat().st_size} bytes, {arch})")
-    if not shutil.which("cuobjdump"):
-        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
-    text = subprocess.run(
-        ["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60
-    ).stdout
-    (out / "reduction_sass.txt").write_text(text)
-    funcs = re.split(r"\n\s*Function : ", text)[1:]
+    arch = facts.gpu_arch()
+    blob = cubin(arch)
+    say(f"- cubin: reduction.cu for {arch} ({len(blob)} bytes)")
+    bodies = facts.sass(blob, keep=out / "reduction_sass.txt")
     say("| kernel (mangled) | SASS instructions | BAR.SYNC | LDG | SHFL | WARPSYNC |")
     say("|---|---|---|---|---|---|")
-    bodies = {}
-    for f in funcs:
-        name = f.split("\n", 1)[0].strip()
-        instr = re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)
-        bodies[name] = instr
+    for name, instr in bodies.items():
         if (
             not any(k in name for k in KERNELS)
             or "timed" in name
@@ -151,16 +102,16 @@ def sass(out: Path) -> None:
         ops = ("BAR.SYNC", "LDG", "SHFL", "WARPSYNC")
         counts = [sum(op in i for i in instr) for op in ops]
         say(f"| {name} | {len(instr)} | " + " | ".join(map(str, counts)) + " |")
-    r3 = next((b for n, b in bodies.items() if n == "reduce3"), None)
+    r3 = bodies.get("reduce3")
     if r3:
         say(
             "\nreduce3's loop, as compiled (an @P predicate guards an instruction; BAR.SYNC without one runs in every warp):"
         )
         for i in r3:
             if any(k in i for k in ("BAR", "LDS", "STS", "IADD", "ISETP", "BRA", "SHF", "@")):
-                say(f"    {i.strip()}")
+                say(f"    {i}")
         bars = [i for i in r3 if "BAR.SYNC" in i]
-        guarded = [i for i in bars if i.strip().startswith("@")]
+        guarded = [i for i in bars if i.startswith("@")]
         say(f"- reduce3: {len(bars)} BAR.SYNC, of them predicated: {len(guarded)} "
             "(0: every warp runs every barrier, whether or not a lane adds)")  # fmt: skip
 
@@ -307,15 +258,12 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("COURSE_BACKEND", "cupy")
     say("# Notebook 05 (reduction): GPU facts its prose states")
-    t0 = time.time()
     clock()
     sass(out)
     ncu(out)
     spread()
     library()
-    say(f"\ntotal {time.time() - t0:.0f} s; failed steps: {failed or 'none'}")
-    (out / "gpu_facts_reduction.md").write_text("\n".join(lines) + "\n")
-    sys.exit(1 if failed else 0)
+    sys.exit(REPORT.finish(out, "gpu_facts_reduction"))
 
 
 if __name__ == "__main__":

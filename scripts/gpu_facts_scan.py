@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/facts.py, when loaded by path
+import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -53,58 +54,14 @@ BUDGET_S = 85  # the lead's limit is 90 s for the whole script
 MODEL_ACCEPTS = {64, 128}  # scan.exercises.block on the emulator (tests/test_scan.py holds it there)
 TABLE_SIZES = (2**20, 2**24, 2**28)
 
-lines: list[str] = []
-failed: list[str] = []
-T0 = time.time()
-
-
-def say(text: str = "") -> None:
-    print(text, flush=True)
-    lines.append(text)
-
-
-def step(title: str):
-    def wrap(fn):
-        def run(*a, **kw):
-            say(f"\n## {title}\n")
-            t0 = time.time()
-            try:
-                return fn(*a, **kw)
-            except Exception as exc:  # every step reports, none stops the others
-                failed.append(title)
-                say(f"**FAILED**: {type(exc).__name__}: {exc}")
-            finally:
-                say(f"\n({time.time() - t0:.1f} s)")
-
-        return run
-
-    return wrap
-
-
-def on_gpu() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.cuda.is_available())
-    except Exception:
-        return False
-
-
-def gpu_or_die() -> None:
-    if not on_gpu():
-        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False (or CuPy is missing)")
+REPORT = facts.Report()
+say, step = REPORT.say, REPORT.step
+on_gpu, gpu_or_die, arch = facts.on_gpu, facts.gpu_or_die, facts.gpu_arch
+sass_bodies, opcode = facts.sass_functions, facts.opcode
 
 
 def left() -> float:
-    return BUDGET_S - (time.time() - T0)
-
-
-def arch() -> str:
-    if on_gpu():
-        import cupy
-
-        return f"sm_{cupy.cuda.Device().compute_capability}"
-    return "sm_90"
+    return REPORT.left(BUDGET_S)
 
 
 @step("1. device")
@@ -168,47 +125,21 @@ def registers() -> None:
 # ---------------------------------------------------------------- 3. SASS
 
 
-def cubin_path(a: str) -> Path:
+def cubin(a: str) -> bytes:
+    """scan.cu (as the notebook compiles it) for `a`, with the two tiled kernels at blocks of 128."""
     from course import compiler
     from course.scan.topic import options
 
     opts = compiler.compile_options((f"-arch={a}", *options(np.dtype(np.float32))))
-    blob = compiler.compile_cubin(scan_source(), "scan.cu", opts, ("scan_tiles<128>", "lookback_scan<128>"))
-    path = Path(tempfile.mkdtemp()) / f"scan_{a}.cubin"
-    path.write_bytes(blob)
-    return path
-
-
-def sass_bodies(text: str) -> dict[str, list[str]]:
-    bodies = {}
-    for f in re.split(r"\n\s*Function : ", text)[1:]:
-        name = f.split("\n", 1)[0].strip()
-        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
-    return bodies
-
-
-def opcode(instr: str) -> str:
-    """The opcode of one SASS instruction, without its predicate (@P0 ...)."""
-    parts = instr.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0] if parts else ""
+    return compiler.compile_cubin(scan_source(), "scan.cu", opts, ("scan_tiles<128>", "lookback_scan<128>"))
 
 
 @step("3. SASS of scan_tiles<128> and lookback_scan<128> (cuobjdump -sass)")
 def sass(out: Path) -> None:
     a = arch()
-    path = cubin_path(a)
-    say(f"- cubin: {path.name} ({path.stat().st_size} bytes, {a})")
-    if not shutil.which("cuobjdump"):
-        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
-    res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
-    (out / "scan_sass.txt").write_text(res.stdout + "\n" + res.stderr)
-    bodies = sass_bodies(res.stdout)
-    if not bodies:
-        raise RuntimeError(
-            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
-        )
+    blob = cubin(a)
+    say(f"- cubin: scan.cu for {a} ({len(blob)} bytes)")
+    bodies = facts.sass(blob, keep=out / "scan_sass.txt")
     kinds = (
         "SHFL.UP",
         "SHFL.IDX",
@@ -456,9 +387,7 @@ def main() -> int:
     block_choice()
     kernels_timed()
     one_block()
-    say(f"\n(total {time.time() - T0:.1f} s; failed steps: {failed or 'none'})")
-    (out / "gpu_facts_scan.md").write_text("\n".join(lines) + "\n")
-    return 1 if failed else 0
+    return REPORT.finish(out, "gpu_facts_scan")
 
 
 if __name__ == "__main__":

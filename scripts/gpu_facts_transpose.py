@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # scripts/facts.py, when loaded by path
+import facts  # noqa: E402
 
 # (label, name expression or extern "C" name): the rows of the notebook's in-flight tables
 SASS_KERNELS = (
@@ -70,24 +72,14 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def sass_of_course_kernels(arch: str) -> str:
+def sass_of_course_kernels(arch: str) -> dict[str, list[str]]:
+    """transpose.cu (float elements, every template the tables time) for `arch`: each function's SASS."""
     from course import compiler
 
-    src = compiler.read_kernel("transpose.cu")
     opts = compiler.compile_options((f"-arch={arch}", "-DELEM=float"))
-    cubin = compiler.compile_cubin(src, "transpose.cu", opts, TEMPLATES)
-    tool = find_tool("cuobjdump")
-    if tool is None:
-        raise RuntimeError(
-            "cuobjdump not found (PATH, $CUOBJDUMP, /usr/local/cuda/bin): the SASS facts are NOT checked"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "transpose.cubin"
-        path.write_bytes(cubin)
-        done = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, timeout=60)
-    if done.returncode or "Function" not in done.stdout:
-        raise RuntimeError(f"cuobjdump -sass failed: {done.stderr.strip()[:400]}")
-    return done.stdout
+    return facts.sass(
+        compiler.compile_cubin(compiler.read_kernel("transpose.cu"), "transpose.cu", opts, TEMPLATES)
+    )
 
 
 def mangled_names() -> dict[str, str]:
@@ -98,20 +90,6 @@ def mangled_names() -> dict[str, str]:
     lowered = compiler.compile_ptx(src, filename="transpose.cu", options=("-DELEM=float",),
                                    name_expressions=TEMPLATES).lowered_names  # fmt: skip
     return {label: lowered.get(expr, expr) for label, expr in SASS_KERNELS}
-
-
-def functions(sass: str) -> dict[str, list[str]]:
-    """The SASS instructions of each function, by its name in the cubin."""
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in sass.splitlines():
-        m = re.search(r"Function : (\S+)", line)
-        if m:
-            current = m.group(1)
-            out[current] = []
-        elif current and (ins := re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", line)):
-            out[current].append(ins.group(1).strip())
-    return out
 
 
 def load_batches(code: list[str]) -> dict[str, object]:
@@ -149,32 +127,31 @@ def part_sass() -> None:
         "float elements, read with `cuobjdump -sass`.")  # fmt: skip
     say()
     try:
-        sass = sass_of_course_kernels(arch)
+        funcs = sass_of_course_kernels(arch)
     except Exception as exc:
         say(f"**NOT CHECKED**: {type(exc).__name__}: {exc}")
         return
-    funcs = functions(sass)
     names = mangled_names()
     say("| kernel | LDG | STS | STG | BAR | loads before the first use | batches of loads |")
     say("|---|---|---|---|---|---|---|")
-    facts = {}
+    found = {}
     for label, _ in SASS_KERNELS:
         code = funcs.get(names[label])
         if code is None:
             say(f"| {label} | not in the cubin ({names[label]}) | | | | | |")
             continue
         f = load_batches(code)
-        facts[label] = f
+        found[label] = f
         say(f"| {label} | {f['LDG']} | {f['STS']} | {f['STG']} | {f['BAR']} | {f['before first use']} | "
             f"{' + '.join(map(str, f['batches']))} |")  # fmt: skip
     say()
     expect = {"copy": 1, "transpose_padded": 1, "transpose_rows 32×32": 1, "transpose_rows 32×16": 2,
               "transpose_rows 32×8": 4, "transpose_rows 64×8": 4, "transpose_vec 32×16": 8}  # fmt: skip
     for label, want in expect.items():
-        got = facts.get(label, {}).get("before first use")
+        got = found.get(label, {}).get("before first use")
         verdict = "as the notebook says" if got == want else "**DIFFERS FROM THE NOTEBOOK: fix its text**"
         say(f"- {label}: {got} loads before the first use (notebook: {want}): {verdict}")
-    rows64 = facts.get("transpose_rows 64×8", {}).get("batches")
+    rows64 = found.get("transpose_rows 64×8", {}).get("batches")
     say(
         f"- transpose_rows 64×8 batches: {rows64} (notebook: two batches of 4, [4, 4])"
         + ("" if rows64 == [4, 4] else " **DIFFERS: fix the notebook's sentence**")

@@ -607,8 +607,8 @@ def test_the_sass_reader_finds_batches():
 
     path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_transpose.py"
     spec = importlib.util.spec_from_file_location("gpu_facts_transpose", path)
-    facts = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(facts)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
     sass = "\n".join(
         ["        Function : k"]
         + [f"        /*00{i:02x}*/              @!P{i % 4} LDG.E.CONSTANT R{10 + i}, desc[UR4][R2.64] ;" for i in range(4)]
@@ -617,7 +617,7 @@ def test_the_sass_reader_finds_batches():
         + ["        /*0200*/                   STS [R0+0x80], R11 ;", "        /*0210*/   STS [R0+0x100], R20 ;",
            "        /*0220*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;", "        /*0230*/   EXIT ;"]
     )  # fmt: skip
-    (code,) = facts.functions(sass).values()
-    got = facts.load_batches(code)
+    (code,) = script.facts.sass_functions(sass).values()  # scripts/facts.py, which the script reads SASS with
+    got = script.load_batches(code)
     assert got["batches"] == [4, 4] and got["before first use"] == 4
     assert (got["LDG"], got["STS"], got["BAR"]) == (8, 3, 1)

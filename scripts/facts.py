@@ -1,0 +1,116 @@
+"""What every `scripts/gpu_facts_<topic>.py` shares: a report of numbered steps (each one reports,
+none stops the others) written to OUT/gpu_facts_<topic>.md, and the SASS of a course kernel file as
+NVRTC compiles it for this GPU, read with cuobjdump. (Not a facts script itself: `gpu_session.sh
+facts` runs `gpu_facts_*.py` only.)
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class Report:
+    """Lines said so far, the steps that failed, and the clock since the script started."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.failed: list[str] = []
+        self.t0 = time.time()
+
+    def say(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def step(self, title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A numbered step: its title as a heading, its time after it, an exception reported as
+        FAILED (and remembered) instead of raised."""
+
+        def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def run(*a: Any, **kw: Any) -> Any:
+                self.say(f"\n## {title}\n")
+                t0 = time.time()
+                try:
+                    return fn(*a, **kw)
+                except Exception as exc:  # every step reports, none stops the others
+                    self.failed.append(title)
+                    self.say(f"**FAILED**: {type(exc).__name__}: {exc}")
+                finally:
+                    self.say(f"\n({time.time() - t0:.1f} s)")
+
+            return run
+
+        return wrap
+
+    def left(self, budget_s: float) -> float:
+        """Seconds of `budget_s` still left since the script started."""
+        return budget_s - (time.time() - self.t0)
+
+    def finish(self, out: Path, name: str) -> int:
+        """The closing line, the report written to OUT/<name>.md; the exit status (1: a step failed)."""
+        self.say(f"\ntotal {time.time() - self.t0:.0f} s; failed steps: {self.failed or 'none'}")
+        (out / f"{name}.md").write_text("\n".join(self.lines) + "\n")
+        return 1 if self.failed else 0
+
+
+def on_gpu() -> bool:
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def gpu_or_die() -> None:
+    if not on_gpu():
+        raise RuntimeError("NO GPU: cupy.cuda.is_available() is False (or CuPy is missing)")
+
+
+def gpu_arch() -> str:
+    """This GPU's architecture ("sm_90"), else sm_90: the H100/H200 the course is measured on."""
+    if on_gpu():
+        import cupy
+
+        return f"sm_{cupy.cuda.Device().compute_capability}"
+    return "sm_90"
+
+
+def sass(cubin: bytes, keep: Path | None = None) -> dict[str, list[str]]:
+    """cuobjdump -sass of a cubin: each function's instructions, by its name in the cubin; the
+    whole listing kept in `keep` if given. Raises, saying so, without cuobjdump or functions."""
+    if not shutil.which("cuobjdump"):
+        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernels.cubin"
+        path.write_bytes(cubin)
+        res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
+    if keep is not None:
+        keep.write_text(res.stdout + "\n" + res.stderr)
+    bodies = sass_functions(res.stdout)
+    if not bodies:
+        raise RuntimeError(f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}")
+    return bodies
+
+
+def sass_functions(text: str) -> dict[str, list[str]]:
+    """Each function's SASS instructions (without the trailing ';'), by its name, from cuobjdump's text."""
+    bodies = {}
+    for f in re.split(r"\n\s*Function : ", "\n" + text)[1:]:
+        name = f.split("\n", 1)[0].strip()
+        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
+    return bodies
+
+
+def opcode(instr: str) -> str:
+    """The opcode of one SASS instruction, without its predicate (@P0 ...)."""
+    parts = instr.split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0] if parts else ""
