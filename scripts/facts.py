@@ -95,7 +95,9 @@ def sass(cubin: bytes, keep: Path | None = None) -> dict[str, list[str]]:
         keep.write_text(res.stdout + "\n" + res.stderr)
     bodies = sass_functions(res.stdout)
     if not bodies:
-        raise RuntimeError(f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}")
+        raise RuntimeError(
+            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
+        )
     return bodies
 
 
