@@ -38,6 +38,7 @@ NUMBER = r"[-+−]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
 MARKER = re.compile(r"<!--\s*(from|given)\b\s*:?(.*?)-->", re.S)
 # a figure with a GPU unit: µs, ms, GB/s, TB/s, or a percentage of the copy
 UNIT = r"(?:µs|us|ms|[GT]B/s)\b|%(?=\s*(?:<!--.*?-->\s*)?of (?:the )?(?:device )?copy)"
+UNIT_AFTER = r"\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*"  # between a marked number and its marker
 FIGURE = re.compile(rf"({NUMBER})\s*({UNIT})(\s*<!--)?", re.S)
 
 
@@ -118,37 +119,50 @@ def read(cells: list[dict], source: str) -> str:
     return picked[0]
 
 
+def markers(cells: list[dict]) -> list[tuple[int, str, str, str | None]]:
+    """(markdown cell, "from" or "given", the marker's body, the number written just before it or
+    None) for every marker of the notebook's markdown."""
+    out = []
+    for k, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+            for m in MARKER.finditer(text):
+                before = re.search(rf"({NUMBER}){UNIT_AFTER}$", text[: m.start()])
+                out.append((k, m.group(1), m.group(2).strip(), before.group(1) if before else None))
+    return out
+
+
+def _drifted(written: str, value: float) -> bool:
+    """Whether `value`, rounded to the decimals `written` has, is not the number written."""
+    return abs(round(value, _decimals(written)) - _number(written)) > 1e-9 * max(1.0, abs(value))
+
+
 def problems(cells: list[dict]) -> list[str]:
     """Each figure of the markdown that is unmarked, or that its table does not say."""
     found = []
     for k, cell in enumerate(cells):
-        if cell["cell_type"] != "markdown":
+        if cell["cell_type"] == "markdown":
+            for m in FIGURE.finditer("".join(cell["source"])):
+                if not m.group(3):
+                    found.append(
+                        f"cell {k}: {m.group(1)} {m.group(2)} has no <!-- from ... --> or <!-- given ... -->"
+                    )
+    for k, kind, body, written in markers(cells):
+        if kind == "given":
+            if (body.split() or [""])[0] not in GIVEN:
+                found.append(f"cell {k}: 'given' says {body!r}; it is one of {', '.join(GIVEN)}")
             continue
-        text = "".join(cell["source"])
-        for m in FIGURE.finditer(text):
-            if not m.group(3):
-                found.append(
-                    f"cell {k}: {m.group(1)} {m.group(2)} has no <!-- from ... --> or <!-- given ... -->"
-                )
-        for m in MARKER.finditer(text):
-            kind, body = m.group(1), m.group(2).strip()
-            before = re.search(rf"({NUMBER})\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*$", text[: m.start()])
-            if kind == "given":
-                if (body.split() or [""])[0] not in GIVEN:
-                    found.append(f"cell {k}: 'given' says {body!r}; it is one of {', '.join(GIVEN)}")
-                continue
-            if not before:
-                found.append(f"cell {k}: no number before <!-- from {body} -->")
-                continue
-            written = before.group(1)
-            try:
-                printed = read(cells, body)
-                value = _number(printed)
-            except (LookupError, ValueError) as e:
-                found.append(f"cell {k}: {written} <!-- from {body} -->: {e}")
-                continue
-            if abs(round(value, _decimals(written)) - _number(written)) > 1e-9 * max(1.0, abs(value)):
-                found.append(f"cell {k}: the text says {written}, {body} prints {printed}")
+        if written is None:
+            found.append(f"cell {k}: no number before <!-- from {body} -->")
+            continue
+        try:
+            printed = read(cells, body)
+            value = _number(printed)
+        except (LookupError, ValueError) as e:
+            found.append(f"cell {k}: {written} <!-- from {body} -->: {e}")
+            continue
+        if _drifted(written, value):
+            found.append(f"cell {k}: the text says {written}, {body} prints {printed}")
     return found
 
 
@@ -157,21 +171,15 @@ def disagreements(path: Path) -> list[tuple[str, str, str]]:
     say, rounded as the text rounds it."""
     cells = json.loads(path.read_text())["cells"]
     out = []
-    for cell in cells:
-        if cell["cell_type"] != "markdown":
+    for _, kind, body, written in markers(cells):
+        if kind != "from" or written is None:
             continue
-        text = "".join(cell["source"])
-        for m in MARKER.finditer(text):
-            before = re.search(rf"({NUMBER})\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*$", text[: m.start()])
-            if m.group(1) != "from" or not before:
-                continue
-            try:
-                value = _number(read(cells, m.group(2).strip()))
-            except (LookupError, ValueError):
-                continue
-            written, places = before.group(1), _decimals(before.group(1))
-            if abs(round(value, places) - _number(written)) > 1e-9 * max(1.0, abs(value)):
-                out.append((written, m.group(2).strip(), f"{value:.{places}f}"))
+        try:
+            value = _number(read(cells, body))
+        except (LookupError, ValueError):
+            continue  # problems() says why
+        if _drifted(written, value):
+            out.append((written, body, f"{value:.{_decimals(written)}f}"))
     return out
 
 
@@ -181,7 +189,7 @@ def update(path: Path) -> list[str]:
     text, changed = source.read_text(), []
     for written, body, new in disagreements(path):
         pattern = re.compile(
-            rf"(?<![\d.]){re.escape(written)}(\s*(?:µs|us|ms|[GT]B/s|%|×|x)?\s*<!--\s*from\s*:?\s*{re.escape(body)}\s*-->)"
+            rf"(?<![\d.]){re.escape(written)}({UNIT_AFTER}<!--\s*from\s*:?\s*{re.escape(body)}\s*-->)"
         )
         text, n = pattern.subn(lambda m, new=new: new + m.group(1), text)
         if n:
