@@ -73,6 +73,18 @@ def gpu_or_die() -> None:
         raise RuntimeError("NO GPU: cupy.cuda.is_available() is False (or CuPy is missing)")
 
 
+def describe_gpu(say: Callable[[str], None]) -> None:
+    """Say which GPU this is: its name, SMs and compute capability, CuPy's and CUDA's versions."""
+    gpu_or_die()
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    cc = f"{props['major']}.{props['minor']}"
+    say(f"- GPU: {name}, {props['multiProcessorCount']} SMs, compute capability {cc}")
+    say(f"- CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+
+
 def gpu_arch() -> str:
     """This GPU's architecture ("sm_90"), else sm_90: the H100/H200 the course is measured on."""
     if on_gpu():

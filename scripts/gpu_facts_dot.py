@@ -54,16 +54,7 @@ def left() -> float:
 
 @step("1. device")
 def device() -> None:
-    import cupy
-
-    gpu_or_die()
-    dev = cupy.cuda.Device()
-    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    say(
-        f"- GPU: {name}, {props['multiProcessorCount']} SMs, compute capability {props['major']}.{props['minor']}"
-    )
-    say(f"- CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}")
+    facts.describe_gpu(say)
 
 
 # ---------------------------------------------------------------- 2. SASS
