@@ -149,7 +149,11 @@ def test_the_benchmark_spec():
     spec = histogram.ENGINE.bench
     assert spec.dists == ("uniform", "all-equal", "skewed", "real") and spec.dtypes == ("uint8",)
     assert spec.moved(2**28, np.dtype(np.uint8)) == 2**28 and 2**28 in spec.quick_sizes
-    uniform, equal = spec.goals
+    uniform, equal, *against_cub = spec.goals
+    assert {(g.size, g.dist, g.min_x_cub) for g in against_cub} == {
+        (2**k, d, 1.0) for k in (22, 24, 28) for d in ("uniform", "all-equal")
+    }
+    assert all(g.size in spec.quick_sizes for g in spec.goals)
     assert (uniform.dist, uniform.min_pct_of_copy, uniform.min_x_cupy) == ("uniform", 70, 20)
     assert (equal.dist, equal.min_pct_of_copy, equal.min_x_cupy) == ("all-equal", 50, 20)
     (x,) = bench.host_inputs(histogram.ENGINE, 4096, "uint8", "skewed")

@@ -225,6 +225,7 @@ class Goal:
     dist: str | None = None
     min_x_cupy: float | None = None
     min_pct_of_copy: float | None = None
+    min_x_cub: float | None = None  # a multiple of the production library's speed (CUB)
     kernel: str | None = None  # the goal is this kernel's (None: the topic's best kernel's)
     min_x_kernel: tuple[str, float] | None = None  # (other kernel, f): at least f × its speed
 
@@ -243,6 +244,8 @@ class Goal:
             out.append((rec.get("x_cupy") or 0.0) / self.min_x_cupy)
         if self.min_pct_of_copy is not None:
             out.append((rec.get("pct_of_copy") or 0.0) / self.min_pct_of_copy)
+        if self.min_x_cub is not None:
+            out.append((rec.get("x_cub") or 0.0) / self.min_x_cub)
         if self.min_x_kernel is not None:
             other, share = self.min_x_kernel
             theirs = [r["ms"] for r in records if r["kernel"] == other and r.get("ms") and _same_case(r, rec)]
@@ -252,10 +255,13 @@ class Goal:
     def achieved(self, rec: Record, records: Sequence[Record] = (), baseline: str = "CuPy") -> str:
         """What `rec` reached, in the goal's own terms."""
         parts = []
-        if self.min_x_cupy is not None or self.min_x_kernel is None:
+        alone = self.min_x_kernel is None and self.min_x_cub is None
+        if self.min_x_cupy is not None or alone:
             parts.append(f"{format_value(rec.get('x_cupy'), '.2f', '×')} {baseline}")
-        if self.min_pct_of_copy is not None or self.min_x_kernel is None:
+        if self.min_pct_of_copy is not None or alone:
             parts.append(f"{format_value(rec.get('pct_of_copy'), '.1f', ' %')} of copy")
+        if self.min_x_cub is not None:
+            parts.append(f"{format_value(rec.get('x_cub'), '.2f', '×')} CUB")
         if self.min_x_kernel is not None:
             other, share = self.min_x_kernel
             ratio = self.ratios(rec, records)[-1] * share
@@ -271,6 +277,8 @@ class Goal:
             wants.append(f"≥ {self.min_x_cupy:g}× {baseline}")
         if self.min_pct_of_copy is not None:
             wants.append(f"≥ {self.min_pct_of_copy:g} % of copy")
+        if self.min_x_cub is not None:
+            wants.append(f"≥ {self.min_x_cub:g}× CUB")
         if self.min_x_kernel is not None:
             other, share = self.min_x_kernel
             wants.append(f"≥ {share:g}× the speed of {other}")

@@ -183,12 +183,17 @@ def _cupy_bincount(inputs: Inputs) -> Any:
 GOALS = (
     Goal("histogram", 2**28, "uint8", dist="uniform", min_pct_of_copy=70, min_x_cupy=20),
     Goal("histogram", 2**28, "uint8", dist="all-equal", min_pct_of_copy=50, min_x_cupy=20),
-)
+    # issue #31: at least CUB's HistogramEven at every N >= 2^22
+    *(
+        Goal("histogram", 2**k, "uint8", dist=dist, min_x_cub=1.0)
+        for k in (22, 24, 28) for dist in ("uniform", "all-equal")
+    ),
+)  # fmt: skip
 
 BENCH = BenchSpec(
     dtypes=("uint8",),
     sizes=tuple(2**k for k in range(16, 29)),
-    quick_sizes=(2**16, 2**24, 2**28),
+    quick_sizes=(2**16, 2**22, 2**24, 2**28),
     emulator_sizes=(2**14,),
     moved=lambda size, dtype: int(np.prod(size)) * dtype.itemsize,  # every byte read once; 1 KiB written
     generate=_bench_input,
