@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
+import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -782,11 +785,13 @@ def test_the_cub_steps_call_cupys_cub_as_its_wrappers_expect(monkeypatch: pytest
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setitem(sys.modules, "cupy.cuda", cupy.cuda)
     monkeypatch.setitem(sys.modules, "cupy.cuda.cub", fake)
+    monkeypatch.setattr(library, "nvcc_histogram", lambda: None)  # no nvcc: CuPy's histogram, said
     x = np.arange(10, dtype=np.float32)
     inputs = bench.Inputs("reduction", 10, x.dtype, None, (x,))
     library.device_sum(inputs)()
     library.device_inclusive_sum(inputs)()
-    library.device_histogram_even(256)(inputs)()
+    with pytest.warns(UserWarning, match="64-bit counters"):
+        library.device_histogram_even(256)(inputs)()
     assert calls[0] == ("reduce", x, 0, (0,), ())
     assert (
         calls[1][0] == "scan" and calls[1][1] is not x and np.array_equal(calls[1][1], x) and calls[1][2] == 5
@@ -811,3 +816,25 @@ def test_cub_computes_what_cupy_does(cupy_backend: course.Device) -> None:
         bench.Inputs("histogram", data.size, data.dtype, None, (data,))
     )()
     assert cupy.array_equal(counts, cupy.bincount(data, minlength=256))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the GPU machine has it; CI does not)")
+def test_the_histograms_cub_source_builds_with_32_bit_counters(tmp_path: Path) -> None:
+    from course.bench import cub as library
+
+    (tmp_path / "h.cu").write_text(library.HISTOGRAM_SOURCE)
+    cmd = [
+        "nvcc",
+        "-O3",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        "-arch=sm_90",
+        "-o",
+        str(tmp_path / "h.so"),
+        str(tmp_path / "h.cu"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert b"histogram_even_u32" in (tmp_path / "h.so").read_bytes()
+    assert "unsigned int* counts" in library.HISTOGRAM_SOURCE  # 32-bit: one ATOMS.POPC.INC.32 per byte

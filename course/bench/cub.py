@@ -5,13 +5,25 @@ They are called through `cupy.cuda.cub`, the CUB that CuPy ships precompiled for
 architecture it supports (CUB 3.x in CuPy 14): nothing more to install on a GPU machine, no JIT on
 first use. (`cuda.compute` from the `cuda-cccl` package also reaches CUB from Python, compiling
 each algorithm at its first call through NVRTC: one more package, and a first call to keep out of
-the timings.) Each function takes the benchmark's inputs and returns one step, as CuPy's
+the timings.) One exception: CuPy's `DeviceHistogram::HistogramEven` counts into 64-bit signed
+counters (as `cupy.bincount` does), and CUB updates a 64-bit counter in shared memory with a
+compare-and-swap loop (`ATOMS.CAST.SPIN.64` on sm_90) where a 32-bit one takes one instruction
+(`ATOMS.POPC.INC.32`), several times slower on bytes (`scripts/gpu_facts_cub.py`). So the histogram's
+CUB is HistogramEven with 32-bit counters built with nvcc for the GPU at hand, as a CUDA programmer
+would call it; without nvcc, CuPy's, with a warning. Each function takes the benchmark's inputs and returns one step, as CuPy's
 built-ins do (`BenchSpec.baselines`); `BenchSpec.cub` names them for a topic.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import shutil
+import subprocess
+import tempfile
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .records import Inputs
@@ -42,16 +54,78 @@ def device_inclusive_sum(inputs: Inputs) -> Callable[[], Any]:
     return lambda: cub.device_scan(y, cub.CUPY_CUB_CUMSUM)
 
 
+HISTOGRAM_SOURCE = r"""
+#include <cub/device/device_histogram.cuh>
+// bins + 1 levels 0, 1, ..., bins: one bin per value; temp == NULL asks for the temp storage size
+extern "C" int histogram_even_u32(const unsigned char* x, unsigned int* counts, int bins, int n,
+                                  void* temp, size_t* temp_bytes) {
+    return (int)cub::DeviceHistogram::HistogramEven(temp, *temp_bytes, x, counts, bins + 1, 0, bins, n);
+}
+"""
+
+
+@functools.cache
+def nvcc_histogram() -> ctypes.CDLL | None:
+    """HISTOGRAM_SOURCE built with nvcc for this GPU (once per process), or None without nvcc."""
+    if not shutil.which("nvcc"):
+        return None
+    import cupy
+
+    work = Path(tempfile.mkdtemp(prefix="course-cub-"))
+    (work / "histogram.cu").write_text(HISTOGRAM_SOURCE)
+    arch = f"-arch=sm_{cupy.cuda.Device().compute_capability}"
+    cmd = [
+        "nvcc",
+        "-O3",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        arch,
+        "-o",
+        str(work / "h.so"),
+        str(work / "histogram.cu"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if res.returncode:
+        warnings.warn(f"nvcc could not build CUB's HistogramEven: {res.stderr.strip()[-300:]}", stacklevel=2)
+        return None
+    lib = ctypes.CDLL(str(work / "h.so"))
+    lib.histogram_even_u32.restype = ctypes.c_int
+    lib.histogram_even_u32.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                       ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]  # fmt: skip
+    return lib
+
+
 def device_histogram_even(bins: int) -> Callable[[Inputs], Callable[[], Any]]:
-    """cub::DeviceHistogram::HistogramEven with `bins` bins of width 1 from 0 (bytes: 256), into
-    64-bit counters, as cupy.bincount's are."""
+    """cub::DeviceHistogram::HistogramEven of bytes with `bins` bins of width 1 from 0 (bytes: 256):
+    32-bit counters from the nvcc build; without nvcc, CuPy's (64-bit counters, much slower)."""
 
     def setup(inputs: Inputs) -> Callable[[], Any]:
         import cupy
 
-        cub = _cub()
         (x, *_) = inputs.arrays
-        y = cupy.zeros(bins, dtype=cupy.int64)
-        return lambda: cub.device_histogram(x, y, bins + 1)  # bins + 1 levels: 0, 1, ..., bins
+        lib = nvcc_histogram()
+        if lib is None:
+            warnings.warn(
+                "no nvcc: the histogram's CUB is CuPy's HistogramEven with 64-bit counters, not CUB at its best",
+                stacklevel=2,
+            )
+            cub = _cub()
+            y = cupy.zeros(bins, dtype=cupy.int64)
+            return lambda: cub.device_histogram(x, y, bins + 1)  # bins + 1 levels: 0, 1, ..., bins
+        counts = cupy.zeros(bins, dtype=cupy.uint32)
+        size = ctypes.c_size_t(0)
+        lib.histogram_even_u32(x.data.ptr, counts.data.ptr, bins, x.size, None, ctypes.byref(size))
+        temp = cupy.empty(max(1, size.value), dtype=cupy.uint8)
+
+        def step() -> Any:
+            err = lib.histogram_even_u32(
+                x.data.ptr, counts.data.ptr, bins, x.size, temp.data.ptr, ctypes.byref(size)
+            )
+            if err:
+                raise RuntimeError(f"cub::DeviceHistogram::HistogramEven failed with CUDA error {err}")
+            return counts
+
+        return step
 
     return setup

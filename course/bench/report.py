@@ -209,8 +209,9 @@ def _about(records: Sequence[Record]) -> str:
         f"Each time is the median of {', '.join(map(str, runs)) or '—'} runs timed with CUDA events; "
         "GB/s counts the bytes that must move; % of copy compares with a device-to-device copy of the "
         "same bytes, timed in the same run; × CuPy is CuPy's time over the kernel's, × CUB CUB's "
-        "(`cub::DeviceReduce::Sum`, `DeviceScan::InclusiveSum`, `DeviceHistogram::HistogramEven` through "
-        "`cupy.cuda.cub`); dot's CuPy built-in, `cupy.dot`, runs a multiply into a temporary and then CUB's "
+        "(`cub::DeviceReduce::Sum` and `DeviceScan::InclusiveSum` through `cupy.cuda.cub`; "
+        "`DeviceHistogram::HistogramEven` with 32-bit counters built with nvcc for this GPU, since CuPy's "
+        "counts into 64-bit counters that CUB updates with a compare-and-swap loop: `scripts/gpu_facts_cub.py`); dot's CuPy built-in, `cupy.dot`, runs a multiply into a temporary and then CUB's "
         "DeviceReduce on two 1-D float32 arrays (Nsight Compute, CuPy 14.2). "
         "[How these numbers are produced](README.md)."
     )
