@@ -773,7 +773,7 @@ def test_the_fact_script_says_loudly_what_it_could_not_do(tmp_path):
 def test_the_gpu_table_has_cubs_row(cupy_backend):
     from course.histogram import story
 
-    rows = histogram.gpu_table(n=2**20, dists=("uniform", "all-equal"), runs=3)
+    rows = histogram.gpu_table(n=2**20, dists=("uniform", "all-equal"), runs=20)
     names = [r["version"] for r in rows]
     assert "hist1_agg" in names and names[2] == story.CUB_ROW
     assert all(r["uniform ms"] > 0 for r in rows)
