@@ -25,7 +25,14 @@ Prints, and writes to OUT_DIR/gpu_facts_scan.md:
 6. exercise 7's solution timed (`scan.exercises.propagate` on a GPU): the element-wise add against
    add_tile_prefix and a copy; exercise 1's and 3's solutions timed;
 7. `one_block_table`: the naive scan's time over the copy's and over Kogge-Stone's ("several times
-   longer").
+   longer"); the double buffer the fastest one-block kernel, Brent-Kung no faster than Kogge-Stone,
+   `cupy.cumsum` slower than every course kernel but the naive one (the notebook's reading);
+8. `scan.pass_table()` at 2^28: scan_tiles alone, the totals' launches, add_tile_prefix alone, the
+   whole scan-then-propagate and lookback, and the claims the text reads from it (lookback beside
+   scan_tiles alone: what the look-back's waits cost on this GPU; which big pass is further from a
+   copy of its bytes);
+9. `scan.little_table()`: the read stream and idle DRAM latency course.probe measured, and the bytes
+   in flight per SM (the text's "2940 GB/s × 350 ns ≈ 1.0 MB, some 8 KB per SM").
 
 Every step that cannot run says why (no GPU, no cuobjdump, no nvcc) and the others still run; the
 exit status is 1 when any step failed.
@@ -365,6 +372,46 @@ def one_block() -> None:
     say(f"- naive / copy: {us['naive'] / us['device copy']:.1f}×, naive / kogge_stone: {us['naive'] / us['kogge_stone']:.1f}× "
         "(the notebook: 'several times longer'); trees and Kogge-Stone / copy: "
         + ", ".join(f"{k} {us[k] / us['device copy']:.1f}×" for k in ("kogge_stone", "brent_kung", "blelloch")))  # fmt: skip
+    one = {k: us[k] for k in ("kogge_stone", "kogge_stone_double_buffer", "brent_kung")}
+    say("- above the copy: " + ", ".join(f"{k} {v - us['device copy']:.2f} µs" for k, v in one.items())
+        + f"; the double buffer the fastest of the three? {min(one, key=one.get) == 'kogge_stone_double_buffer'}; "
+        f"Brent-Kung no faster than Kogge-Stone? {us['brent_kung'] >= us['kogge_stone']}")  # fmt: skip
+    course = [k for k in us if k not in ("device copy", "cupy.cumsum", "naive")]
+    say(f"- cupy.cumsum {us['cupy.cumsum']:.2f} µs slower than every course kernel but the naive one? "
+        f"{all(us['cupy.cumsum'] > us[k] for k in course)}")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 8. the passes at 2^28
+
+
+@step("8. pass_table: each launch of scan-then-propagate alone at 2^28, beside lookback")
+def passes() -> None:
+    gpu_or_die()
+    from course import scan
+
+    rows = scan.pass_table()
+    say("```\n" + repr(rows) + "\n```")
+    pct = {r["pass"].split(":")[0].split(",")[0]: r["% of copy"] for r in rows}
+    tiles, look = pct["scan_tiles alone"], pct["lookback"]
+    say(f"- lookback {look:.1f} % of copy against scan_tiles alone {tiles:.1f} %: the look-back's waits cost "
+        f"{tiles - look:.1f} points on this GPU at 2^28 (the H200's tuning log: 97.4 against 88.2)")  # fmt: skip
+    add = pct["add_tile_prefix alone"]
+    further = "add_tile_prefix" if add < tiles else "scan_tiles"
+    say(f"- scan-then-propagate's big passes, each against a copy of its bytes: scan_tiles {tiles:.1f} %, "
+        f"add_tile_prefix {add:.1f} %: further from its copy: {further}")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 9. Little's law on this GPU
+
+
+@step("9. little_table: the probe's read stream and latency, bytes in flight per SM")
+def little() -> None:
+    gpu_or_die()
+    from course import occupancy, scan
+
+    say("```\n" + repr(scan.little_table()) + "\n```")
+    say(f"- course.occupancy.bytes_needed_per_sm(): {occupancy.bytes_needed_per_sm()} B "
+        "(the text: some 8 KB per SM on the H100)")  # fmt: skip
 
 
 def main() -> int:
@@ -378,6 +425,8 @@ def main() -> int:
     block_choice()
     kernels_timed()
     one_block()
+    passes()
+    little()
     return REPORT.finish(out, "gpu_facts_scan")
 
 

@@ -42,8 +42,9 @@ SOLUTIONS = {
     "work": work_truth(),
     "exclusive": EXCLUSIVE,
     "warp": WARP,
-    "block": 128,  # 74 tiles on 74 SMs, 32 KB each, and a look-back of 3 windows (64 passes too: 2 tiles on
-    # the busiest SM, the same 32 KB, and 5 windows; the H100 timed 128 fastest and 64 within 10 %)
+    # 74 tiles on 74 SMs, 32 KB each, and a look-back of 3 windows (64 with 147 tiles and 5 windows passes
+    # too: 2 tiles on the busiest SM, the same 32 KB; the H100 timed 128 fastest and 64 within 10 %)
+    "block": {"block": 128, "tiles": 74, "windows": 3},
 }
 
 SERIAL = EXCLUSIVE_STUB.replace(
@@ -82,6 +83,15 @@ SERIAL_WARP = WARP_STUB.replace(
         int below = __shfl_up_sync(0xffffffffu, mine, d);
         if (lane >= d) v += below;
     }
+""",
+)
+
+# the naive scan inside a warp: no shuffle, no shared memory, each lane reads x over lanes 0 to itself
+NAIVE_WARP = WARP_STUB.replace(
+    MARK,
+    """    { int base = i - lane; int s = 0;
+      for (int j = 0; j <= (int)lane; ++j) if (base + j < n) s += x[base + j];
+      v = s; }
 """,
 )
 
@@ -127,13 +137,23 @@ WRONG = {
         ),
         (SHARED_WARP, "no shared-memory access"),
         (SERIAL_WARP, "shuffles"),  # the right sums, one lane below at a time: 31 shuffles
+        (
+            NAIVE_WARP,
+            "elements of x: each lane loads its own element once",
+        ),  # no shuffle: each lane reads its predecessors itself
         (WARP_STUB, "nothing was scanned"),
     ],
     "block": [
-        (32, "a longer chain of look-back round trips"),  # 293 tiles: 10 windows walked
-        (256, "fewer SMs at work"),  # 37 tiles on 37 of 132 SMs, 64 KB each
-        (100, "lookback takes a block of"),
-        (None, "lookback takes a block of"),
+        ({"block": 32, "tiles": 293, "windows": 10}, "a longer chain of look-back round trips"),
+        ({"block": 256, "tiles": 37, "windows": 2}, "fewer SMs at work"),  # 37 of 132 SMs, 64 KB each
+        ({"block": 128, "tiles": 73, "windows": 3}, "'tiles' is not"),  # N / 4096 rounded down
+        (
+            {"block": 128, "tiles": 74, "windows": 2},
+            "'windows' is not",
+        ),  # 74 / 32 rounded up: tiles, not tiles - 1
+        ({"block": 100, "tiles": 94, "windows": 3}, "lookback takes a block of"),
+        (128, "give the block with the two counts"),  # the course's default alone: no reasoning shown
+        (None, "give the block with the two counts"),
     ],
 }
 
@@ -192,6 +212,18 @@ WRONG.update({
     ],
     "propagate": [
         (PROPAGATE_STUB, "y is unchanged"),
+        # indexed from 0 and tile 0 skipped: every thread of the N - tile grid lands in tile 0 or none
+        (
+            PROPAGATE.replace("int i = tile + blockIdx.x * blockDim.x + threadIdx.x;", "int i = blockIdx.x * blockDim.x + threadIdx.x;")
+            .replace("if (i < n) y[i]", "if (i >= tile && i < n) y[i]"),
+            "must start past tile 0",
+        ),
+        # indexed from 0, the add made safe for tile 0: every thread of the N - tile grid works in tile 0
+        (
+            PROPAGATE.replace("int i = tile + blockIdx.x * blockDim.x + threadIdx.x;", "int i = blockIdx.x * blockDim.x + threadIdx.x;")
+            .replace("if (i < n) y[i] += scanned_totals[i / tile - 1];", "if (i < n) y[i] += i >= tile ? scanned_totals[i / tile - 1] : 0;"),
+            "every element your threads touched is in tile 0",
+        ),
         # the first tile gets a prefix too: scanned_totals[-1]
         (PROPAGATE.replace("int i = tile + blockIdx.x", "int i = blockIdx.x"), "the checker found a bug"),
         # the tile's own total instead of the tiles before it

@@ -266,7 +266,10 @@ def test_exclusive_is_the_shift_of_the_inclusive(rng, n):
 
 def test_held_after_steps_doubles_the_reach(emulator_backend):
     rows = scan.held_after_steps("kogge_stone", 16)
-    assert [r["after"] for r in rows] == ["load", *(f"step {k} (d={1 << (k - 1)})" for k in range(1, 6))]
+    assert [r["after"] for r in rows] == [
+        "load",
+        *(f"step {k} (stride = {1 << (k - 1)})" for k in range(1, 6)),
+    ]
     for k, row in enumerate(rows):  # after step k, element i covers min(i + 1, 2^k) inputs
         assert [row[str(i)] for i in range(16)] == [min(i + 1, 1 << k) for i in range(16)]
     bk = scan.held_after_steps("brent_kung", 16)
@@ -311,10 +314,40 @@ def test_typo_error_is_short():
 
 
 def test_timings_say_they_need_a_gpu(emulator_backend):
-    for table in (scan.one_block_table(), scan.speed_table(scan.speed_against_n())):
+    for table in (scan.one_block_table(), scan.speed_table(scan.speed_against_n()), scan.pass_table()):
         assert not table and repr(table) == story.NEEDS_A_GPU
     with pytest.raises(RuntimeError, match="need a GPU"):
         story.block_speeds()
+
+
+def test_pass_rows_time_each_launch_of_scan_then_propagate_alone(emulator_backend):
+    """The passes in plan order (scan_tiles on x, the totals' small launches, add_tile_prefix on y),
+    each as % of a copy of the bytes it moves; a fake clock stands in for the GPU's."""
+    n, tile = 40 * 4096 + 7, 4096  # 41 tiles: their totals fit one tile, scanned by one more launch
+    timed = []
+
+    def clock(step):
+        timed.append(step)
+        return 50.0
+
+    rows = story.pass_rows(n, clock, lambda nbytes: nbytes / 1e4)
+    assert [r["pass"] for r in rows] == [
+        "read + write copy of 2N elements", "scan_tiles alone: 41 tiles, no look-back",
+        "the tile totals scanned: 1 small launch", "add_tile_prefix alone: 40 tiles",
+        "scan_then_propagate, every launch", "lookback, one launch",
+    ]  # fmt: skip
+    pct = {r["pass"].split(":")[0]: r["% of copy"] for r in rows}
+    assert pct["scan_tiles alone"] == pytest.approx(100 * 8 * n / 1e4 / 50)
+    assert pct["add_tile_prefix alone"] == pytest.approx(100 * 8 * (n - tile) / 1e4 / 50)
+    assert len(timed) == 5  # every pass, the whole and lookback: each its own timing
+    with pytest.raises(ValueError, match="more than one tile"):
+        story.pass_rows(4096, clock, lambda nbytes: 1.0)
+
+
+@pytest.mark.gpu
+def test_pass_table_on_a_gpu(cupy_backend):
+    rows = story.pass_table(n=2**22, runs=5)
+    assert len(rows) == 6 and all(r["µs"] > 0 for r in rows)
 
 
 @pytest.mark.gpu
@@ -456,19 +489,28 @@ def test_exercise_block_on_the_emulator(emulator_backend):
     assert walked == {32: 10, 64: 5, 128: 3, 256: 2}
     kb = {b: scan.exercises.block_model(b)["KB per SM"] for b in (32, 64, 128, 256)}
     assert kb == {32: 24, 64: 32, 128: 32, 256: 64}
+    ex = scan.exercises
+    answer = {b: {"block": b, "tiles": ex.tiles(b), "windows": walked[b]} for b in (32, 64, 128, 256)}
     for b in (32, 64, 128, 256):
-        verdict = scan.exercises.block.check(b)
+        verdict = ex.block.check(answer[b])
         assert verdict.ok == (b in (64, 128)), (b, str(verdict))
         assert "not a timing" in str(verdict) and "all resident at once" in str(verdict)
-    assert "longer chain" in str(scan.exercises.block.check(32))
-    assert "fewer SMs at work" in str(scan.exercises.block.check(256))
-    assert scan.exercises.tiles(128) == -(-300_000 // 4096)
-    assert "takes a block of" in str(scan.exercises.block.check(96))
+        assert "the model's assumption" in str(verdict)  # the share of the bandwidth is not a measurement
+    assert "longer chain" in str(ex.block.check(answer[32]))
+    assert "fewer SMs at work" in str(ex.block.check(answer[256]))
+    assert ex.tiles(128) == -(-300_000 // 4096)
+    assert "takes a block of" in str(ex.block.check({"block": 96, "tiles": 98, "windows": 4}))
+    # the course's default alone does not pass: the counts the choice rests on come with it
+    assert "two counts" in str(ex.block.check(128))
+    wrong_tiles = ex.block.check({**answer[128], "tiles": 73})
+    assert "'tiles' is not" in str(wrong_tiles) and "74" not in str(wrong_tiles)
+    wrong_windows = ex.block.check({**answer[64], "windows": 4})
+    assert "'windows' is not" in str(wrong_windows) and "5" not in str(wrong_windows).replace("µs", "")
 
 
 @pytest.mark.gpu
 def test_exercise_block_on_a_gpu(cupy_backend):
-    verdict = scan.exercises.block.check(128)
+    verdict = scan.exercises.block.check({"block": 128, "tiles": 74, "windows": 3})
     assert "GB/s" in str(verdict) and "within 10 %" in str(verdict)
 
 
@@ -507,6 +549,13 @@ def test_warp_scan_picture_and_trees_drawn_whole(emulator_backend):
     _, ax = plt.subplots()
     scan.draw_warp_scan(ax)
     assert "0 barriers and 0 shared-memory accesses" in ax.get_title()
+    texts = [t.get_text() for t in ax.texts]
+    # the exclusive shuffle's row is the register (lane 0: its own inc, 1), not a value the drawing sets;
+    # the identity, or the warps before, comes with what block_exclusive_scan returns: 32 ... 63 for warp 1
+    assert any(s.startswith("shuffle 6: exc = ") for s in texts) and "lane 0: its own inc" in texts
+    assert any(s.startswith("returned: lane > 0") for s in texts) and "before = 32" in texts
+    assert {str(v) for v in range(32, 64)} <= set(texts)
+    assert not any("offset" not in s and "add where lane" in s for s in texts)  # the kernel's name, offset
     _, ax2 = plt.subplots()
     scan.draw_steps(ax2, "blelloch", 128)
     labels = [t.get_text() for t in ax2.texts]

@@ -301,10 +301,10 @@ __device__ __forceinline__ elem_t warp_scan(elem_t v) {
     return v;
 }
 
-// block_exclusive_scan: a warp scan in every warp; lane 31 writes its warp's total to shared
-// memory; after a barrier warp 0 scans those BLOCK/32 totals with a second warp scan; after
-// another, each thread adds the scanned total of the warps before its own. Two barriers for the
-// whole block, where Kogge-Stone over BLOCK threads in shared memory takes 2 log2(BLOCK).
+// block_exclusive_scan: a warp scan in every warp, then the warps' totals scanned through a
+// word of shared memory per warp, so that each thread can add the total of the warps before its
+// own. Only those BLOCK/32 words cross warps, where Kogge-Stone over BLOCK threads in shared
+// memory moves every element through shared memory at every step.
 // Exclusive scan of v over the block (thread 0 gets the identity); `total` gets the block's
 // ⊕ of all v in every thread. `warp_totals`: BLOCK/32 shared slots, free again after the next
 // __syncthreads() that follows this call.

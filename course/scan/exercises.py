@@ -22,7 +22,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel, Module
 from . import pictures
-from .story import steps_vs_work
+from .story import code_labels, steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
 
 I32 = np.int32
@@ -58,7 +58,7 @@ work = Prediction(
     what="launch",
     rules={
         "steps": "a step is one barrier interval in which threads add: one per offset the algorithm "
-        "walks through (Kogge-Stone: a row per offset d below the block; Brent-Kung: each level of "
+        "walks through (Kogge-Stone: a row per stride below the block; Brent-Kung: each level of "
         "the up-sweep, then each level of the down-sweep)",
         "adds": "an add is one thread writing an element computed from two; every thread of the block "
         "takes part in every step it is not too far left for, and the double buffer's copies of an "
@@ -69,8 +69,8 @@ work = Prediction(
     hints=(
         "draw N = 8 on paper, or look at the pictures above (scan.draw_steps): count the rows, the "
         "arrows in each row and the barriers; then redo the count for the N asked",
-        "Kogge-Stone: in the step with offset d, every thread t ≥ d adds once, so that step makes "
-        "(block - d) adds. Brent-Kung's up-sweep is a reduction tree (N - 1 adds in all); its "
+        "Kogge-Stone: in the step with stride s, every thread t ≥ s adds once, so that step makes "
+        "(block - s) adds. Brent-Kung's up-sweep is a reduction tree (N - 1 adds in all); its "
         "down-sweep fills in the elements the up-sweep skipped, level by level, one level short of the root",
         "the table scan.steps_vs_work() above counts the same three columns at N = 64, 256 and 1024: "
         "check your formulas against it, then apply them to the N asked",
@@ -196,6 +196,7 @@ def _draw_exclusive(fig: Any, k: Kernel) -> None:
         ax.set_title("your kernel uses no shared memory: no steps to draw")
         return
     draw.scan_steps(ax, t.where(warp=range(2)), buffer)
+    code_labels(ax, "kogge_stone", block)
     ax.set_title(f"your kernel: N = {n}, a block of {block}, the steps on {buffer} (threads 0-63)")
 
 
@@ -295,6 +296,29 @@ def _registers_only() -> Target:
     return Target("no shared-memory access and no barrier", measure)
 
 
+def _one_load_per_lane() -> Target:
+    """Each thread loads at most one element of x: the warp scan moves values between lanes'
+    registers; a lane that reads its predecessors' elements itself is the naive scan in a warp."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        ld = trace.where(op="ld", space="global")
+        if not len(ld):
+            return ""
+        lanes = ld.lanes()
+        ids = (ld.block[:, None].astype(np.int64) * trace.threads_per_block + ld.thread_ids())[lanes]
+        per = np.bincount(ids)
+        worst = int(np.argmax(per))
+        if per[worst] <= 1:
+            return ""
+        b, t = divmod(worst, trace.threads_per_block)
+        return (
+            f"thread {t} of block {b} loads {per[worst]} elements of x: each lane loads its own element "
+            "once, and the others' values reach it through shuffles, not through memory"
+        )
+
+    return Target("one load of x per lane", measure)
+
+
 def _five_shuffles() -> Target:
     def measure(trace: Any, k: Kernel) -> str:
         sh = trace.where(op="shfl")
@@ -342,7 +366,7 @@ warp = KernelExercise(
     kernel="warp_scan",
     stub=WARP_STUB,
     cases=lambda: [_warp_case(*c) for c in WARP_CASES],
-    targets=(_registers_only(), _five_shuffles()),
+    targets=(_registers_only(), _one_load_per_lane(), _five_shuffles()),
     timing=_warp_speed,
     draw=_draw_warp,
     hints=(
@@ -350,7 +374,9 @@ warp = KernelExercise(
         "adds what lane l - d holds. Which instruction reads another lane's register?",
         "__shfl_up_sync(mask, v, d) gives each lane the v of the lane d below it (lanes below d get their "
         "own v back). Every lane named in the mask must make the call, whatever it then does with the value",
-        "course/kernels/common.cuh's warp_sum makes a warp's sum with shuffles in a loop: read it beside the Kogge-Stone picture above, and ask which lanes must call the shuffle and which may add",
+        "start from the fixed kogge_stone_scan listed above: keep its loop over the strides and its "
+        "test around the add; the read of XY[threadIdx.x - stride] becomes the shuffle, made by every "
+        "lane, and the barriers go (the shuffle is the exchange)",
     ),
 )
 
@@ -397,8 +423,9 @@ banks = Prediction(
     hints=(
         "two things limit a conflict: how far apart the busy lanes' words are, and how many lanes of "
         "the warp are busy at all",
-        "busy lanes' words are 2s apart: 32 / gcd(2s, 32) different banks for a full warp, so the words "
-        "pile up 2s / ... deep; but from some stride on fewer than 32 threads are busy",
+        "busy lanes' words are 2s apart, so a full warp's 32 words fall in only 32 / gcd(2s, 32) "
+        "different banks, gcd(2s, 32) words to each; but from some stride on fewer than 32 lanes of a "
+        "warp are busy, and then the busy lanes are all there is to pile up",
         "check your rule against the step table of brent_kung at N = 128 above (its 'worst bank "
         "conflict' column), then count the busy threads of each step asked for at N = 512",
     ),
@@ -474,18 +501,18 @@ tile = Prediction(
     columns=TILE_COLUMNS,
     what="launch",
     rules={
-        "shuffles, warp 0": "every warp runs warp_scan on its threads' totals (one shuffle per offset 1, 2, "
-        "4, 8, 16) and one more shuffle to make it exclusive; warp 0 then scans the warps' totals with "
-        "warp_scan again, whatever the number of warps",
-        "shuffles, whole block": "add up the warps: each does what every warp does, and warp 0 its extra "
-        "scan on top (a block of 32 has one warp, warp 0)",
-        "__syncthreads": "count the __syncthreads() in block_exclusive_scan; the __syncwarp() of the "
-        "loads and stores are not block barriers",
+        "shuffles, warp 0": "a shuffle counts once per warp instruction, whichever lanes use its value: "
+        "follow warp 0 through block_exclusive_scan, every call of warp_scan it makes and every "
+        "__shfl_up_sync outside warp_scan",
+        "shuffles, whole block": "the sum over the block's warps of the shuffles each executes; a warp "
+        "other than warp 0 skips what is under `if (warp == 0)` (a block of 32 has one warp, warp 0)",
+        "__syncthreads": "count the block-wide barriers a thread passes in block_exclusive_scan; the "
+        "__syncwarp() of the loads and stores are not block barriers",
     },
     hints=(
         "read block_exclusive_scan above line by line: which lines run in every warp, which only in warp 0?",
-        "the picture of warp 1 shows one warp's shuffles; warp 0 adds a second warp_scan. A block of 32 "
-        "has one warp: it is warp 0 and every warp at once",
+        "the picture shows warp 1, a warp other than warp 0: what does warp 0 run that warp 1 does not, "
+        "and how many shuffles is that? A block of 32 has one warp: it is warp 0 and every warp at once",
         "the barriers do not depend on the block: count them in the listing",
     ),
 )
@@ -502,6 +529,15 @@ extern "C" __global__ void add_prefix(int* y, const int* scanned_totals, int n, 
 # (N, tile, block): one element past the first tile, tiles of 64 / 96 / 128 / 1024, several blocks
 PROPAGATE_CASES = ((65, 64, 32), (100, 64, 32), (1000, 96, 128), (4097, 128, 256), (3000, 1024, 96),
                    (5000, 1024, 256))  # fmt: skip
+
+
+def _indices_touched(trace: Any, buffer: str) -> np.ndarray:
+    """The element indices of `buffer` that any lane loaded or stored (none: an empty array)."""
+    if trace is None or buffer not in {b.name for b in trace.buffers}:
+        return np.zeros(0, np.int64)
+    acc = trace.where(space="global")
+    mine = (acc.buffer == trace.buffer_id(buffer)) & acc.lanes()
+    return np.unique(acc.columns["index"][mine])
 
 
 def _propagate_case(n: int, tile: int, block: int) -> Case:
@@ -521,7 +557,19 @@ def _propagate_case(n: int, tile: int, block: int) -> Case:
         if not len(bad):
             return ""
         if np.array_equal(y, own):
-            return "y is unchanged: every element of tile t ≥ 1 gets the scanned total of the tiles before it"
+            touched = _indices_touched(trace, "y")
+            if len(touched) and touched.max() < tile:
+                return (
+                    f"y is unchanged past the first tile: every element your threads touched is in tile 0 "
+                    f"(y[0] to y[{tile - 1}]). The grid has a thread for each element past the first tile "
+                    f"only, ⌈(N − tile) / block⌉ blocks, so a thread's index must start past tile 0"
+                )
+            return (
+                "y is unchanged: no thread read or wrote an element of y past the first tile, and every "
+                "element of tile t ≥ 1 gets the scanned total of the tiles before it. The grid has a thread "
+                "for each element past the first tile only, ⌈(N − tile) / block⌉ blocks: an index that "
+                "starts at 0 puts every thread in tile 0, so the index must start past tile 0"
+            )
         i = int(bad[0])
         t = i // tile
         if t == 0:
@@ -652,9 +700,28 @@ def tiles(block: int, n: int = BLOCK_N) -> int:
     return -(-n // (block * ITEMS))
 
 
-def _allowed_block(block: Any) -> str:
-    if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or int(block) not in TILE_BLOCKS:
+BLOCK_KEYS = ("block", "tiles", "windows")  # the choice, and the two counts the model's parts rest on
+
+
+def _whole_number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, np.integer))
+
+
+def _allowed_block(answer: Any) -> str:
+    """The answer's form: {"block": one of TILE_BLOCKS, "tiles": its tiles at N, "windows": the
+    windows the last tile's look-back reads}, each a whole number (the counts are judged after)."""
+    if not isinstance(answer, dict) or set(answer) != set(BLOCK_KEYS):
+        return (
+            "give the block with the two counts the choice rests on: {'block': ..., 'tiles': ..., "
+            f"'windows': ...}}; got {answer!r}"
+        )
+    if any(answer[k] is None for k in BLOCK_KEYS):
+        return "fill in every entry: the block, its tiles at this N, and the windows the last tile reads"
+    block = answer["block"]
+    if not _whole_number(block) or int(block) not in TILE_BLOCKS:
         return f"lookback takes a block of {', '.join(map(str, TILE_BLOCKS))} threads; got {block!r}"
+    if not all(_whole_number(answer[k]) for k in BLOCK_KEYS[1:]):
+        return "tiles and windows are whole numbers"
     return ""
 
 
@@ -675,7 +742,10 @@ MODEL_SLACK_US = 0.5  # the model passes the blocks this close to its best: on a
 def block_model(block: int, n: int = BLOCK_N) -> dict[str, float]:
     """The two parts of lookback's time at N that depend on the block, on the active device's model:
     `spread`: the busiest SM's tiles (⌈tiles / SMs⌉ of them, read and written) at that SM's share of
-    the DRAM's bandwidth (bandwidth / SMs: a GPU reaches its bandwidth only with every SM pulling),
+    the DRAM's bandwidth (bandwidth / SMs). That share is the model's assumption, not a measurement:
+    a GPU reaches its bandwidth only with every SM pulling, but one SM with its whole tile in flight
+    can pull more than its share (Little's law: about 8 KB in flight per SM sustains the share on an
+    H100, and a tile of 128 threads puts 16 KB in flight); the timed check on a GPU decides,
     and `chain`: the last tile's look-back, `windows_walked` L2 round trips one after another. What
     every block pays alike (the launch, the ticket, the first load's latency) is left out."""
     dev = backend.device()
@@ -695,8 +765,26 @@ def block_model(block: int, n: int = BLOCK_N) -> dict[str, float]:
     }
 
 
-def _judge_block(block: int, n: int = BLOCK_N, runs: int = 50) -> Verdict:
-    block = int(block)
+def _count_problem(answer: dict[str, Any], n: int = BLOCK_N) -> str:
+    """What is off in the answer's counts for its block (the rule, never the value); "" if both hold."""
+    block = int(answer["block"])
+    if int(answer["tiles"]) != tiles(block, n):
+        return (
+            f"'tiles' is not block {block}'s count at N = {_spaced(n)} (rule: a tile holds block × 32 "
+            "elements, and the last tile may be partial)"
+        )
+    if int(answer["windows"]) != windows_walked(block, n):
+        return (
+            f"'windows' is not what the last of block {block}'s tiles reads (rule: a window covers 32 "
+            "predecessors, and the last tile has tiles − 1 of them; at least one window)"
+        )
+    return ""
+
+
+def _judge_block(answer: dict[str, Any], n: int = BLOCK_N, runs: int = 50) -> Verdict:
+    if problem := _count_problem(answer, n):
+        return Verdict(False, [problem])
+    block = int(answer["block"])
     if backend.device().backend == "cupy":
         return exercises.timed_verdict(
             block_speeds(n, runs), block, f"lookback at N = {_spaced(n)} with block {block}"
@@ -725,7 +813,8 @@ def _model_verdict(block: int, n: int = BLOCK_N) -> Verdict:
         f"block {block}: tiles of {block * ITEMS} elements, {count} tile{'s' * (count != 1)} at N = "
         f"{_spaced(n)}, all resident at once ({fit} fit), on {int(m['busy SMs'])} of {dev.sm_count} SMs; "
         f"the busiest SM moves {int(m['tiles per SM'])} tile{'s' * (m['tiles per SM'] != 1)}, "
-        f"{m['KB per SM']:.0f} KB, ≈ {m['spread µs']:.2f} µs at its share of the bandwidth; the last "
+        f"{m['KB per SM']:.0f} KB, ≈ {m['spread µs']:.2f} µs if it gets only its share of the bandwidth "
+        "(the model's assumption); the last "
         f"tile's look-back reads {int(m['windows'])} window{'s' * (m['windows'] != 1)} of 32 predecessors, "
         f"≈ {m['chain µs']:.2f} µs of L2 round trips one after another; {_estimate(m):.2f} µs in all"
     )
@@ -776,8 +865,8 @@ block = Choice(
         "at this N a copy of the bytes takes a few microseconds, about as long as a launch, and every "
         "tile is resident at once: the time is what the busiest SM must do, and what a tile must wait for",
         "count the tiles for each block (a tile holds block x 32 elements) against the SMs: with fewer "
-        "tiles than SMs some SMs idle, and each busy one moves a whole tile alone, at about its share of "
-        "the DRAM's bandwidth (the bandwidth / the SMs)",
+        "tiles than SMs some SMs idle. The model then assumes each busy SM moves its tiles at its share "
+        "of the DRAM's bandwidth (the bandwidth / the SMs); that is an assumption, which a GPU's timing tests",
         "then the look-back: the last tile reads ⌈(tiles − 1) / 32⌉ windows of 32 predecessors (the "
         "look-back table above), one L2 round trip after another. Small tiles make that chain long, "
         "large tiles leave SMs idle: choose the block that balances the two",

@@ -252,7 +252,7 @@ def shuffles(ax: Any, t: Trace, block: int = 0, warp: int = 0) -> None:
         for lane in np.flatnonzero(moved):
             ax.annotate("", xy=(lane, y + 0.1), xytext=(int(src[r, lane]), y + 0.9),
                         arrowprops=dict(arrowstyle="->", color=colour, lw=0.7))  # fmt: skip
-        offset = f", d = {int(np.median(every[moved] - src[r][moved]))}" if moved.any() else ""
+        offset = f", offset {int(np.median(every[moved] - src[r][moved]))}" if moved.any() else ""
         ax.text(
             -1, y, f"shuffle {r + 1}{offset} (line {int(sh.line[r])})", ha="right", va="center", fontsize=8
         )
@@ -287,14 +287,18 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
     registers) before the first shuffle and after each shuffle of warp_scan, an arrow from the
     lane whose register each lane received (lanes below the offset get their own back and keep
     their value), and the value each lane then holds, replayed from the shuffles on threads'
-    totals of 1. Then the shuffle that makes it exclusive. Counts of the barriers and
-    shared-memory accesses between the first and the last shuffle come from the same trace."""
+    totals of 1. Then the shuffle that moves the sums one lane up (`exc`: lane 0 gets its own sum
+    back), and what block_exclusive_scan returns once warp 0 has scanned the warps' totals:
+    `before` (the warps before this one, 32 threads' totals each) combined with `exc`, `before`
+    alone in lane 0. Counts of the barriers and shared-memory accesses between the first and the
+    last shuffle come from the same trace."""
     t = warp_scan_trace(block)
     sh = t.where(op="shfl", block=0, warp=warp)
     lanes, src, lines = sh.lanes(), sh.columns["addr"], sh.line
     scan_line = int(np.bincount(lines).argmax())  # warp_scan's shuffle line: the most frequent
     every = np.arange(32)
     value = np.ones(32)
+    exc = value.copy()
     rows: list[tuple[str, Any, int | None, str]] = [
         ("registers: each thread's total", value.copy(), None, "")
     ]
@@ -303,16 +307,19 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
         d = int(np.median(every[moved] - src[r][moved])) if moved.any() else 0
         if int(lines[r]) == scan_line:
             value = np.where(moved, value + value[src[r]], value)
-            rows.append((f"shuffle {r + 1}: __shfl_up_sync(v, {d})", value.copy(), r, "add where lane ≥ d"))
-        else:
-            shifted = np.where(moved, value[src[r]], 0)
             rows.append(
-                (f"shuffle {r + 1}: __shfl_up_sync(inc, {d})", shifted, r, "exclusive: lane 0 takes 0")
+                (f"shuffle {r + 1}: __shfl_up_sync(v, {d})", value.copy(), r, "add where lane ≥ offset")
             )
+        else:
+            exc = value[src[r]]  # every lane gets lane src's inc; lane 0 (src = 0) its own
+            rows.append((f"shuffle {r + 1}: exc = __shfl_up_sync(inc, {d})", exc, r, "lane 0: its own inc"))
+    before = 32.0 * warp  # the totals of the warps before this one: 32 threads' totals of 1 each
+    returned = np.where(every > 0, before + exc, before)
+    rows.append(("returned: lane > 0 ? before ⊕ exc : before", returned, None, f"before = {before:.0f}"))
     colour = draw.group_color(warp)
     for k, (label, vals, row, note) in enumerate(rows):
         y = len(rows) - 1 - k
-        active = lanes[row] if row is not None else np.ones(32, bool)
+        active = lanes[row] if row is not None else np.ones(32, bool)  # the first and last rows: every lane
         ax.scatter(every, np.full(32, y), s=150, color=np.where(active, "white", IDLE).tolist(),
                    edgecolors="0.35", linewidths=0.6, zorder=2)  # fmt: skip
         for lane in every:
@@ -338,7 +345,7 @@ def draw_warp_scan(ax: Any, block: int = 64, warp: int = 1) -> None:
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.set_title(
-        f"warp_scan inside {t.kernel}, block 0, warp {warp}: {len(sh)} shuffles, and between them "
-        f"{bars} barriers and {shared} shared-memory accesses\n(a number: the thread totals a lane's "
-        "partial sum covers; an arrow: the lane whose register a lane received)"
+        f"block_exclusive_scan inside {t.kernel}, block 0, warp {warp}: between its first shuffle and its "
+        f"last, {bars} barriers and {shared} shared-memory accesses\n(a number: the thread totals a "
+        "lane's value covers; an arrow: the lane whose register a lane received)"
     )

@@ -10,7 +10,7 @@ checker and the compiler name them; why a single pass moves 2N elements and scan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -138,8 +138,19 @@ def held_after_steps(name: str = "kogge_stone", n: int = 16, block: int = 32) ->
         np.add.at(after, moves.dst, held[moves.src])
         held = after
         offset = int(np.median(moves.dst - moves.src)) if len(moves) else 0
-        rows.append({"after": f"step {k + 1} (d={offset})", **{str(i): int(held[i]) for i in range(n)}})
+        rows.append(
+            {
+                "after": f"step {k + 1} ({_loop_variable(name)} = {offset})",
+                **{str(i): int(held[i]) for i in range(n)},
+            }
+        )
     return rows
+
+
+def _loop_variable(name: str) -> str:
+    """The kernel's own name for the distance a step reads back: `offset` in Blelloch's, `stride`
+    in Kogge-Stone's and Brent-Kung's."""
+    return "offset" if name.startswith("blelloch") else "stride"
 
 
 def draw_steps(ax: Any, name: str, n: int = 64, *, block: int | None = None) -> None:
@@ -152,20 +163,25 @@ def draw_steps(ax: Any, name: str, n: int = 64, *, block: int | None = None) -> 
     t = first_trace(name, example(n), block=block, blocks=[0])
     elements = int(analysis.steps(t, _buffer(t)).index.max()) + 1
     draw.scan_steps(ax, t, _buffer(t), max_elements=max(elements, 64))
-    _code_labels(ax, name, elements)
+    code_labels(ax, name, elements)
 
 
-def _code_labels(ax: Any, name: str, elements: int) -> None:
+def code_labels(ax: Any, name: str, elements: int) -> None:
     """Row labels in the kernel's own words: the drawing's offset `d = k` becomes `stride = k`
     (Kogge-Stone, Brent-Kung) or `d = N / 2k, offset k` (Blelloch, whose `d` counts the threads
     that work); Blelloch's root-clear, which shares the last up-sweep step's barrier interval,
-    gets a mark at the root."""
+    gets a mark at the root. The first row, the threads' load of x into the shared array (a plain
+    store to it), is named for what it is."""
     last_up = None
+    stores = [t for t in ax.texts if t.get_text() == "store"]
+    if stores:
+        max(stores, key=lambda t: t.get_position()[1]).set_text("load x")
     for text in ax.texts:
         s = text.get_text()
-        if not s.startswith("step ") or "\nd = " not in s:
+        sep = next((p for p in ("\nd = ", "\ns = ") if p in s), None)
+        if not s.startswith("step ") or sep is None:
             continue
-        head, offset = s.split("\nd = ")
+        head, offset = s.split(sep)
         k = int(offset)
         if name.startswith("blelloch"):
             text.set_text(f"{head}\nd = {elements // (2 * k)}, offset {k}")
@@ -173,12 +189,12 @@ def _code_labels(ax: Any, name: str, elements: int) -> None:
                 last_up = text
         else:
             text.set_text(f"{head}\nstride = {k}")
-    if last_up is not None:
+    if last_up is not None:  # the note sits left, clear of the arrows of the root's children
         _, y = last_up.get_position()
         ax.annotate(
-            f"then, before the next barrier, thread 0 clears the root: temp[{elements - 1}] = identity()",
-            xy=(elements - 0.55, y - 0.1), xytext=(0.7 * elements, y - 1.2), fontsize=8, color="#d62728",
-            ha="center", va="center", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none"),
+            f"then, before the next barrier,\nthread 0 clears the root: temp[{elements - 1}] = identity()",
+            xy=(elements - 0.55, y - 0.1), xytext=(0.02 * elements, y - 0.62), fontsize=8, color="#d62728",
+            ha="left", va="center", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none"),
             arrowprops=dict(arrowstyle="->", color="#d62728", lw=0.8),
         )  # fmt: skip
 
@@ -423,6 +439,41 @@ def tuning_steps() -> Table:
     return rows
 
 
+# the tuning run's H200 (docs/tuning/scan.md), for Little's law beside this device: its datasheet
+# bandwidth and the course's model latency (no probe ran there)
+TUNING_GPU = (
+    "H200 of the tuning run (recorded)",
+    4800.0,
+    600.0,
+    132,
+    "datasheet; the course's model latency",
+)
+
+
+def little_table() -> Table:
+    """Little's law, bytes in flight = bandwidth × latency, for this device (on a GPU the read
+    stream and the idle DRAM latency course.probe measured; on the emulator the device model's
+    peak and latency) beside the tuning run's H200 (recorded): in flight on the whole GPU and per
+    SM (`course.occupancy.bytes_needed_per_sm`)."""
+    from .. import occupancy
+
+    dev = backend.device()
+    measured = dev.read_stream_gbps is not None
+    mine = (
+        f"this device: {dev.name}", dev.read_stream_gbps or dev.memory_peak_gbps, dev.dram_latency_ns,
+        dev.sm_count, "measured by course.probe" if measured else "the device model (no GPU: not measured)",
+    )  # fmt: skip
+    rows = Table()
+    for name, gbps, ns, sms, where in (mine, TUNING_GPU):
+        total = gbps * ns  # GB/s × ns = bytes
+        per_sm = occupancy.bytes_needed_per_sm(dev) if name == mine[0] else total / sms
+        rows.append({
+            "GPU": name, "GB/s": round(gbps), "latency ns": round(ns), "SMs": sms,
+            "in flight MB": round(total / 1e6, 2), "per SM KB": round(per_sm / 1e3, 1), "from": where,
+        })  # fmt: skip
+    return rows
+
+
 def residency_table(blocks: Sequence[int] = TILE_BLOCKS) -> Table:
     """lookback_scan as compiled here, for each tile block: registers a thread and shared bytes a
     block (the loaded function's on a GPU, NVRTC's cubin on the emulator) and the blocks an SM
@@ -502,6 +553,67 @@ def speed_against_n(
     if not on_gpu():
         return []
     return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+
+
+PASS_N = 2**28  # the size where the text compares lookback with the tile pass alone
+
+
+def pass_rows(
+    n: int, time_us: Callable[[Any], float], copy_us: Callable[[int], float], block: int = 128
+) -> Table:
+    """The passes of scan-then-propagate at N timed one launch at a time, beside the whole of it
+    and lookback: `time_us(step)` times one step, `copy_us(nbytes)` a read + write copy moving
+    nbytes. scan_tiles alone is the tile pipeline without a look-back (lookback's 2N bytes and
+    tile work); add_tile_prefix alone is the propagate pass (N − tile elements read and written)."""
+    if n <= block * ITEMS:
+        raise ValueError(f"pass_rows needs more than one tile of {block * ITEMS} elements; got N = {n}")
+    x = arrays.asarray(example(n))
+    plan = ENGINE.plan("scan_then_propagate", x, block=block)
+    first, *middle, last = plan.launches
+    tile = block * ITEMS
+    bytes_of = {"scan_tiles": 2 * 4 * n, "add_tile_prefix": 2 * 4 * (n - tile)}
+    copy = {k: copy_us(v) for k, v in bytes_of.items()}
+    rows = Table()
+
+    def row(what: str, us: float, nbytes: int | None, copy_same: float | None) -> None:
+        rows.append({
+            "pass": what, "µs": us, "MB moved": "" if nbytes is None else nbytes / 1e6,
+            "% of copy": "" if copy_same is None else 100 * copy_same / us,
+        })  # fmt: skip
+
+    row("read + write copy of 2N elements", copy["scan_tiles"], bytes_of["scan_tiles"], copy["scan_tiles"])
+    row(f"scan_tiles alone: {first.grid[0]} tiles, no look-back", time_us(first), bytes_of["scan_tiles"],
+        copy["scan_tiles"])  # fmt: skip
+    row(
+        f"the tile totals scanned: {len(middle)} small launch{'es' * (len(middle) != 1)}",
+        time_us(_whole_steps(middle)),
+        None,
+        None,
+    )
+    row(f"add_tile_prefix alone: {last.grid[0]} tiles", time_us(last), bytes_of["add_tile_prefix"],
+        copy["add_tile_prefix"])  # fmt: skip
+    row("scan_then_propagate, every launch", time_us(_whole(plan)), None, None)
+    lookback = ENGINE.plan("lookback", x, block=block)
+    row("lookback, one launch", time_us(_whole(lookback)), bytes_of["scan_tiles"], copy["scan_tiles"])
+    return rows
+
+
+def _whole_steps(steps: Sequence[Any]) -> Any:
+    return lambda: [step() for step in steps]
+
+
+def pass_table(n: int = PASS_N, runs: int = 20) -> Table:
+    """`pass_rows` timed on a GPU (median of `runs` CUDA-event timings each; at 2^28 the arrays are
+    far past the L2); on the emulator an empty table that says why."""
+    if not on_gpu():
+        return Table(note=NEEDS_A_GPU)
+    rows = pass_rows(
+        n,
+        lambda step: _us(step, runs),
+        lambda nbytes: 1e3 * float(np.median(bench.time_copy(nbytes, runs=runs))),
+    )
+    bench.free_gpu_memory()
+    return rows
 
 
 CUB = "cub::DeviceScan::InclusiveSum"  # course.bench times it beside the kernels (BenchSpec.cub)

@@ -189,11 +189,15 @@ print(scan.never_writes_y())
 
 # %% [markdown]
 # Third, the article says its kernel is an *exclusive* scan ("以Exclusive为例"); it is inclusive
-# (XY[i] keeps x[i]), as the fixed kernel's result shows below. And fourth, it only works when N is
-# the block size, as the article says ("block_size = InputSize"): with N = 50 and a block of 64,
-# the threads past the end skip the load and then read and add elements nobody wrote: garbage on a
-# GPU (the emulator marks shared memory unwritten until a thread writes it, and the checker sees
-# every such read):
+# (XY[i] keeps x[i]), as the fixed kernel's result shows below. And fourth, it assumes N is the
+# block size, as the article says ("block_size = InputSize"): with N = 50 and a block of 64,
+# threads 50–63 skip the load and then read and add elements nobody wrote (the emulator marks
+# shared memory unwritten until a thread writes it, and the checker sees every such read). The
+# damage stays above the end: element t only ever takes `XY[t − stride]`, so data flows to higher
+# indices, and whatever elements 50–63 hold feeds only elements 50–63. Had the kernel stored Y[i]
+# for i < N, outputs 0–49 would be right. So this is an uninitialised read the checker rightly
+# flags, not a wrong result for the elements stored; the article's merged Brent-Kung below has the
+# same kind of flaw, and the same argument holds there:
 
 # %%
 scan.article_findings("kogge_stone_article", n=50)
@@ -496,8 +500,9 @@ scan.exercises.work.check(my_counts)
 # the call. Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
 # y[i] = the sum of x over lanes 0 to its lane (inclusive). The check runs N = 1, 31, 32 and 33
 # with blocks of 32, 33 with a block of 64, 100 with blocks of 96 and 1000 with blocks of 256,
-# against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**, and
-# **at most 5 shuffles per warp** (log2 32 steps). On a GPU it then times your kernel beside
+# against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**,
+# **one load of x per lane** (the other lanes' values come through shuffles), and **at most 5
+# shuffles per warp** (log2 32 steps). On a GPU it then times your kernel beside
 # `lookback` and a copy.
 
 # %%
@@ -645,9 +650,9 @@ source.show("scan.cu", "warp_scan", "block_exclusive_scan")
 # `warp_scan` is the fixed Kogge-Stone above with the shared array replaced by the lanes'
 # registers: the same loop over offsets 1, 2, 4, 8, 16, the same test (`lane >= offset`) around the
 # add, and no `__syncthreads()`, because the shuffle itself is the exchange. `block_exclusive_scan`
-# uses shared memory only to pass each warp's total to warp 0 (one word per warp), with two
-# barriers in all, where Kogge-Stone over 128 threads in shared memory passes 14 (two a step).
-# From the trace of `scan_tiles` on one tile (a block of 64 threads, 2048 elements, each thread's
+# uses shared memory only to pass each warp's total across warps (one word per warp), where
+# Kogge-Stone over 128 threads in shared memory passes 14 barriers (two a step) and moves every
+# element through shared memory at each. From the trace of `scan_tiles` on one tile (a block of 64 threads, 2048 elements, each thread's
 # 32 summing to 1, so that a number counts the threads a partial sum covers), warp 1's shuffles:
 
 # %%
@@ -657,11 +662,13 @@ scan.draw_warp_scan(ax)
 # %% [markdown]
 # Five shuffles take each lane's sum from one thread's total to up to 32, doubling its reach each
 # time, as Kogge-Stone's rows did in shared memory; each row of arrows is one instruction for all
-# 32 lanes. The sixth shuffle moves the sums one lane up: the exclusive scan, each thread's
-# "before" (lane 0 takes the identity). The title's counts are read from the same trace: between
-# the first shuffle and the last, no barrier and no shared-memory access. Warp 0 does a little more:
-# after the first barrier it scans the warps' totals with a second `warp_scan`. The tile's scan and
-# the three launches:
+# 32 lanes. The sixth shuffle moves the inclusive sums one lane up into `exc`; lane 0 gets its own
+# sum back and never uses it. The last row is not a shuffle: it is what `block_exclusive_scan`
+# returns once the warps' totals have been scanned, `before` (the total of the warps before this
+# one: warp 0's 32 threads) combined with `exc`, and `before` alone in lane 0. So thread 32 + l
+# gets the sum of threads 0 to 32 + l − 1: the exclusive scan across the block. The title's counts
+# are read from the same trace: between the first shuffle and the last, no barrier and no
+# shared-memory access. The tile's scan and the three launches:
 
 # %%
 source.show("scan.cu", "scan_tile", "scan_tiles", "add_tile_prefix")
@@ -722,10 +729,18 @@ scan.exercises.moved.check(my_moved)
 
 # %% [markdown]
 # **Bytes set a bound, not the time.** If bytes were all that counted, 4N would run at half a
-# copy's speed at large N. Scan-then-propagate runs slower than that (the GPU table below): its
-# third launch, `add_tile_prefix`, gives each 4096-element tile to one block of 128 threads that
-# loops over it, 32 passes per thread, each a load, an add and a store; `docs/tuning/scan.md`
-# records the whole scan losing ground when that loop stopped being unrolled, with the same bytes.
+# copy's speed at large N. On this H100 scan-then-propagate comes near that bound at 2^28 without
+# reaching it (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of
+# the copy in the GPU table below) and stays further under it at smaller N, where its launches are
+# short. Which launch loses the rest, the GPU section times pass by pass (`scan.pass_table()`).
+# The third launch, `add_tile_prefix` (listed above), gives each 4096-element tile to one block of
+# 128 threads that loops over it, 32 passes per thread, each a load, an add and a store, the loop
+# unrolled 8 times (`#pragma unroll 8`). On the tuning run's H200 the whole scan went from 48.7 to
+# 41.9 %<!-- given: reference --> of its copy when this launch changed from a tile fixed at
+# compile time (512 threads, 8 elements each) to the tile as an argument (128 threads, 32 each),
+# together with the rest of the final kernel; `docs/tuning/scan.md` records the change and says
+# that it was not measured alone. Exercise 7 has you write the other way, one thread per element,
+# and on a GPU times it beside `add_tile_prefix`.
 # Merrill and Garland's paper names the schemes in between: scan-then-propagate (4N),
 # **reduce-then-scan** (3N: a first pass only reads x to get each tile's total, a small scan of the
 # totals, then a second pass reads x again and writes each tile's scan, started from its prefix)
@@ -824,8 +839,8 @@ scan.draw_lookback(b, window=1)
 # thread 0 walks back a word at a time; tile 1 finds tile 0's prefix at once and publishes its own,
 # and the prefixes spread upward while the later tiles are still walking: tile 11 reads tiles 10,
 # 9, … 5 (six loads) before it meets a prefix. The emulator's steps are instructions, not time: on
-# a GPU each load is a round trip to the L2 cache, a few hundred cycles (some 200 ns), so the loads
-# are what count. Counted for 40 tiles of 2048 elements:
+# a GPU each load is a round trip to the L2 cache, a few hundred cycles (the course's model takes
+# 200 ns; a model figure, not measured here), so the loads are what count. Counted for 40 tiles of 2048 elements:
 
 # %%
 scan.lookback_table()
@@ -836,24 +851,30 @@ scan.lookback_table()
 # was clearly the slower of the two at 2^28 (the same kernel otherwise, before the last tuning
 # steps; `docs/tuning/scan.md` records both).
 #
-# ### Exercise 8 · Measure, then choose: lookback's block for N = 300 000
+# ### Exercise 8 · Count, then choose: lookback's block for N = 300 000
 #
-# The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); a small scan is
-# another problem. At N = 300 000 (1.2 MB, a size a copy moves in a few microseconds), choose
-# lookback's block: 32, 64, 128 or 256 threads, 32 elements each. At this N every
-# tile is resident at once whatever the block, and two costs move in opposite directions with it.
-# Large tiles are few: with fewer tiles than SMs some SMs idle, and each busy SM moves a whole tile
-# on its own, at roughly its share of the DRAM's bandwidth (the bandwidth / the SMs: a GPU reaches
-# its bandwidth only with every SM pulling). Small tiles are many: the last tile's look-back walks
-# ⌈(tiles − 1) / 32⌉ windows of 32 predecessors (the table above), one L2 round trip after another.
-# On a GPU the check times every block at this N and passes yours within 10 % of the fastest;
-# without one it adds the two on this device's model (the busiest SM's tiles, read and written, at
-# its share of the bandwidth; 200 ns a window) and passes the blocks within half a microsecond of
-# the best, about the 10 % a GPU allows on a scan of a few microseconds. Replace `None` with your
-# block.
+# The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); whether that
+# choice suits a small scan is for you to find. At N = 300 000 (1.2 MB, a size a copy moves in a
+# few microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and
+# give with it the two counts your choice rests on: the **tiles** the block makes at this N, and
+# the **windows** of 32 predecessors the last tile's look-back reads (the look-back table above).
+# At this N every tile is resident at once whatever the block, and two costs move in opposite
+# directions with it. Small tiles are many: the last tile's look-back reads its windows one L2
+# round trip after another. Large tiles are few: with fewer tiles than SMs some SMs idle, and each
+# busy SM has more bytes to move. How fast one SM moves them is not something this notebook
+# measures: the course's model assumes each busy SM gets its share of the DRAM's bandwidth (the
+# bandwidth / the SMs), and that is an assumption. A GPU reaches its bandwidth only with every SM
+# pulling, but one SM with a whole tile in flight can pull more than its share (Little's law,
+# further down: some 8 KB in flight per SM sustains that share on an H100, and a tile of 128
+# threads puts 16 KB in flight). The check first holds your counts to your block; then on a GPU it
+# times every block at this N and passes yours within 10 % of the fastest; without one it adds the
+# model's two parts (the busiest SM's tiles, read and written, at its share of the bandwidth; 200 ns a window,
+# the model's round trip) and passes the blocks within half a microsecond of the best, about the
+# 10 % a GPU allows on a scan of a few microseconds. Replace each `None`.
 
 # %%
-scan.exercises.block.check(None)
+my_choice = {"block": None, "tiles": None, "windows": None}  # the block, its tiles at N, the last tile's windows
+scan.exercises.block.check(my_choice)
 
 # %% [markdown]
 #
@@ -918,13 +939,23 @@ scan.panel(version="lookback", n=65536, block=128)
 scan.one_block_table()
 
 # %% [markdown]
-# Read the µs column against the copy's first row. On this H100 the copy of 8 KB takes
-# 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, Kogge-Stone
-# 4.42 µs<!-- from one_block_table: µs @ version=kogge_stone -->, Brent-Kung
-# 4.64 µs<!-- from one_block_table: µs @ version=brent_kung --> and Blelloch, with its second
-# launch, 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: at this size a launch costs
-# more than its work, and the differences between the algorithms hide under it (the second launch
-# shows more than any of them). The naive scan takes several times longer,
+# Read the µs column against the copy's first row. On this H100 the copy of 4 KB (8 KB moved)
+# takes 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, about what any launch
+# costs, so read each kernel by what it takes above that. Kogge-Stone takes
+# 4.42 µs<!-- from one_block_table: µs @ version=kogge_stone -->, 1.1 above the copy's; its
+# double-buffered form 3.97 µs<!-- from one_block_table: µs @ version=kogge_stone_double_buffer -->,
+# 0.6 above it, the fastest of the one-block kernels; Brent-Kung
+# 4.64 µs<!-- from one_block_table: µs @ version=brent_kung -->, 1.3 above it. The double
+# buffer's lead is the one difference the counts predict: half Kogge-Stone's barriers (10 against
+# 20 at N = 1024, the steps-against-work table), and every barrier is a wait for every warp of the
+# block; its steps and additions are Kogge-Stone's. Brent-Kung passes as many barriers as
+# Kogge-Stone (20, over twice the steps) for under a quarter of the additions, and takes no less: in this
+# run the barriers, not the additions, set the one-block times. Blelloch, with its second launch, takes
+# 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any
+# of these differences. This is one run of each, medians without their spread, so differences of
+# a few tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes
+# 7.97 µs<!-- from one_block_table: µs @ version=cupy.cumsum -->, slower here than every course
+# kernel but the naive one. The naive scan takes several times longer,
 # 18.5 µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a
 # row, each addition waiting for a load. And
 # one block uses one of the GPU's SMs (`course.device()` says how many there are). That is why the
@@ -954,6 +985,22 @@ scan.plot_speed(ax, records)
 # pass falls further behind a copy that is itself far from the memory's peak
 # (64.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
 #
+# **Where the time goes, pass by pass.** Two bounds the text argues from, timed in this run at
+# 2^28: each launch of scan-then-propagate alone, and beside them the whole of it and `lookback`.
+# The first pass, `scan_tiles`, is the tile pipeline without a look-back: the same 2N bytes and
+# the same tile work as `lookback`, so it is what `lookback` could reach if its waits cost
+# nothing. The last, `add_tile_prefix`, is the propagate pass, read against a copy of the same
+# bytes:
+
+# %% tags=["nbval-ignore-output"]
+scan.pass_table()
+
+# %% [markdown]
+# Read `lookback`'s row against `scan_tiles` alone: the gap between them is what the look-back's
+# waits cost on this GPU at 2^28. Then the passes of scan-then-propagate: the two big ones, each
+# against a copy of its own bytes, say which of them keeps the whole from the half-copy speed its
+# 4N bytes allow, and the small launches of the totals what the recursion adds.
+#
 # **What to call outside the course.** CUB's `DeviceScan` is the production single pass: the same
 # decoupled look-back (Merrill and Garland wrote both), tuned by NVIDIA for each GPU generation.
 # Its rows in the table are the bar for `lookback`: the `× CUB` column says how many times faster
@@ -971,30 +1018,50 @@ scan.plot_speed(ax, records)
 # unchanged on the tuning run's H200, `docs/tuning/scan.md`), and in the table it takes more than
 # twice CUB's time at 2^24 and 2^28.
 #
-# **How the single pass got there.** The look-back kernel started at little more than half of the
-# copy's speed. The steps that took it close to the copy, each measured on an H200 at 2^28 float32
-# and recorded in `docs/tuning/scan.md` (recorded numbers, the same on every machine):
+# **How the single pass got there: the H200's tuning.** `lookback` was tuned on an H200, not on
+# this H100, and there it started at little more than half of the copy's speed. The steps that took
+# it to 88 % of that copy, each measured on the H200 at 2^28 float32 and recorded in
+# `docs/tuning/scan.md` (recorded numbers, the same on every machine, not this run's):
 
 # %%
 scan.tuning_steps()
 
 # %% [markdown]
-# Read it as a story of latency. The tile's own work was never the problem: the same tiles scanned
-# without a look-back run nearly at the copy's speed (last row). What costs is the wait. The DRAM
-# stays busy only if enough loads are on their way at every moment: by **Little's law**, bytes in
-# flight = bandwidth × latency. For the tuning run's H200 that was about
-# 4.8 TB/s<!-- given: datasheet --> × 600 ns (the course's model latency) ≈ 2.9 MB, some 22 KB per
-# SM; on this H100 `course.occupancy.bytes_needed_per_sm()` takes the read stream and the idle
-# latency that `course.probe` measured, 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some
-# 8 KB per SM. Under load the latency grows well past the idle pointer chase, so an SM needs more
-# than that in flight. A block loads its 16 KB tile at once, then scans it and looks back, and
-# while it waits it holds its registers and has nothing in flight. So the steps are (1) cheaper
+# Read it as the H200's story, a story of latency. On the H200 the tile's own work was not the
+# problem: the same tiles scanned without a look-back (last row) ran at
+# 97.4 %<!-- from tuning_steps: % of copy @ × cupy.cumsum=3.77 --> of the copy, the final kernel at
+# 88.2 %<!-- from tuning_steps: % of copy @ × cupy.cumsum=3.41 --> of the copy: there the waits cost
+# about nine points. This H100 tells another story: the same kernel reaches
+# 97.7 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy at 2^28 (the GPU
+# table above), which leaves no nine points to lose; at that size the waits cost little or nothing
+# the table can show, and the pass table above sets `lookback` beside `scan_tiles` alone in the
+# same run. (`docs/scan-h200.md` follows up why the H200 stays near 88 %.)
+#
+# **Little's law** says why the two GPUs differ. The DRAM stays busy only if enough loads are on
+# their way at every moment: bytes in flight = bandwidth × latency. The table below computes it
+# for this device (on a GPU from the read stream and the idle DRAM latency that `course.probe`
+# measured, as `course.occupancy.bytes_needed_per_sm()` does) and for the tuning run's H200
+# (its datasheet's 4.8 TB/s<!-- given: datasheet --> and the course's model latency of 600 ns). On
+# this H100 that was 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some 8 KB per SM; on
+# the H200 about 2.9 MB, some 22 KB per SM: nearly three times as much to keep in flight, with the
+# same 16 KB tiles and the same blocks per SM. Under load the latency grows well past the idle
+# pointer chase, so an SM needs more than that. A block loads its 16 KB tile at once, then scans it
+# and looks back, and while it waits it holds its registers and has nothing in flight: a GPU that
+# needs more in flight feels each wait more. So the H200's steps are (1) cheaper
 # waits (a warp-local exchange instead of block barriers, one atomic instead of a round trip and a
 # fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__(128, 8)` asks
 # the compiler for at most 64 registers a thread; the compiler of the tuning run went from 72 to
 # 56, so that 9 blocks of 128 fit where 7 did), (3) a pause before the first look, so that the
 # predecessors' prefixes are there when it looks (fewer windows walked), and (4) a prefetch of the
 # tile 256 tiles ahead into L2, which costs no register and keeps the DRAM busy while blocks wait.
+
+# %% tags=["nbval-ignore-output"]
+scan.little_table()
+
+# %% [markdown]
+# Read the two rows against each other: the same law, the bandwidth and the latency of each GPU,
+# and the bytes each SM must keep in flight (last columns). On a GPU the first row is measured
+# (its `from` column says so); on the emulator it is the device model's, not a measurement.
 #
 # What the kernel gets from the compiler at hand, and so how many blocks an SM holds at once
 # (on a GPU the driver's numbers, on the emulator NVRTC's cubin and the course's occupancy
