@@ -77,6 +77,21 @@ FOUR = FOUR_STUB.replace(
     // ----""",
 )
 
+# the other natural answer: one 16-byte load of four neighbouring elements per lane (512 contiguous
+# bytes per warp request, as reduce_vec4 loads), a scalar tail
+FOUR_VEC = FOUR_STUB.replace(
+    STUB_LOADS,
+    """    unsigned int i = (blockIdx.x * blockDim.x + tid) * 4;
+    acc_t v = 0;
+    if (i + 3 < n) {
+        uint4 q = reinterpret_cast<const uint4*>(x)[i / 4];
+        v = (acc_t)q.x + q.y + q.z + q.w;
+    } else {
+        for (unsigned int k = i; k < n; ++k) v += x[k];
+    }
+    // ----""",
+)
+
 SOLUTIONS = {
     "ways": ways_truth(),
     "warp_steps": warp_steps_truth(),
@@ -84,7 +99,9 @@ SOLUTIONS = {
     "wavefronts": wavefronts_truth(),
     "four": FOUR,
     "blocks_per_sm": occupancy_truth(),
-    "grid": 396,  # 132 SMs x 3 blocks of 640 (2048 threads per SM) on the emulator's H100 model
+    # blocks of 512 per SM: an SM holds 4 (2048 threads), 4 x 512 x 2 loads x 4 B = 16 384 B in flight,
+    # past Little's law on the emulator's H100 model (15 227 B); 2 per SM give half that
+    "grid": 4,
     "shuffle": SHUFFLE,
 }
 
@@ -98,10 +115,11 @@ WRONG = {
     ],
     "warp_steps": [
         ({}, "fill in every warp"),
-        # "a warp with no adding lane has retired": it does not reach the barriers
-        ({w: (b if a else 1, a) for w, (b, a) in warp_steps_truth().items()}, "'barriers it reaches'"),
-        # kernel 1's pattern carried over: every warp adds in the first five steps
-        ({w: (b, max(a, 5)) for w, (b, a) in warp_steps_truth().items()}, "'steps in which it adds'"),
+        # "a warp retires after the last step it adds in" (kernel 1's warps add in steps 1 to a,
+        # no gap): it reaches the store's barrier and one per step up to there, no more
+        ({w: (1 + a, a) for w, (b, a) in warp_steps_truth().items()}, "'barriers it reaches'"),
+        # kernel 2's and 3's pattern carried over: the adding threads contiguous from thread 0
+        (warp_steps_truth(version="reduce2"), "'steps in which it adds'"),
         # the barrier after the first store forgotten: one per step only
         ({w: (b - 1, a) for w, (b, a) in warp_steps_truth().items()}, "'barriers it reaches'"),
     ],
@@ -137,6 +155,19 @@ WRONG = {
             ),
             "out-of-bounds",
         ),
+        # the four elements added in elem_t and widened afterwards: wraps around near 2^32
+        (
+            FOUR_STUB.replace(
+                STUB_LOADS,
+                """    unsigned int i = blockIdx.x * (blockDim.x * 4) + tid;
+    elem_t a = 0;
+    for (unsigned int k = 0; k < 4; ++k)
+        if (i + k * blockDim.x < n) a += x[i + k * blockDim.x];
+    acc_t v = a;
+    // ----""",
+            ),
+            "near 2^32",
+        ),
         # kernel 4's index with four loads: blocks overlap, elements summed twice
         (FOUR.replace("blockIdx.x * (blockDim.x * 4)", "blockIdx.x * (blockDim.x * 2)"), "too large"),
     ],
@@ -144,6 +175,8 @@ WRONG = {
         ({}, "fill in every launch"),
         # threads alone: 2048 / threads, capped at 32 blocks
         ({c: (min(32, 2048 // c[0]),) for c in occupancy_truth()}, "'blocks per SM'"),
+        # the driver's 1 KB per block forgotten: 233 472 / 22 528 = 10 blocks instead of 9
+        ({**occupancy_truth(), (64, 16, 22528): (10,)}, "(64, 16, 22528)"),
     ],
     "any_block": [
         (ANY_BLOCK_STUB, "never reached sdata[0]"),
@@ -188,17 +221,29 @@ WRONG = {
         (ANY_BLOCK.replace("        __syncthreads();\n        len = half;", "        len = half;"), "race"),
     ],
     "grid": [
-        (132 * 8, "partly empty"),  # one wave for blocks of 256 carried over: 640 is not 256
-        (132 * 3 + 100, "partly empty"),
-        (132 * 2, "fewer blocks than they can hold"),
-        (2000, "partly empty"),  # past four waves a partial last wave still leaves SMs idle
-        (-(-50_000_000 // (2 * 640)), "loads only"),  # one pair per thread, as the article launches
-        (0, "a grid is a number of blocks"),
-        ("396", "a grid is a number of blocks"),
+        (2, "fewer than Little's law asks"),  # Little's law with the idle latency: half a wave
+        (1, "fewer than Little's law asks"),
+        (16, "fewer blocks per SM already"),  # "more waves are always faster"
+        (8, "fewer blocks per SM already"),
+        (3, "answer with one of"),
+        (0, "answer with one of"),
+        ("4", "answer with one of"),
     ],
     "shuffle": [
         (SHUFFLE_STUB, "race"),
         (SHUFFLE_STUB.replace(STUB_WARP, SHARED_WARP), "shuffles"),
+        # the whole tree in shared memory first (kernel 3's loop), then shuffles of one lane's sum
+        (
+            SHUFFLE_STUB.replace("s > 32; s >>= 1", "s > 0; s >>= 1").replace(
+                STUB_WARP,
+                """    if (tid < 32) {
+        acc_t w = (tid == 0) ? sdata[0] : 0;
+        for (int d = 16; d > 0; d >>= 1) w += __shfl_down_sync(0xffffffffu, w, d);
+        if (tid == 0) sdata[0] = w;
+    }""",
+            ),
+            "__syncthreads()",
+        ),
         # the thread's own v is stale once the loop has added into sdata[tid]
         (
             SHUFFLE_STUB.replace(

@@ -209,14 +209,27 @@ class TestExercises:
         verdict = str(reduction.exercises.shuffle.check(shared))
         assert "the answer is right" in verdict and "warp 0 made 0 shuffles" in verdict
 
-    def test_the_grid_is_posed_where_the_text_never_launched(self, emulator_backend):
+    def test_the_grid_is_predicted_where_the_text_never_timed(self, emulator_backend):
         ex = reduction.exercises
-        assert ex.GRID_BLOCK not in reduction.ENGINE.version(ex.GRID_VERSION).blocks
-        wave = course.device().sm_count * ex.resident_blocks()
-        assert ex.grid.check(wave).ok and ex.grid.check(2 * wave).ok
-        assert not ex.grid.check(wave + 1).ok and not ex.grid.check(wave - 1).ok
-        verdict = str(ex.grid.check(wave // 3))
-        assert str(wave) not in verdict and str(ex.resident_blocks()) + " per SM" not in verdict
+        assert ex.GRID_BLOCK not in (128,) and ex.GRID_N != 2**26  # the latency table: blocks of 128, 2^26
+        want = ex.grid_model_answer()
+        assert want == 4  # 4 blocks of 512 fill an H100 SM: 16 384 B in flight, past Little's 15 227 B
+        assert ex.grid.check(want).ok
+        assert all(not ex.grid.check(p).ok for p in ex.GRID_PER_SM if p != want)
+        fewer, more = str(ex.grid.check(2)), str(ex.grid.check(8))
+        assert "fewer than Little's law asks" in fewer and "fewer blocks per SM already" in more
+        assert str(course.occupancy.bytes_needed_per_sm()) not in fewer + more  # the rule, not the figure
+
+    def test_shuffle_rejects_the_tree_done_in_shared_memory_first(self, emulator_backend):
+        cheat = next(w for w, why in _solutions().WRONG["shuffle"] if why == "__syncthreads()")
+        verdict = str(reduction.exercises.shuffle.check(cheat))
+        assert not reduction.exercises.shuffle.check(cheat).ok and "reached" in verdict
+
+    def test_four_accepts_16_byte_loads_and_catches_a_sum_that_wraps(self, emulator_backend):
+        sol = _solutions()
+        assert reduction.exercises.four.check(sol.FOUR_VEC).ok  # 512 B per request: 16 sectors, all needed
+        narrow = next(w for w, why in sol.WRONG["four"] if why == "near 2^32")
+        assert not reduction.exercises.four.check(narrow).ok
 
     def test_littles_law_reads_the_device(self, emulator_backend):
         dev = course.device()
@@ -229,6 +242,19 @@ class TestExercises:
         assert not shown.verdict.ok and shown.png.startswith(b"\x89PNG")
         shown = reduction.exercises.shuffle.show(_solutions().SHUFFLE)
         assert shown.verdict.ok and shown.png.startswith(b"\x89PNG")
+
+    def test_the_shuffle_picture_draws_the_last_warp_not_a_tree(self, emulator_backend):
+        import matplotlib.pyplot as plt
+
+        k = reduction.exercises.shuffle.compile(_solutions().SHUFFLE)
+        fig = plt.figure()
+        reduction.exercises._draw_last_warp(fig, k, 64, 128)
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        plt.close(fig)
+        assert sum(lbl.startswith("shfl") for lbl in labels) == 10  # offsets 16 .. 1, two 32-bit halves each
+        assert (
+            sum("shared" in lbl for lbl in labels) == 4
+        )  # sdata[tid], sdata[tid + 32]; lane 0 stores, reads back
 
 
 def test_lanes_per_warp_show_divergence(emulator_backend):

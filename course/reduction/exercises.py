@@ -1,5 +1,5 @@
 """Notebook 05's exercises, on the frame of `course.exercises`: four predictions, three kernels to
-write and a grid to choose, in the order the notebook teaches their ideas.
+write and a grid to predict and measure, in the order the notebook teaches their ideas.
 
     reduction.exercises.any_block.check(mine)   # the verdict: what is wrong, never the answer
     reduction.exercises.any_block.hint()        # one hint more each time
@@ -13,7 +13,6 @@ shared memory (one `acc_t` per thread).
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -81,24 +80,27 @@ ways = Prediction(
 )
 
 
-# ---------------------------------------------------------------- 2. predict: what each warp of kernel 2 runs
+# ---------------------------------------------------------------- 2. predict: what each warp of kernel 1 runs
 
-WARP_STEPS_VERSION, WARP_STEPS_BLOCK = "reduce2", 512  # the text's table: kernel 3 at 256
+WARP_STEPS_VERSION, WARP_STEPS_BLOCK = "reduce1", 512  # the text's table: kernel 3 at 256
 
 
-def warp_steps_truth(block: int = WARP_STEPS_BLOCK) -> dict[int, tuple[int, int]]:
-    """Kernel 2, one block of `block`: warp -> (the __syncthreads() it reaches, the tree steps in
-    which at least one of its lanes adds), counted from the trace (`story.barriers_per_warp`)."""
+def warp_steps_truth(
+    block: int = WARP_STEPS_BLOCK, version: str = WARP_STEPS_VERSION
+) -> dict[int, tuple[int, int]]:
+    """Kernel 1 (or `version`), one block of `block`: warp -> (the __syncthreads() it reaches, the
+    tree steps in which at least one of its lanes adds), counted from the trace
+    (`story.barriers_per_warp`)."""
     from .story import barriers_per_warp
 
     with backend.using("emulator"):
-        rows = barriers_per_warp(WARP_STEPS_VERSION, n=block, block=block)
+        rows = barriers_per_warp(version, n=block, block=block)
     return {int(r["warp"]): (int(r["barriers it reaches"]), int(r["steps in which it adds"])) for r in rows}
 
 
 warp_steps = Prediction(
     key="reduction.warp_steps",
-    title="predict what each warp of kernel 2 runs at a block of 512",
+    title="predict what each warp of kernel 1 runs at a block of 512",
     truth=warp_steps_truth,
     columns=("barriers it reaches", "steps in which it adds"),
     what="warp",
@@ -106,17 +108,17 @@ warp_steps = Prediction(
         "barriers it reaches": "__syncthreads() is in the loop body outside the `if`: every warp runs "
         "the loop, so it reaches the barrier after the first store and one barrier per step, whether "
         "or not one of its lanes adds",
-        "steps in which it adds": "in kernel 2 thread t adds in the step of stride s when 2·s·t < "
-        "blockDim.x; a warp adds in a step when its lowest thread (32·warp) does",
+        "steps in which it adds": "in kernel 1 thread t adds in the step of stride s when t % (2·s) == 0; "
+        "a warp adds in a step when one of its 32 threads does",
     },
     hints=(
         "two questions for each warp: does the warp run the loop at all, and in which of its "
         "iterations does at least one of its lanes pass the `if`?",
         "the table of kernel 3 above counts the same two columns for a block of 256: its first "
-        "column does not depend on the warp. For kernel 2 write the condition 2·s·t < 512 for the "
-        "warp's first thread t = 32·warp",
-        "list the strides s = 1, 2, 4, ... 256 of a block of 512 and, for each, the highest thread "
-        "that adds (256/s − 1): which warps does that reach?",
+        "column does not depend on the kernel's `if`. For the second, the heat map of kernel 1 "
+        "shows which warps add while 2·s is at most 32",
+        "list the strides s = 1, 2, 4, ... 256 of a block of 512; once 2·s is more than 32, at most "
+        "one thread of a warp can pass t % (2·s) == 0: which warps hold such a thread?",
     ),
 )
 
@@ -368,13 +370,18 @@ extern "C" __global__ void reduce4_four(const elem_t* x, acc_t* out, int n) {
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }"""
 
-# (N, block): four elements per thread, so N / (4 block) rounded up blocks; none a multiple of 4 × block
-FOUR_CASES = ((1, 32), (127, 32), (129, 32), (1000, 64), (515, 128), (5000, 256), (4095, 128))
+# (N, block, big): four elements per thread, so N / (4 block) rounded up blocks; none a multiple
+# of 4 × block; `big`: elements near 2^32, so that two or four added in elem_t wrap around
+FOUR_CASES = ((1, 32, False), (127, 32, False), (129, 32, False), (1000, 64, False), (515, 128, False),
+              (5000, 256, False), (4095, 128, False), (777, 64, True))  # fmt: skip
 
 
-def _four_case(n: int, block: int) -> Case:
+def _four_case(n: int, block: int, big: bool = False) -> Case:
     grid = -(-n // (4 * block))
-    x, want = _input(n), _block_sums(n, 4 * block)
+    x = _input(n)
+    if big:
+        x = (np.uint32(2**32 - 1000) + x).astype(np.uint32)
+    want = np.add.reduceat(x.astype(np.int64), np.arange(0, n, 4 * block))
 
     def args() -> tuple[Any, ...]:
         return arrays.asarray(x), arrays.zeros(grid, np.int64), np.int32(n)
@@ -385,31 +392,34 @@ def _four_case(n: int, block: int) -> Case:
             ""
             if (got == want).all()
             else _wrong_block(got, want)
-            + " (rule: block b sums elements 4·b·blockDim.x to 4·(b+1)·blockDim.x − 1)"
+            + " (rule: block b sums elements 4·b·blockDim.x to 4·(b+1)·blockDim.x − 1"
+            + (", each widened to acc_t before it is added: these elements are near 2^32)" if big else ")")
         )
 
-    return Case(
-        f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
-    )
+    label = f"N={n}{' (elements near 2^32)' if big else ''}, {blocks_in_words(grid, block)}"
+    return Case(label, grid, block, args, judge, shared_mem=block * ACC_BYTES)
 
 
 def _coalesced() -> Target:
-    """Every global load request of a warp touches at most 4 sectors of 32 bytes (32 lanes × 4
-    bytes of consecutive words: 128 bytes)."""
+    """Every full-warp global load request touches no more 32-byte sectors than its bytes need
+    (⌈bytes / 32⌉: 4 for 32 lanes × 4 bytes, 16 for 32 lanes × 16 bytes). Requests with idle
+    lanes (a tail) are not judged."""
 
     def measure(trace: Any, k: Kernel) -> str:
         loads = trace.where(op="ld", space="global")
         if not len(loads):
             return "no thread loaded x"
         req = analysis.sectors(loads)
-        worst = int(np.argmax(req.sectors))
-        if req.sectors[worst] > 4:
-            return (f"a load request of warp {int(loads.warp[worst])} (block {int(loads.block[worst])}) touched "
-                    f"{int(req.sectors[worst])} sectors of 32 bytes (at most 4 wanted: its 32 lanes should "
-                    "read 32 neighbouring 4-byte words, 128 bytes)")  # fmt: skip
-        return ""
+        over = np.flatnonzero((req.lanes == 32) & (req.sectors > req.ideal))
+        if not len(over):
+            return ""
+        worst = int(over[np.argmax(req.sectors[over] - req.ideal[over])])
+        return (f"a load request of warp {int(req.warp[worst])} (block {int(req.block[worst])}) asked for "
+                f"{int(req.bytes[worst])} bytes and touched {int(req.sectors[worst])} sectors of 32 bytes "
+                f"(at most {int(req.ideal[worst])} wanted: the bytes its 32 lanes read should lie side by "
+                "side)")  # fmt: skip
 
-    return Target("coalesced: at most 4 sectors per warp load request", measure)
+    return Target("coalesced: no more 32-byte sectors per warp load request than its bytes need", measure)
 
 
 four = KernelExercise(
@@ -428,8 +438,8 @@ four = KernelExercise(
         "kernel 4 gives thread t of block b the elements i and i + blockDim.x, with i = "
         "b·2·blockDim.x + t: each of its two loads covers blockDim.x neighbouring elements. Four "
         "loads work the same way",
-        "none of the cases has N a multiple of 4 × block: each load needs its own check against n "
-        "(kernel 4's fix, cell above), and the sum is widened to acc_t before adding",
+        "none of the cases has N a multiple of 4 × block, and one has elements near 2^32: what did "
+        "kernel 4's fix (the cell above) change in its load, besides the check?",
     ),
 )
 
@@ -439,7 +449,7 @@ four = KernelExercise(
 OCCUPANCY_MODEL = "h100"  # the H100 and H200 models have the same per-SM limits
 # (threads per block, registers per thread, shared bytes per block: static + dynamic)
 OCCUPANCY_CASES = ((64, 16, 512), (32, 28, 256), (256, 64, 0), (128, 32, 40960), (96, 40, 3072),
-                   (1024, 32, 49152), (512, 72, 8192))  # fmt: skip
+                   (1024, 32, 49152), (512, 72, 8192), (64, 16, 22528))  # fmt: skip
 
 
 def occupancy_truth() -> dict[tuple[int, int, int], tuple[int]]:
@@ -467,85 +477,104 @@ blocks_per_sm = Prediction(
         "registers: a warp of a kernel with r registers a thread takes 32·r registers rounded up to "
         "a multiple of 256; a quarter of the SM (16 384 registers) holds a whole number of such warps, "
         "and the SM holds four quarters' worth of warps, in whole blocks",
-        "reduction.occupancy_table() above shows the four limits side by side for kernel 7; "
-        "course.occupancy.calculate(course.device(), threads, registers=r, shared=b) does the same "
-        "arithmetic, if you want to check one limit after predicting it",
+        "reduction.occupancy_table() above shows the four limits side by side for kernel 7. For "
+        "shared memory, read the text again: what does the driver add to each block's bytes?",
     ),
 )
 
 
-# ---------------------------------------------------------------- 7. measure, then choose: reduce_shfl at block 640
+# ---------------------------------------------------------------- 7. predict, then measure: the fewest blocks at full speed
 
-GRID_VERSION = "reduce_shfl"  # kernel 7's grid-stride loop, the block's sum by shuffles: any multiple of 32
-GRID_BLOCK = 640  # the text's launches use 128 (and 32 to 1024, powers of two): 640 threads divide no SM
-GRID_N = 50_000_000  # not the text's 2^26
-MIN_PER_THREAD = 8  # elements a thread should load before its block's tree and its block sum
-
-
-def resident_blocks(block: int = GRID_BLOCK) -> int:
-    """Blocks of reduce_shfl with `block` threads one SM holds at once on the active device (its
-    occupancy API on a GPU, the device model's arithmetic on the emulator)."""
-    return occupancy.resident_blocks(ENGINE.kernel(GRID_VERSION, np.float32), block)
+GRID_VERSION = "reduce7"  # the text's latency table: blocks of 128 at N = 2^26
+GRID_BLOCK = 512
+GRID_N = 2**24
+GRID_PER_SM = (1, 2, 4, 8, 16)  # the grids offered: SMs × this many blocks
+FULL_SPEED = 0.90  # within 10 % of the fastest of the grids offered counts as full speed
+LOADS_IN_FLIGHT = 2  # kernel 7's loop issues two 4-byte loads per thread before it adds them
 
 
-def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
+def grid_bytes_in_flight(per_sm: int, block: int = GRID_BLOCK) -> int:
+    """Bytes of loads each SM has in flight with `per_sm` blocks of kernel 7 per SM on the active
+    device: only the blocks an SM holds at once (`story.holds`) run; the rest wait for a slot."""
+    from .story import holds
+
+    return min(per_sm, holds(block, GRID_VERSION)) * block * LOADS_IN_FLIGHT * 4
+
+
+def grid_model_answer(block: int = GRID_BLOCK) -> int:
+    """The course's wave model: the fewest blocks per SM whose bytes in flight reach Little's law
+    (`occupancy.bytes_needed_per_sm`: the device's bandwidth × DRAM latency / SMs); where none does,
+    the fewest that fill the SM."""
+    need = occupancy.bytes_needed_per_sm()
+    most = max(grid_bytes_in_flight(p, block) for p in GRID_PER_SM)
+    return next(p for p in GRID_PER_SM if grid_bytes_in_flight(p, block) >= min(need, most))
+
+
+def _grid_form(per_sm: Any) -> str:
+    if isinstance(per_sm, bool) or not isinstance(per_sm, (int, np.integer)) or per_sm not in GRID_PER_SM:
+        return f"answer with one of {', '.join(map(str, GRID_PER_SM))} (blocks per SM); got {per_sm!r}"
+    return ""
+
+
+def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
-    per_sm = resident_blocks(block)
-    full = dev.sm_count * per_sm
-    per_thread = -(-n // (blocks * block))
-    head = f"{blocks} blocks of {block}"
+    head = f"{per_sm} block{'s' * (per_sm != 1)} of {block} per SM ({per_sm * dev.sm_count} blocks)"
     if dev.backend == "cupy":
-        return exercises.timed_verdict(_gpu_grid_speeds(int(blocks), full, n, block, runs), blocks, head)
-    note = "(no GPU here: the check is the launch's arithmetic on this device, not a timing)"
-    if per_thread < MIN_PER_THREAD:  # far too many blocks: say that first, not that a wave is partial
+        speeds = _gpu_grid_speeds(n, block, runs)
+        best = max(speeds.values())
+        fewest = next(p for p in GRID_PER_SM if speeds[p] >= FULL_SPEED * best)
+        lines = [f"{head}: {speeds[per_sm]:.0f} GB/s; the fastest of the {len(speeds)} grids: {best:.0f} GB/s "
+                 f"(within {100 - FULL_SPEED * 100:.0f} % counts as full speed)"]  # fmt: skip
+        if per_sm < fewest:
+            lines.append("below full speed: too few loads in flight for the latency under load")
+        elif per_sm > fewest:
+            lines.append("at full speed, but a grid with fewer blocks per SM reaches it too")
+        return Verdict(per_sm == fewest, lines)
+    note = "(no GPU here: checked by the course's wave model on this device, not by a timing)"
+    fly, want = grid_bytes_in_flight(per_sm, block), grid_model_answer(block)
+    if per_sm < want:
         return Verdict(False, [
-            f"{head}: a thread loads only {per_thread} element{'s' * (per_thread != 1)} before its "
-            f"block's tree and block sum (at least {MIN_PER_THREAD} wanted: fewer blocks)", note])  # fmt: skip
-    if problem := exercises.wave_problem(blocks, full):
-        return Verdict(False, [f"{head}: {problem}", note])
-    fly = per_sm * block * 2 * 4  # two 4-byte loads in flight per thread
-    return Verdict(True, [
-        f"{head}: every SM full, whole waves, {per_thread} elements per thread",
-        f"{per_sm} blocks per SM keep {fly} B of loads in flight on each; Little's law asks about "
-        f"{occupancy.bytes_needed_per_sm()} B (this device's memory peak × DRAM latency / SMs)", note])  # fmt: skip
+            f"{head}: each SM keeps {fly} B of loads in flight, fewer than Little's law asks for "
+            "(rule: bytes in flight per SM ≥ bandwidth × latency / SMs; "
+            "course.occupancy.bytes_needed_per_sm() on this device)", note])  # fmt: skip
+    if per_sm > want:
+        return Verdict(False, [
+            f"{head}: {fly} B in flight per SM, but fewer blocks per SM already keep enough in flight "
+            "(rule: once the loads in flight cover the latency, more blocks add no bandwidth; blocks "
+            "past those an SM holds wait for a slot)", note])  # fmt: skip
+    return Verdict(True, [f"{head}: {fly} B of loads in flight per SM, enough for Little's law on "
+                          f"this device ({occupancy.bytes_needed_per_sm()} B)", note])  # fmt: skip
 
 
-def _gpu_grid_speeds(blocks: int, wave: int, n: int, block: int, runs: int) -> dict[int, float]:
-    """GB/s of reduce_shfl's launch with `blocks` blocks of `block`, half a wave, one wave, two
-    waves and one pair per thread (GPU only; float32 input)."""
+def _gpu_grid_speeds(n: int, block: int, runs: int) -> dict[int, float]:
+    """GB/s of kernel 7 (uint32 in, long long sums, blocks of `block`) on n elements with SMs × p
+    blocks for each p of GRID_PER_SM (GPU only; inputs rotated past L2)."""
     from .. import bench
+    from .story import _inputs
 
-    grids = tuple(dict.fromkeys((blocks, max(1, wave // 2), wave, 2 * wave, -(-n // (2 * block)))))
-    speeds = _grid_speeds(grids, n, block, runs)
+    xs = _inputs(n)
+    sms = backend.device().sm_count
+    speeds = {}
+    for p in GRID_PER_SM:
+        launches = [ENGINE.plan(GRID_VERSION, x, block=block, grid=sms * p).launches[0] for x in xs]
+        speeds[p] = 4 * n / bench.median_us(launches, runs=runs) / 1e3
+    del xs
     bench.free_gpu_memory()
     return speeds
 
 
-def _grid_speeds(grids: tuple[int, ...], n: int, block: int, runs: int) -> dict[int, float]:
-    from .. import bench
-
-    x = arrays.asarray(np.random.default_rng(0).standard_normal(n, dtype=np.float32))
-    k = ENGINE.kernel(GRID_VERSION, np.float32)  # not a template: any block that is a multiple of 32
-
-    def launch(grid: int) -> Callable[[], None]:
-        out = arrays.zeros(grid, np.float32)
-        return lambda: k((grid,), (block,), (x, out, np.int32(n)))
-
-    return {g: 4 * n / statistics.median(bench.time_runs([launch(g)], runs=runs)) / 1e6 for g in grids}
-
-
 grid = Choice(
     key="reduction.grid",
-    title="choose reduce_shfl's grid for blocks of 640",
-    allowed=exercises.grid_form,
+    title="predict the fewest blocks per SM at which kernel 7 runs at full speed (blocks of 512, N = 2^24)",
+    allowed=_grid_form,
     judge=_judge_grid,
     hints=(
-        "a grid-stride loop covers any N with any grid: the grid decides how many loads are in "
-        "flight at once on each SM, and whether every SM has the same work",
-        "an SM runs as many blocks at once as fit in its threads (and block slots); blocks beyond "
-        "that wait for a slot and run as a later wave",
-        "course.device() gives the SMs of this device; 640 does not divide an SM's threads, so "
-        "round the blocks per SM down",
+        "first the occupancy: how many blocks of 512 threads does one SM hold at once? Blocks past "
+        "those wait for a slot and add no loads in flight",
+        "then the bytes: each thread of kernel 7 has two 4-byte loads in flight per loop iteration; "
+        "multiply by the threads an SM runs at each grid",
+        "the latency table above sets bytes in flight per SM against the share of the copy reached: "
+        "find the bytes in flight from which the speed stops rising by much",
     ),
 )
 
@@ -598,12 +627,20 @@ def _shuffle_case(n: int, block: int) -> Case:
 
 
 def _last_warp() -> Target:
-    """Warp 0 of block 0, from its first shuffle on: at least 5 shuffles, each lane loads shared
+    """Warp 0 of block 0: no more __syncthreads() than kernel 5's loop has (so the tree below 64
+    sums cannot be done in shared memory first); from its first shuffle on, at least 5 shuffles, each lane loads shared
     memory at most twice (sdata[tid], sdata[tid + 32]; reading back what the warp stored there
     does not count), and at most one lane stores to it (the block's sum in sdata[0])."""
 
     def measure(trace: Any, k: Kernel) -> str:
         w0 = trace.where(block=0, warp=0)
+        block = trace.threads_per_block
+        most = 1 + max(0, int(math.log2(block)) - 6)  # the store's barrier, one per step while s > 32
+        bars = int((w0.opcode == "bar.sync").sum())
+        if bars > most:
+            return (f"warp 0 of a block of {block} reached {bars} __syncthreads() (at most {most}: the "
+                    "one after the store and one per shared-memory step while s > 32; below that the "
+                    "warp's halvings are shuffles, not shared-memory steps)")  # fmt: skip
         shuffles = w0.op == "shfl"
         if shuffles.sum() < 5:
             return (f"warp 0 made {int(shuffles.sum())} shuffles (at least 5 wanted, one per halving "
@@ -635,6 +672,41 @@ def _last_warp() -> Target:
                   "once, at most one shared store", measure)  # fmt: skip
 
 
+def _draw_last_warp(fig: Any, k: Kernel, block: int, n: int) -> None:
+    """Warp 0 of block 0 after its last __syncthreads(), instruction by instruction (shared loads
+    and stores, shuffles, warp syncs): which of its 32 lanes take part, from the trace. A shuffle
+    row is a halving in registers; a shared row is a trip through shared memory."""
+    grid = -(-n // (2 * block))
+    args = (arrays.asarray(np.ones(n, np.uint32)), arrays.zeros(grid, np.int64), np.int32(n))
+    t = k.trace((grid,), (block,), args, shared_mem=block * ACC_BYTES, blocks=[0])
+    w0 = t.where(block=0, warp=0)
+    bars = np.flatnonzero(w0.opcode == "bar.sync")
+    tail = w0.select(w0.epoch > w0.epoch[bars[-1]]) if len(bars) else w0
+    keep = (tail.space == "shared") | (tail.op == "shfl")
+    rows = tail.select(keep)
+    ax = fig.add_subplot()
+    if not len(rows):
+        ax.text(0.5, 0.5, "warp 0 touches no shared memory and makes no shuffle after its last barrier",
+                ha="center", va="center")  # fmt: skip
+        ax.set_axis_off()
+        return
+    lanes = rows.lanes()[:, :32].astype(float)
+    kinds = [f"{op} {'shared' if sp == 'shared' else 'register'}" if op != "shfl" else "shfl (register)"
+             for op, sp in zip(rows.op, rows.space)]  # fmt: skip
+    colour = np.array([2.0 if kd.startswith("shfl") else 1.0 for kd in kinds])[:, None]
+    ax.imshow(np.where(lanes > 0, colour, np.nan), cmap="coolwarm", vmin=0.5, vmax=2.5, aspect="auto")
+    ax.set_yticks(
+        range(len(rows)), [f"{kd} (line {int(line)})" for kd, line in zip(kinds, rows.line)], fontsize=8
+    )
+    ax.set_xticks(range(0, 32, 4))
+    ax.set_xlabel("lane of warp 0 (coloured: takes part)")
+    ax.set_title(
+        f"your last warp: block 0 of {block}, warp 0 after its last __syncthreads()\n"
+        "red: a shuffle, register to register (a long long moves as two 32-bit shuffles); "
+        "blue: a shared-memory access"
+    )
+
+
 shuffle = KernelExercise(
     key="reduction.shuffle",
     title="kernel 5's last warp with shuffles",
@@ -644,7 +716,7 @@ shuffle = KernelExercise(
     cases=lambda: [_shuffle_case(*c) for c in SHUFFLE_CASES],
     targets=(_last_warp(),),
     timing=_speed(256, 2, "reduce5"),
-    draw=_draw_tree(64, 128, 2, sums=False),
+    draw=lambda fig, k: _draw_last_warp(fig, k, 64, 128),
     hints=(
         "the shared-memory steps of the last warp race (the checker says where): a shuffle hands a "
         "value from one lane's register to another's, with the synchronisation built in",
