@@ -5,10 +5,14 @@
 1. The compiled code (SASS) of the kernels the bytes-in-flight section times, read with
    `cuobjdump -sass` from the cubin the course's NVRTC makes for this GPU's architecture: how many
    global loads (LDG) each thread issues before the first instruction that uses one (a shared
-   store STS, or the copy's global store STG), and how the loads fall into batches. The notebook
-   says: transpose_rows 32×8 issues its 4 loads before its first STS; 64×8 issues 4, stores, then
-   the other 4; transpose_vec 32×16 issues all 8 first; the copy and the one-word kernels 1.
-   Needs no GPU (NVRTC and cuobjdump only): run it anywhere to check the compiler's side.
+   store STS, or the copy's global store STG), how the loads fall into batches, and the most loads
+   a thread has on their way at once: by the instruction order (a load is out until the first
+   instruction that reads its register) and by the scoreboards of the instructions' control bits
+   (a load is out until an instruction waits on its scoreboard). The notebook says: transpose_rows
+   32×8 issues its 4 loads before its first STS; 64×8 issues 4, waits for the first alone (its
+   scoreboard), then issues the other 4: up to 7 out at once; transpose_vec 32×16 issues all 8
+   first; the copy and the one-word kernels 1. Needs no GPU (NVRTC, cuobjdump and nvdisasm only):
+   run it anywhere to check the compiler's side.
 2. On a GPU: the in-flight table's timings repeated, so that the spread of "% of copy" is known
    (the notebook compares rows a few % apart).
 3. On a GPU with ncu: the warps' stall reasons (barrier against long scoreboard, i.e. waiting for a
@@ -72,13 +76,15 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def sass_of_course_kernels(arch: str) -> dict[str, list[str]]:
-    """transpose.cu (float elements, every template the tables time) for `arch`: each function's SASS."""
+def sass_of_course_kernels(arch: str, keep: Path | None = None) -> dict[str, list[str]]:
+    """transpose.cu (float elements, every template the tables time) for `arch`: each function's
+    SASS (the whole listing, with the encodings, kept in `keep` if given)."""
     from course import compiler
 
     opts = compiler.compile_options((f"-arch={arch}", "-DELEM=float"))
     return facts.sass(
-        compiler.compile_cubin(compiler.read_kernel("transpose.cu"), "transpose.cu", opts, TEMPLATES)
+        compiler.compile_cubin(compiler.read_kernel("transpose.cu"), "transpose.cu", opts, TEMPLATES),
+        keep=keep,
     )
 
 
@@ -90,6 +96,72 @@ def mangled_names() -> dict[str, str]:
     lowered = compiler.compile_ptx(src, filename="transpose.cu", options=("-DELEM=float",),
                                    name_expressions=TEMPLATES).lowered_names  # fmt: skip
     return {label: lowered.get(expr, expr) for label, expr in SASS_KERNELS}
+
+
+def outstanding_by_order(code: list[str]) -> int:
+    """The most global loads a thread has issued and not yet used, at any point of the program: a
+    load counts from its LDG to the first instruction that reads (or overwrites) its register."""
+    out: set[str] = set()
+    most = 0
+    for ins in code:
+        body = re.sub(r"^@!?P\d\s+", "", ins)
+        op, _, operands = body.partition(" ")
+        regs = re.findall(r"\bR\d+\b", operands)
+        stores = op.startswith(("STS", "STG", "ST.", "ST "))
+        out -= set(regs if stores else regs[1:]) | (set() if stores or not regs else {regs[0]})
+        if op.startswith("LDG"):
+            out.add(regs[0])
+            most = max(most, len(out))
+    return most
+
+
+def control(hi: int) -> dict[str, int]:
+    """The scheduling fields of an sm_70+ instruction, from the high 64 bits of its 128-bit word:
+    bits 105-125 of the instruction (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+    Microbenchmarking", 2018): stall cycles, yield, the scoreboard a variable-latency result sets
+    (write barrier, 7 = none), the one a source read releases, and the mask of scoreboards the
+    instruction waits for. Checked here against the registers: every use of a loaded register
+    waits on that load's scoreboard (`outstanding_by_scoreboard` says when it does not)."""
+    c = hi >> 41
+    return {"stall": c & 0xF, "write": (c >> 5) & 7, "read": (c >> 8) & 7, "wait": (c >> 11) & 0x3F}
+
+
+def sass_with_control(text: str) -> dict[str, list[tuple[str, int]]]:
+    """Each function's (instruction, high 64 bits of its encoding) from cuobjdump -sass's listing."""
+    out = {}
+    for f in re.split(r"\n\s*Function : ", "\n" + text)[1:]:
+        name = f.split("\n", 1)[0].strip()
+        pairs = re.findall(
+            r"/\*[0-9a-f]{4,}\*/\s+([^;]*);\s*/\* 0x[0-9a-f]{16} \*/\s*/\* (0x[0-9a-f]{16}) \*/", f
+        )
+        out[name] = [(ins.strip(), int(hi, 16)) for ins, hi in pairs]
+    return out
+
+
+def outstanding_by_scoreboard(code: list[tuple[str, int]]) -> tuple[int, bool]:
+    """(the most global loads on their way at once, by the scoreboards the code waits on; whether
+    the decoding agrees with the registers: each instruction that reads a loaded register waits on,
+    or has already waited on, that load's scoreboard). DEPBAR.LE SBk, N lowers SBk's count to N."""
+    board: dict[int, list[str]] = {}  # scoreboard -> the registers of the loads still counted on it
+    most, agrees = 0, True
+    for ins, hi in code:
+        ctl = control(hi)
+        body = re.sub(r"^@!?P\d\s+", "", ins)
+        op, _, operands = body.partition(" ")
+        regs = re.findall(r"\bR\d+\b", operands)
+        for sb in range(6):
+            if ctl["wait"] >> sb & 1:
+                board.pop(sb, None)
+        if op.startswith("DEPBAR") and (m := re.search(r"SB(\d),\s*(\d+)", operands)):
+            sb, keep = int(m[1]), int(m[2])
+            board[sb] = board.get(sb, [])[len(board.get(sb, [])) - keep :] if keep else []
+        read = set(regs if op.startswith(("STS", "STG", "ST.", "ST ")) else regs[1:])
+        if any(r in read for regs_on in board.values() for r in regs_on):
+            agrees = False
+        if op.startswith("LDG") and ctl["write"] != 7:
+            board.setdefault(ctl["write"], []).append(regs[0])
+            most = max(most, sum(map(len, board.values())))
+    return most, agrees
 
 
 def load_batches(code: list[str]) -> dict[str, object]:
@@ -116,7 +188,8 @@ def load_batches(code: list[str]) -> dict[str, object]:
             size, pending = 0, set()
     if size:
         batches.append(size)
-    return {**counts, "batches": batches, "before first use": batches[0] if batches else 0}
+    return {**counts, "batches": batches, "before first use": batches[0] if batches else 0,
+            "most out": outstanding_by_order(code)}  # fmt: skip
 
 
 def part_sass() -> None:
@@ -126,24 +199,31 @@ def part_sass() -> None:
     say(f"Architecture {arch} (from {where}); cubin from the course's NVRTC (`course.compiler.compile_cubin`), "
         "float elements, read with `cuobjdump -sass`.")  # fmt: skip
     say()
-    try:
-        funcs = sass_of_course_kernels(arch)
-    except Exception as exc:
-        say(f"**NOT CHECKED**: {type(exc).__name__}: {exc}")
-        return
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = Path(tmp) / "sass.txt"
+        try:
+            funcs = sass_of_course_kernels(arch, keep=listing)
+        except Exception as exc:
+            say(f"**NOT CHECKED**: {type(exc).__name__}: {exc}")
+            return
+        encoded = sass_with_control(listing.read_text())
     names = mangled_names()
-    say("| kernel | LDG | STS | STG | BAR | loads before the first use | batches of loads |")
-    say("|---|---|---|---|---|---|---|")
+    say("| kernel | LDG | STS | STG | BAR | loads before the first use | batches of loads | most loads out: "
+        "by order | by scoreboard |")  # fmt: skip
+    say("|---|---|---|---|---|---|---|---|---|")
     found = {}
     for label, _ in SASS_KERNELS:
         code = funcs.get(names[label])
         if code is None:
-            say(f"| {label} | not in the cubin ({names[label]}) | | | | | |")
+            say(f"| {label} | not in the cubin ({names[label]}) | | | | | | | |")
             continue
         f = load_batches(code)
+        most, agrees = outstanding_by_scoreboard(encoded.get(names[label], []))
+        f["most out, scoreboard"] = most if agrees else None
         found[label] = f
+        board = f"{most}" if agrees else f"{most} (**the decoding disagrees with the registers: ignore**)"
         say(f"| {label} | {f['LDG']} | {f['STS']} | {f['STG']} | {f['BAR']} | {f['before first use']} | "
-            f"{' + '.join(map(str, f['batches']))} |")  # fmt: skip
+            f"{' + '.join(map(str, f['batches']))} | {f['most out']} | {board} |")  # fmt: skip
     say()
     expect = {"copy": 1, "transpose_padded": 1, "transpose_rows 32×32": 1, "transpose_rows 32×16": 2,
               "transpose_rows 32×8": 4, "transpose_rows 64×8": 4, "transpose_vec 32×16": 8}  # fmt: skip
@@ -151,10 +231,16 @@ def part_sass() -> None:
         got = found.get(label, {}).get("before first use")
         verdict = "as the notebook says" if got == want else "**DIFFERS FROM THE NOTEBOOK: fix its text**"
         say(f"- {label}: {got} loads before the first use (notebook: {want}): {verdict}")
-    rows64 = found.get("transpose_rows 64×8", {}).get("batches")
+    rows64 = found.get("transpose_rows 64×8", {})
     say(
-        f"- transpose_rows 64×8 batches: {rows64} (notebook: two batches of 4, [4, 4])"
-        + ("" if rows64 == [4, 4] else " **DIFFERS: fix the notebook's sentence**")
+        f"- transpose_rows 64×8 batches: {rows64.get('batches')} (notebook: 4, then 4 more once the first is back)"
+        + ("" if rows64.get("batches") == [4, 4] else " **DIFFERS: fix the notebook's sentence**")
+    )
+    out = (rows64.get("most out"), rows64.get("most out, scoreboard"))
+    say(
+        f"- transpose_rows 64×8, most loads on their way at once, by order / by scoreboard: {out[0]} / {out[1]} "
+        "(notebook: up to 7, 28 B per thread)"
+        + ("" if out == (7, 7) else " **DIFFERS: fix the notebook's sentence**")
     )
     say()
 

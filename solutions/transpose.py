@@ -29,14 +29,14 @@ BATCHED = BATCHED_STUB.replace(
 )
 
 SOLUTIONS = {
-    "sectors": sector_truth(),  # {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    "sectors": sector_truth(),  # {(64, 4): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
     "store": STORE,
     "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x32: (2, 1), 64x16: (1, 2), 16x8: (2, 2)
     "banks": BANKS,
     "flight": flight_truth(),  # padded 64x4: (4, 8); rows 16x16: (4, 8); vec 32x32: (16, 2), 8x32: (64, 8)
     "batched": BATCHED,
     "order": order_truth(),  # vec 512x256: (256, 512); grouped 256x1024: (128, 1024), 128x2048: (256, 512)
-    "block": (32, 4),  # 64 KB in flight per SM; (64, 16) and (64, 4) pass too
+    "block": (32, 4),  # 64 KB in flight per SM; (64, 4) passes too (on a GPU: within 10 % of the fastest)
 }
 
 _SECTORS = sector_truth()
@@ -48,11 +48,20 @@ WRONG = {
     "sectors": [
         # the text's 32 x 8 answer for every block: the writes are named, not their counts
         ({k: (4.0, 32.0) for k in _SECTORS}, "'writes: sectors per request' is not what the trace counts"),
+        # "a 64-wide block reads two rows": the warp is 32 lanes, one row of 64 x 4
+        ({**_SECTORS, (64, 4): (8.0, 16.0)}, "(64, 4): 'reads: sectors per request'"),
         # reads always coalesced (4): wrong only at 4 x 64, where a warp reads 8 rows
         ({k: (4.0, v[1]) for k, v in _SECTORS.items()}, "'reads: sectors per request'"),
-        ({(32, 8): (4, 32)}, "fill in every block"),
+        ({(64, 4): (4, 32)}, "fill in every block"),
     ],
     "store": [
+        # one test on the flat index: nothing past the end of out, but columns >= m wrap into the next row
+        (
+            STORE.replace(
+                "if (c0 + y + j < n && r0 + x + k < m)", "if ((c0 + y + j) * m + r0 + x + k < n * m)"
+            ),
+            "its row and its column each against out's own bounds",
+        ),
         # the second half of the tile's rows (k = 32) forgotten in the test
         (STORE.replace("r0 + x + k < m)", "r0 + x < m)"), "out-of-bounds"),
         # m and n swapped: the store's coordinates against the wrong sides of out
@@ -76,6 +85,15 @@ WRONG = {
         ({}, "fill in every launch"),
     ],
     "banks": [
+        # the conflict serialised by hand: 8 loads of 4 lanes each, every one clean, 8 wavefronts in all
+        (
+            BANKS_STUB.replace(
+                "if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];",
+                "elem_t v = 0;\n    for (int p = 0; p < 8; ++p) if (i == p) v = tile[p][j];\n"
+                "    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = v;",
+            ),
+            "not be split into accesses of a few lanes",
+        ),
         # the text's padding by one word: 4-way at 32 x 8
         (BANKS_STUB.replace("tile[8][32];   ", "tile[8][32 + 1];"), "bank conflict"),
         # no tile at all: no bank can conflict, but the stores go down a column of out
@@ -111,7 +129,7 @@ WRONG = {
                 """    for (int k = 0; k < 4; ++k)
         if (r0 + y + 8 * k < m && c0 + x < n) tile[y + 8 * k][x] = in[(r0 + y + 8 * k) * n + c0 + x];""",
             ),
-            "batched",
+            "nothing in this source makes it",
         ),
         # no bounds test on the loads: the edge blocks read past the matrix
         (BATCHED.replace("r0 + y + 8 * k < m && c0 + x < n ? in", "true ? in"), "out-of-bounds"),
@@ -131,6 +149,7 @@ WRONG = {
         ({}, "fill in every launch"),
     ],
     "block": [
+        ((64, 16), "at most 512 threads"),  # 32 KB in flight, but blocks of 1024 threads (step 3)
         ((32, 16), "B in flight per SM"),  # the text's 16 KB: Little's law alone, not twice it
         ((16, 16), "B in flight per SM"),
         ((64, 8), "pick one of the blocks"),  # the text's answer is not among the options

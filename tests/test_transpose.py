@@ -481,13 +481,14 @@ STORE_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, co
 def test_the_sector_prediction_counts_from_traces_and_never_says_the_counts():
     assert tx.naive_sectors((8, 32)) == (4.0, 8.0) and tx.naive_sectors((4, 64)) == (8.0, 4.0)
     truth = tx.sector_truth()
-    assert truth == {(32, 8): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    assert truth == {(64, 4): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    assert (32, 8) not in truth  # the text's block: sectors_table prints its counts
     old_start = {
-        (32, 8): (4, 32),
+        (64, 4): (4, 32),
         (16, 16): (4, 32),
         (8, 32): (4, 32),
         (4, 64): (4, 32),
-    }  # the old notebook's
+    }  # the text's 32 × 8 counts everywhere
     text = str(tx.sectors.check(old_start))
     assert "(16, 16): 'writes: sectors per request'" in text and "the rule:" in text
     assert "16" not in text.split("the rule:")[1].split("(stuck?")[0].replace("(16, 16)", "")
@@ -542,6 +543,44 @@ def test_the_bank_exercise_takes_a_swizzle_and_names_the_conflict(emulator_backe
     assert "'no bank conflicts' is not met: line 9" in padded and "4 wavefronts" in padded
 
 
+def test_a_conflict_split_by_hand_is_still_a_conflict(emulator_backend):
+    """The bank exercise's cheat (the expert read's T115): the 8-way load done as 8 loads of 4 lanes,
+    each clean, costs the warp 8 wavefronts for 32 words; edge warps with few lanes are not judged."""
+    cheat = tx.BANKS_STUB.replace(
+        "if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = tile[i][j];",
+        "elem_t v = 0;\n    for (int p = 0; p < 8; ++p) if (i == p) v = tile[p][j];\n"
+        "    if (c0 + j < n && r0 + i < m) out[(c0 + j) * m + r0 + i] = v;",
+    )
+    text = str(tx.banks.check(cheat))
+    assert "8 instructions and 8 wavefronts, where its 32 words need 1" in text, text
+    one_row = np.arange(40, dtype=np.float32).reshape(1, 40)  # every warp an edge warp: 4 loads of few lanes
+    t = transpose.trace("transpose_rows", one_row, block=(32, 8)).launches()[0]
+    assert tx.no_bank_conflicts().measure(t, transpose.kernel("transpose_rows", np.float32, (32, 8))) == ""
+
+
+def test_the_store_exercise_says_its_own_rule_under_the_checkers(emulator_backend):
+    flat = tx.STORE_STUB.replace(STORE_TEST, "if ((c0 + y + j) * m + r0 + x + k < n * m)")
+    text = str(tx.store.check(flat))  # no access past out, but columns >= m wrap into the next row
+    assert "the checker found a bug" in text and "[race]" in text
+    assert text.index("in this exercise: ") > text.index("use an atomic")  # after the checker's advice
+    assert "its row and its column each against out's own bounds" in text
+
+
+def test_the_panel_and_show_draw_every_word_of_a_32_way_tower(emulator_backend):
+    from matplotlib.figure import Figure
+
+    from course import draw
+    from course.transpose import topic
+
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    t = transpose.trace("transpose_article", a, block=(32, 32)).launches()[0]
+    ax = Figure().add_subplot()
+    topic.picture(ax, t, transpose.ENGINE.version("transpose_article"))
+    assert draw.MAX_STACK == 16  # put back
+    assert not any("words" in x.get_text() for x in ax.texts)  # no cut stack with its height written
+    assert "32-way" in ax.get_title()
+
+
 def test_the_targets_read_the_trace(emulator_backend):
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     conflicts, coalesced = tx.no_bank_conflicts(), tx.coalesced()
@@ -577,7 +616,10 @@ def test_the_block_choice_is_the_launch_arithmetic_on_the_emulator(emulator_back
     fly = {b: tx.in_flight(b)["B in flight per SM"] for b in tx.BLOCK_OPTIONS}
     assert fly == {(16, 16): 8192, (32, 16): 16384, (64, 16): 32768, (32, 4): 65536, (64, 4): 131072}
     passing = {b for b in tx.BLOCK_OPTIONS if tx.block.check(b).ok}
-    assert passing == {(64, 16), (32, 4), (64, 4)}
+    assert passing == {(32, 4), (64, 4)}  # (64, 16) keeps 32 KB in flight, but in blocks of 1024 threads
+    assert "at most 512 threads" in str(tx.block.check((64, 16)))
+    assert "2 of the 5 blocks meet this arithmetic" in str(tx.block.check((64, 4)))  # never which
+    assert "(32, 4)" not in str(tx.block.check((64, 4)))
     assert tx.block.check([32, 4]).ok  # a list is a tuple
     assert "pick one of the blocks" in str(tx.block.check((64, 8)))  # the text's answer is no option
 
@@ -621,3 +663,27 @@ def test_the_sass_reader_finds_batches():
     got = script.load_batches(code)
     assert got["batches"] == [4, 4] and got["before first use"] == 4
     assert (got["LDG"], got["STS"], got["BAR"]) == (8, 3, 1)
+    assert got["most out"] == 7  # R11-R13 still out when R20-R23 are issued
+
+
+def test_the_sass_reader_follows_the_scoreboards():
+    """The control bits of sm_70+ SASS: 4 loads on scoreboards 2, 4, 5, 5; a store waits on 2 alone;
+    4 more loads; then the rest: 7 loads out at once; a use that does not wait is caught."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_transpose.py"
+    spec = importlib.util.spec_from_file_location("gpu_facts_transpose", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    def hi(write: int = 7, wait: int = 0) -> int:
+        return ((wait << 11) | (7 << 8) | (write << 5)) << 41
+
+    code = [(f"LDG.E R{10 + i}, desc[UR4][R2.64]", hi(write=sb)) for i, sb in enumerate((2, 4, 5, 5))]
+    code += [("STS [R0], R10", hi(wait=1 << 2))]
+    code += [(f"LDG.E R{20 + i}, desc[UR4][R4.64]", hi(write=3)) for i in range(4)]
+    code += [("STS [R0+0x80], R11", hi(wait=1 << 4)), ("STS [R0+0x100], R12", hi(wait=1 << 5 | 1 << 3))]
+    assert script.control(hi(write=3, wait=0b100100)) == {"stall": 0, "write": 3, "read": 7, "wait": 0b100100}
+    assert script.outstanding_by_scoreboard(code) == (7, True)
+    assert script.outstanding_by_scoreboard(code[:4] + [("STS [R0], R10", hi())]) == (4, False)

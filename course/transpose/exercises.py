@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from matplotlib.patches import Rectangle
 from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..gpu import Kernel
+from .pictures import draw_bank_access
 from .story import (
     first_trace,
     index_matrix,
@@ -43,7 +45,8 @@ def _cdiv(a: int, b: int) -> int:
 
 # ---------------------------------------------------------------- 1. predict, then check: sectors
 
-SECTOR_BLOCKS = ((32, 8), (16, 16), (8, 32), (4, 64))  # all 256 threads: only the shape changes
+SECTOR_BLOCKS = ((64, 4), (16, 16), (8, 32), (4, 64))  # all 256 threads: only the shape changes; not the
+# text's 32 × 8, whose counts sectors_table prints
 SECTOR_COLUMNS = ("reads: sectors per request", "writes: sectors per request")
 
 
@@ -94,14 +97,40 @@ sectors = Prediction(
 # ---------------------------------------------------------------- the targets both kernels are held to
 
 
+def _split_by_hand(trace: Any, bc: np.recarray) -> str:
+    """ "" unless a warp's shared loads (or stores) take more wavefronts, all its instructions
+    together, than its words need (a wavefront serves 128 bytes): a conflict split by hand into
+    instructions of a few lanes each costs as many wavefronts as the conflict, each one clean.
+    Only full warps are judged (every global access with 32 lanes): at the matrix's edges a warp's
+    instructions have few lanes because the matrix does."""
+    glob = analysis.sectors(trace)
+    short = glob.event[glob.lanes < 32]
+    edge = set(zip(trace.block[short].tolist(), trace.warp[short].tolist()))
+    for op, what in (("ld", "loads from"), ("st", "stores to")):
+        mine = bc[bc.op == op]
+        for b, w in sorted(set(zip(mine.block.tolist(), mine.warp.tolist())) - edge):
+            rows = mine[(mine.block == b) & (mine.warp == w)]
+            need = int(-(-int((rows.lanes * rows.lane_bytes).sum()) // 128))
+            took = int(rows.ways.sum())
+            if took > need:
+                return (
+                    f"warp {w} of block {b} {what} the tile in {len(rows)} instructions and {took} wavefronts, where "
+                    f"its {int(rows.lanes.sum())} words need {need}: each instruction is clean, but the warp still "
+                    "waits for as many wavefronts as a conflict costs. Rule: a warp's 32 words must fall in 32 "
+                    "different banks in one access, not be split into accesses of a few lanes"
+                )
+    return ""
+
+
 def no_bank_conflicts() -> Target:
-    """Every shared-memory access of a warp in one wavefront per phase: no bank conflicts."""
+    """Every shared-memory access of a warp in one wavefront per phase, and each warp's accesses
+    together in no more wavefronts than its words need: no bank conflicts, none split by hand."""
 
     def measure(trace: Any, k: Kernel) -> str:
         bc = analysis.bank_conflicts(trace)
         bad = bc[bc.extra > 0]
         if not len(bad):
-            return ""
+            return _split_by_hand(trace, bc)
         worst = bad[np.argmax(bad.ways)]
         what = "load from" if worst.op == "ld" else "store to"
         lines = sorted(set(bad.line.tolist()))
@@ -271,7 +300,31 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     )
 
 
-store = KernelExercise(
+@dataclass(eq=False)
+class RuledKernelExercise(KernelExercise):
+    """A kernel exercise whose own rule follows any finding of the checker: the checker's advice
+    is written for every kernel (a race: an atomic, or one element per block), this kernel's is not."""
+
+    checker_rule: str = ""
+
+    def grade(self, answer: Any) -> Verdict:
+        verdict = super().grade(answer)
+        if (
+            not verdict.ok
+            and self.checker_rule
+            and any("the checker found a bug" in ln for ln in verdict.lines)
+        ):
+            verdict.lines.insert(1, f"in this exercise: {self.checker_rule}")
+        return verdict
+
+
+STORE_RULE = (
+    "the advice above is the checker's, for any kernel. Here every element of out has one writer by design, so "
+    "an out-of-bounds store or a race means the store's test lets through an element it should not write. "
+    "Rule: a store tests the element of out it writes, its row and its column each against out's own bounds"
+)
+
+store = RuledKernelExercise(
     key="transpose.store",
     title="fix the store's bounds test on a 64 × 32 tile",
     kernel="transpose_mine",
@@ -281,6 +334,7 @@ store = KernelExercise(
     targets=(coalesced(),),
     timing=_speed(STORE_TILE),
     draw=_draw_store,
+    checker_rule=STORE_RULE,
     hints=(
         "run transpose.exercises.store.show(mine): which elements of out does the bottom-right block "
         "store, and which should it?",
@@ -382,10 +436,10 @@ def _draw_banks(fig: Any, k: Kernel) -> None:
     if len(bc):
         tied = np.flatnonzero(bc.ways == bc.ways.max())
         worst = tied[bc.line[tied] == bc.line[tied].max()][0]  # the later line (the load), its first warp
-        draw.warp_access(ax2, t, int(bc.event[worst]))
+        draw_bank_access(ax2, t, int(bc.event[worst]))  # all 32 words of a tower, as the notebook draws them
         what = "load from" if bc.op[worst] == "ld" else "store to"
-        ax2.set_title(f"its worst warp instruction, a {what} the tile (line {bc.line[worst]}): lanes onto banks",
-                      fontsize=9)  # fmt: skip
+        ax2.set_title(f"its worst warp instruction, a {what} the tile (line {bc.line[worst]}): lanes onto banks\n"
+                      f"{ax2.get_title().split(chr(10))[-1]}", fontsize=9)  # fmt: skip
     else:
         ax2.set_axis_off()
 
@@ -415,6 +469,9 @@ banks = KernelExercise(
 
 CHOICE_SHAPE = (4096, 16384)  # int32: not the text's 8192² float32
 NEED_TIMES = 4  # without a GPU: at least this many times the read side's Little's law, at the launch's peak
+MAX_THREADS = (
+    512  # without a GPU: blocks of 1024 threads (2 per SM) lost to blocks of 256 at the same bytes in flight
+)
 CHOICE_DTYPE = np.int32
 BLOCK_OPTIONS = (
     (16, 16),
@@ -467,6 +524,13 @@ def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, 
             block,
             f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix",
         )
+    if bx * by > MAX_THREADS:
+        return Verdict(False, [
+            f"block {bx}×{by} is {bx * by} threads: an SM holds only {resident_blocks(bx * by, rows_kernel(block).static_shared_bytes)} such blocks, and the "
+            "measured bytes in flight (step 3) lost points with blocks of 1024 threads against blocks of 256 moving "
+            f"the same bytes in flight. Rule: without a GPU to time it, pick a block of at most {MAX_THREADS} threads",
+            "(no GPU here: the check is the launch's arithmetic, not a timing)",
+        ])  # fmt: skip
     fly = in_flight(block)
     little = read_bytes_needed_per_sm()
     need = NEED_TIMES * little
@@ -478,7 +542,24 @@ def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, 
         f"{need} B (its loads stop at the barrier, and a busy memory answers later than an idle one)",
         "(no GPU here: the check is the launch's arithmetic, not a timing)",
     ]
-    return Verdict(fly["B in flight per SM"] >= need, lines)
+    ok = fly["B in flight per SM"] >= need
+    if ok:
+        lines.append(
+            f"{_arithmetic_passes()} of the {len(BLOCK_OPTIONS)} blocks meet this arithmetic; it rules blocks out, "
+            "it does not rank the rest. On a GPU the check times all five and passes a block within 10 % of the fastest"
+        )
+    return Verdict(ok, lines)
+
+
+@functools.cache
+def _arithmetic_passes() -> int:
+    """How many of BLOCK_OPTIONS meet the emulator's rules (at most MAX_THREADS threads, and the
+    bytes in flight): the verdict says more than one may pass, never which."""
+    need = NEED_TIMES * read_bytes_needed_per_sm()
+    return sum(
+        bx * by <= MAX_THREADS and in_flight((bx, by))["B in flight per SM"] >= need
+        for bx, by in BLOCK_OPTIONS
+    )
 
 
 def _gpu_block_speeds(shape: tuple[int, int], runs: int) -> dict[tuple[int, int], float]:
@@ -511,7 +592,8 @@ block = Choice(
         "transpose_rows with block (bx, by) moves a bx × bx tile: each thread loads bx / by words "
         "before its barrier. An SM holds at most 2048 threads and 32 blocks",
         "transpose.littles_law() does Little's law with the device's figures; the in-flight table and its "
-        "timings show how far past it a launch with a barrier must go. Count each block's bytes in flight",
+        "timings show how far past it a launch with a barrier must go, and what blocks of 1024 threads cost. "
+        "Count each block's bytes in flight and its threads",
     ),
 )
 
@@ -592,8 +674,9 @@ def _program_order(trace: Any) -> list[tuple[int, int, np.ndarray]]:
 
 
 def loads_batched() -> Target:
-    """Every warp issues all its global loads before its first store to shared memory: the loads
-    are in flight together whatever the compiler does."""
+    """Every warp issues all its global loads before its first store to shared memory, in program
+    order (the source, as the emulator runs it): the loads are in flight together whatever the
+    compiler does. The compiler may batch an interleaved loop too; the exercise asks the source to."""
 
     def measure(trace: Any, k: Kernel) -> str:
         for b, w, rows in _program_order(trace):
@@ -606,13 +689,17 @@ def loads_batched() -> Target:
             late = [r for r in ld.tolist() if pos[int(r)] > first_st]
             if late:
                 return (
-                    f"warp {w} of block {b} stores to the tile (line {trace.line[st[0]]}) before its load on line "
-                    f"{trace.line[late[0]]} is issued: {len(late)} of its {len(ld)} loads wait for a "
-                    "store that waits for a load. Rule: issue every load into registers first, then stash"
+                    f"in program order (the source as you wrote it, which the emulator runs), warp {w} of block {b} "
+                    f"stores to the tile (line {trace.line[st[0]]}) before its load on line {trace.line[late[0]]} is "
+                    f"issued: {len(late)} of its {len(ld)} loads come after a store that waits for a load. A compiler "
+                    "may move them up (ptxas did for transpose_rows on sm_90, in the SASS), but nothing in this source "
+                    "makes it. Rule: issue every load into registers first, then stash"
                 )
         return ""
 
-    return Target("batched: every load of a warp issued before its first store to the tile", measure)
+    return Target(
+        "batched: in program order, every load of a warp issued before its first store to the tile", measure
+    )
 
 
 def _draw_batched(fig: Any, k: Kernel, shape: tuple[int, int] = (64, 64)) -> None:
@@ -714,4 +801,4 @@ order = Prediction(
     ),
 )
 
-EXERCISES = (sectors, store, ways, banks, flight, batched, order, block)
+EXERCISES = (sectors, store, ways, banks, batched, flight, block, order)  # the notebook's order

@@ -262,11 +262,18 @@ def draw_tile_read(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64,
     """Warp 0's first read of the shared tile in block 0, lane by lane (`draw.warp_access`): the
     bank each lane's word is in; a tower of k words under one bank is a k-way conflict."""
     t = _tile_trace(name, block, shape)
-    event = int(np.flatnonzero((t.op == "ld") & (t.warp == 0))[0])
+    draw_bank_access(ax, t, int(np.flatnonzero((t.op == "ld") & (t.warp == 0))[0]))
+
+
+def draw_bank_access(ax: Any, t: Trace, event: int) -> Any:
+    """One warp's shared-memory access (`event` of trace `t`) lane by lane onto the banks, with every
+    word of a tower drawn (up to 32: `draw.warp_access` alone cuts a stack at 16 and writes its
+    height) and a title that says the ways in words. Used by the notebook's tile pictures, the
+    panel and the bank exercise's `show`, so that a 32-way tower is drawn the same everywhere."""
     saved = draw.MAX_STACK
     draw.MAX_STACK = 32  # every word of a 32-way tower drawn, not a cut stack and a count
     try:
-        draw.warp_access(ax, t, event)
+        drawn = draw.warp_access(ax, t, event)
     finally:
         draw.MAX_STACK = saved
     for text in ax.texts:  # 3-digit word numbers would run into the next bank's box
@@ -274,8 +281,10 @@ def draw_tile_read(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64,
             text.set_fontsize(min(text.get_fontsize(), 6.5))
     bc = analysis.bank_conflicts(t)
     ways = int(bc.ways[bc.event == event][0])
+    what = "read of" if t.op[event] == "ld" else "store to"
     ax.set_title(
-        f"{t.kernel}, warp 0's read of the tile\n32 lanes → {ways}-way: the fullest bank holds {ways} "
-        f"word{'s' * (ways > 1)}, read in {ways} pass{'es' * (ways > 1)}{' (no conflict)' if ways == 1 else ''}",
+        f"{t.kernel}, warp {int(t.warp[event])}'s {what} the tile\n32 lanes → {ways}-way: the fullest bank holds "
+        f"{ways} word{'s' * (ways > 1)}, served in {ways} pass{'es' * (ways > 1)}{' (no conflict)' if ways == 1 else ''}",
         fontsize=9,
     )
+    return drawn

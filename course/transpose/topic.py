@@ -358,8 +358,14 @@ def picture_event(t: Trace, v: Version) -> int:
 def picture(ax: Any, t: Trace, v: Version) -> Any:
     """One warp instruction of block 0 up close (`draw.warp_access`): its 32 lanes onto the
     shared-memory banks of the tile read (a tower of 32 words in one bank is a 32-way conflict),
-    or, for the naive versions, onto the 32-byte sectors of their strided access."""
-    return draw.warp_access(ax, t, picture_event(t, v))
+    or, for the naive versions, onto the 32-byte sectors of their strided access. A tile read
+    is drawn as the notebook draws it (`pictures.draw_bank_access`: all 32 words of a tower)."""
+    event = picture_event(t, v)
+    if t.space[event] == "shared":
+        from .pictures import draw_bank_access  # pictures imports this module: not at the top
+
+        return draw_bank_access(ax, t, event)
+    return draw.warp_access(ax, t, event)
 
 
 def metrics(t: Trace, v: Version) -> dict[str, Any]:

@@ -182,13 +182,13 @@ transpose.sectors_table(["copy", "transpose_naive", "transpose_naive_cols"])
 # the end, lists what is done.
 #
 # **Exercise 1. Predict, then check: sectors per request.** The naive kernel takes any 2-D block.
-# With 256 threads shaped 32 × 8, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its
+# With 256 threads shaped 64 × 4, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its
 # reads and its writes take (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`,
 # `y = l / bx`. Fill in (reads, writes) for each block in place of the `None`s; the check counts
 # them from traces and names the block and the column that is off, with the rule for it.
 
 # %%
-my_sectors = {(32, 8): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
+my_sectors = {(64, 4): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
 transpose.exercises.sectors.check(my_sectors)
 
 # %% [markdown]
@@ -308,8 +308,10 @@ transpose.unchecked(a)
 # %% [markdown]
 # The checker names the first thread that writes past the end of `tr_matrix` (thread (0, 17) of
 # block (3, 0): output row 96 + 17 = 113, one past the last), the line and the index, and counts
-# the threads that did the same. Because a write out of bounds can poison a GPU's context, the
-# course runs such a kernel only on the emulator.
+# the threads that did the same in the part of the launch that ran: the emulator stops a launch at
+# its first out-of-bounds access, so the count is not the whole grid's, and the loads past the
+# bottom of `matrix` (the last row of blocks, rows 1111 to 1119) never ran. Because a write out of
+# bounds can poison a GPU's context, the course runs such a kernel only on the emulator.
 
 # %% [markdown]
 # **Exercise 2. Fix: the store's test, on a rectangular tile.** This kernel moves a tile of 64 rows × 32
@@ -473,9 +475,11 @@ transpose.draw_banks(axes[1], "transpose_padded", (32, 32))
 transpose.bank_table()
 
 # %% [markdown]
-# The padding cures the 32 × 32 block only. With 32 × 8 a warp reads 8 rows of 4 columns: word
-# `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the sums 0 … 10 take
-# up to 4 words each: 4-way. The kernels below fix that by keeping the tile square.
+# The padding cures the 32 × 32 block, but not every block. With 32 × 8 a warp reads 8 rows of
+# 4 columns: word `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the
+# sums 0 … 10 take up to 4 words each: 4-way. (The comment in the source above says which shapes
+# the padding does cure; exercise 3 puts that to work.) The kernels below fix the 32 × 8 block by
+# keeping the tile square.
 
 # %% [markdown]
 # **Exercise 3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
@@ -576,23 +580,6 @@ transpose.in_flight_table()
 # says **at most**: it counts every thread of the SM as having issued all its loads with none back
 # yet, which is the peak of a block's life, not its average.
 #
-# **Exercise 5. Predict, then check: bytes in flight.** For four launches the table does not show,
-# predict the bytes one thread loads before its barrier and the blocks an SM holds, as
-# (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile; `transpose_vec`'s block
-# (32 / VEC, ROWS) shares out its fixed 64 × 64 tile;
-# `course.device().describe()` lists the SM's limits. The check counts them from the traces and
-# the device's limits.
-
-# %%
-my_flight = {
-    ("transpose_padded", (64, 4)): (None, None),
-    ("transpose_rows", (16, 16)): (None, None),
-    ("transpose_vec", (32, 32)): (None, None),
-    ("transpose_vec", (8, 32)): (None, None),
-}
-transpose.exercises.flight.check(my_flight)
-
-# %% [markdown]
 # **Are a thread's loads really in flight together?** Not because the source says so. In
 # `transpose_rows` each load is followed at once by its store into the tile, and a store must wait
 # for its load; if the machine code kept that order, a thread would have one load in flight at a
@@ -601,19 +588,23 @@ transpose.exercises.flight.check(my_flight)
 # `scripts/gpu_facts_transpose.py` reads it with `cuobjdump -sass` from the cubin the course
 # compiles for sm_90 (NVRTC of CUDA 13): `transpose_rows` 32 × 8 issues its 4 global loads (`LDG`)
 # before its first shared store (`STS`), and 32 × 16 its 2: batched. At 64 × 8 it issues 4,
-# stores the first, and only then issues the other 4: two round trips of 4 loads, 16 bytes in
-# flight per thread at a time, not the table's 32. `transpose_vec` (below) writes its loads as a
-# phase of their own, every word into a register before any is stored, and its SASS issues all 8
-# loads first: written as a phase of its own, the batching is the source's doing, not the compiler's.
+# waits for the first of them to store it, then issues the other 4 before it stores the rest: up
+# to 7 loads (28 bytes per thread) on their way at once, not the table's 8 (32 bytes), and a round
+# trip to memory before the second 4 go out. (The script reads which loads each store waits for
+# from the instructions' scoreboards: the first store waits for the first load alone.)
+# `transpose_vec` (below) writes its loads as a phase of their own, every word into a register
+# before any is stored, and its SASS issues all 8 loads first: written as a phase of its own, the
+# batching is the source's doing, not the compiler's.
 #
-# **Exercise 6. Write it: the load phase, batched.** Fill in the kernel's load phase for a 32 × 32
+# **Exercise 5. Write it: the load phase, batched.** Fill in the kernel's load phase for a 32 × 32
 # tile and a block of 32 × 8 threads: each thread loads its 4 words of `in` into `v`, **every load
 # issued before any value is used**, then stashes `v` into the tile. The check runs your kernel on
 # the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 32⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
 # 31 × 33, 33 × 31, 70 × 45 and 250 × 197, compares with NumPy, and holds it to three targets read
-# from the trace: **batched** (each warp issues all its global loads before its first store to the
-# tile), **no bank conflicts**, and **coalesced** global loads and stores. `.show(mine)` draws
-# warp 0's instructions in order.
+# from the trace: **batched** (in program order, as you write it: each warp issues all its global
+# loads before its first store to the tile; ptxas may batch an interleaved loop too, as it did
+# `transpose_rows`, but the exercise asks the source to), **no bank conflicts**, and
+# **coalesced** global loads and stores. `.show(mine)` draws warp 0's instructions in order.
 
 # %%
 mine = r"""
@@ -651,6 +642,23 @@ print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
 # A 2-D grid of 2 × 18 blocks, one per 64 × 64 tile, whatever the block's shape: the block only
 # decides how many words each thread moves (here 8).
 #
+# **Exercise 6. Predict, then check: bytes in flight.** For four launches the in-flight table does
+# not show, predict the bytes one thread loads before its barrier and the blocks an SM holds, as
+# (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile; `transpose_vec`'s block
+# (32 / VEC, ROWS) shares out its fixed 64 × 64 tile (the source above);
+# `course.device().describe()` lists the SM's limits. The check counts them from the traces and
+# the device's limits.
+
+# %%
+my_flight = {
+    ("transpose_padded", (64, 4)): (None, None),
+    ("transpose_rows", (16, 16)): (None, None),
+    ("transpose_vec", (32, 32)): (None, None),
+    ("transpose_vec", (8, 32)): (None, None),
+}
+transpose.exercises.flight.check(my_flight)
+
+# %% [markdown]
 # ### Bytes in flight and barriers, measured
 #
 # The launches of the in-flight table, timed at 8192² float32 in one run, beside the device copy
@@ -673,20 +681,19 @@ transpose.in_flight_speed()
 #    conflict at 32 × 32 and a 4-way one at 32 × 8; yet 32 × 32 is the slower, about
 #    55 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×32 --> of the copy against
 #    65 %<!-- from in_flight_speed: % of copy @ kernel=transpose_padded 32×8 -->. What differs is the
-#    block: 1024 threads, so an SM holds only 2, and a block's place on the SM is free for a new
-#    one only when its last warp is done. The copy kernel, with no barrier at all (a warp stores as
-#    soon as its own load is back), loses even more with the same two blocks per SM:
+#    block: 1024 threads, 32 warps that all wait at the barrier for the block's slowest load, and
+#    past it the block only stores, with no load in flight; an SM holds 2 such blocks. Nsight
+#    Compute on this H100 (`scripts/gpu_facts_transpose.py`) measures that difference: more warps
+#    waiting at the barrier per instruction issued at 32 × 32 than at 32 × 8 (7.8 against 5.2),
+#    with as many warps active (87 % and 86 % of the SM's slots), so the SM is not short of warps:
+#    more of them are waiting at the barrier. `transpose_rows` 32 × 32, one word per thread in
+#    blocks of 1024 too, lands beside `transpose_padded` 32 × 32. Blocks of 1024 cost the copy
+#    kernel too, which has no barrier (a warp stores as soon as its own load is back):
 #    62 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×32 --> at 32 × 32 against
-#    75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> at 32 × 8. So on this
-#    H100 most of what 1024 threads cost is the big block itself, barrier or not; a likely part is
-#    that an SM holding 2 blocks idles half its threads while the slowest warps of one finish, and
-#    8 blocks of 256 are rarely all near their end at once. The barrier is there too: a block
-#    issues its loads, every warp waits at the barrier for the block's slowest load, and past it
-#    the block only stores, with no load in flight. Nsight Compute on this H100
-#    (`scripts/gpu_facts_transpose.py`) counts more warps waiting at the barrier per instruction
-#    issued at 32 × 32 than at 32 × 8 (7.8 against 5.2), with as many warps active (87 % and 86 %
-#    of the SM's slots). `transpose_rows` 32 × 32, one word per thread in blocks of 1024 too, lands
-#    beside `transpose_padded` 32 × 32.
+#    75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> at 32 × 8. Why is not
+#    measured here (a guess, untested: an SM with 2 blocks has half its slots held by a block whose
+#    last warps are still finishing); it says only that the barrier need not be all of what 1024
+#    threads cost `transpose_padded`.
 # 4. **More bytes in flight, one barrier per block.** `transpose_rows` at 32 × 16 (16 KB at most)
 #    reaches about 79 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×16 --> of the
 #    copy, at 32 × 8 (32 KB) about 94 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 32×8 -->.
@@ -697,13 +704,14 @@ transpose.in_flight_speed()
 #    average; and a memory under load answers later than the 350 ns of an idle one, so Little's
 #    law with the idle latency asks too little. A launch with a barrier needs several times that
 #    figure at its peak. `transpose_rows` 64 × 8 is faster again,
-#    96 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->, though its SASS
-#    keeps 16 bytes per thread in flight at a time, as 32 × 8 does: each thread moves twice the
-#    words between its block's start and its barrier's wait, so the phases of step 3 cost less per
-#    byte.
+#    96 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->. Two things differ
+#    from 32 × 8, and these timings do not separate them: its SASS lets a thread have up to 7 loads
+#    (28 B) on their way at once, against 4 (16 B), though in two round trips; and each thread
+#    moves twice the words between its block's start and its barrier's wait, so the barrier's
+#    phase of step 3 comes half as often per byte.
 # 5. **Batched, checked in the SASS.** `transpose_vec` 32 × 16 against `transpose_rows` 64 × 8: the
 #    same 64 × 64 tile, the same 512 threads, the same 8 words per thread; vec issues its 8 loads at
-#    once, rows in two batches of 4. On this H100 they tie: vec
+#    once, rows 4 and then, once the first is back, 4 more. On this H100 they tie: vec
 #    95.9 %<!-- from in_flight_speed: % of copy @ kernel=transpose_vec 32×16 --> of the copy, rows
 #    96.3 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->, and three repeated
 #    runs of `scripts/gpu_facts_transpose.py` move each by up to 0.7 points, with rows ahead in
@@ -719,9 +727,11 @@ transpose.in_flight_speed()
 # 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
 # bx × bx tile, bx / by words per thread (of these, only 32 × 16 is in the tables above). On a GPU
 # the check times every one of them at that shape and passes yours within 10 % of the fastest.
-# Without one it does the arithmetic: the bytes your launch keeps in flight per SM at most (loaded
-# per thread before the barrier, times the threads an SM holds) must reach four times what
-# Little's law asks for the reads with the device's figures (`transpose.littles_law()`).
+# Without one it can only rule blocks out, with the two lessons of the measured table: the bytes
+# your launch keeps in flight per SM at most (loaded per thread before the barrier, times the
+# threads an SM holds) must reach four times what Little's law asks for the reads with the
+# device's figures (`transpose.littles_law()`), and a block of 1024 threads is out (step 3). More
+# than one block may pass that; the GPU's timing is what ranks them.
 
 # %%
 my_block = None  # a tuple (bx, by)
@@ -812,11 +822,15 @@ transpose.launch_table()
 # launch, not the kernel.
 #
 # **How the article timed it.** `cudaEventRecord` before and after one launch, the very first:
-# with CUDA's lazy loading (the default since CUDA 12.2) that launch also loads the kernel onto the
-# GPU, and one sample says nothing about the spread. Between the first record and the launch the
-# article calls `cudaEventQuery(kernel_start)` and describes it as recording the start without
-# blocking; it records nothing: it asks whether the work before the event has finished and returns
-# at once (`cudaErrorNotReady` if not). `cudaEventRecord` does the recording. The
+# with CUDA's lazy loading (the default on Linux since CUDA 12.2, on Windows since 12.3) that
+# launch also loads the kernel onto the GPU; the article's 2022 Windows toolkit loaded modules
+# eagerly, but a first launch is still a cold one, and one sample says nothing about the spread.
+# Between the first record and the launch the article calls `cudaEventQuery(kernel_start)`, an
+# idiom (Fan Zheyong's *CUDA 编程：基础与实践*, ch. 5, writes it the same way): on a GPU in WDDM
+# mode, as under Windows, the driver batches work, and the query pushes the batch out so that the
+# start event is submitted before the kernel. The call is right; the article's description of it,
+# recording the start without blocking, is not: `cudaEventRecord` does the recording, and the query
+# only asks whether the work before the event has finished, returning at once. The
 # timings below follow the rules of `course.bench`: warm-up launches, the median of 20 or more
 # CUDA-event timings, inputs rotated so that none is in the L2 cache, a device-to-device copy of the
 # same bytes and CuPy's `cupy.ascontiguousarray(a.T)` in the same run. The article's host code has
@@ -901,13 +915,21 @@ transpose.speed_table()
 # copy. The 16384² rows read the same, with `transpose_grouped` the fastest by 0.6 points there. At
 # 1111 × 113 every row is a few microseconds again.
 #
-# **What to call outside the course.** `cupy.ascontiguousarray(a.T)` is what CuPy gives you: its
-# elementwise copy walks the output in order and reads `a.T` through its strides, as
-# `transpose_naive_cols` does (and with more index arithmetic per element), which is why it sits
-# between the two naive kernels, below even `transpose_naive_cols`, and far from the tiles. For a transpose that matters, use a tiled kernel
-# like `transpose_grouped`, or a library's tensor permutation (cuTENSOR's `cutensorPermute`, which
-# CuPy reaches through `cupyx.cutensor` where cuTENSOR is installed; not measured in this table),
-# rather than an elementwise copy through strides.
+# **What to call outside the course.** `cupy.ascontiguousarray(a.T)` is what CuPy gives you: an
+# elementwise copy, a 1-D kernel over consecutive elements of the output, reading `a.T` through
+# its strides, as `transpose_naive_cols` does; it sits between the two naive kernels, below even
+# `transpose_naive_cols`. This notebook does not measure why; a likely part is the block's shape:
+# the warps of CuPy's 1-D block all read down the same column of `a`, and the other 7 words of
+# each sector they fetch belong to output rows written by other blocks, while
+# `transpose_naive_cols`' 32 × 8 block holds the 8 output rows that share those sectors (the reuse
+# the coalescing section guessed at). cuBLAS has a transpose of its own:
+# `cupy.cublas.geam("T", "N", 1.0, a, 0.0, out, out=out)` computes `out = 1·aᵀ + 0·out`, for
+# float32 and float64 only (so no row at the int32 size), timed in the table as
+# `cupy.cublas.geam`.<!-- GPU run: read the geam row here against transpose_grouped and CuPy -->
+# For a transpose that matters, use a tiled kernel like `transpose_grouped`, cuBLAS's `geam`, or
+# a library's tensor permutation (cuTENSOR's `cutensorPermute`, which CuPy reaches through
+# `cupyx.cutensor` where cuTENSOR is installed; not measured here), rather than an elementwise
+# copy through strides.
 #
 # **Against N.** From the article's 1111 × 113 to 16384², float32, beside the device copy (read +
 # write) and the datasheet peak, drawn as lines:
@@ -940,9 +962,11 @@ transpose.plot_speed(ax, records)
 #   per thread keeps 8 KB at most, and still stops at 55 to
 #   75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> of the copy: a loaded
 #   memory answers later than an idle one, a block with a barrier has no load in flight once past
-#   it, and blocks of 1024 threads (two per SM) cost more again, barrier or not. Several words per
-#   thread (`transpose_rows`), loads issued before the barrier (checked in the SASS, not read from
-#   the source) and 64 × 64 tiles keep tens of KB. Visiting the tiles down whole tile columns, which
+#   it, and blocks of 1024 threads (two per SM) cost more again: more of their warps wait at the
+#   barrier (measured with Nsight Compute), and the barrier-free copy kernel loses with them too,
+#   for a reason not measured here. Several words per thread (`transpose_rows`), loads issued
+#   before the barrier (checked in the SASS, not read from the source) and 64 × 64 tiles keep tens
+#   of KB. Visiting the tiles down whole tile columns, which
 #   writes the output front to back, won 3 points on the H200 where it was tuned and none
 #   measurable on this H100 at 8192². On this H100 that takes the transpose from about 33 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 -->
 #   of the copy (the article's kernel at 8192²) to about
