@@ -465,6 +465,9 @@ def test_the_timing_tables_on_a_gpu(cupy_backend):
         "transpose_rows 32×8",
     }
     assert {r["shape"] for r in transpose.speed_table(shapes=(((1111, 113), "int32"),))} == {"1111×113"}
+    floats = transpose.speed_table(shapes=(((1024, 1024), "float32"), ((1111, 113), "int32")))
+    geam = [r for r in floats if r["kernel"] == transpose.story.GEAM]  # cuBLAS's transpose, float only
+    assert [r["dtype"] for r in geam] == ["float32"] and geam[0]["µs"] > 0
     records = transpose.speed_against_n(shapes=((1111, 113), (1024, 1024)))
     assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.story.SWEEP_VERSIONS)
 
