@@ -216,7 +216,7 @@ WRONG.update({
         (
             PROPAGATE.replace("int i = tile + blockIdx.x * blockDim.x + threadIdx.x;", "int i = blockIdx.x * blockDim.x + threadIdx.x;")
             .replace("if (i < n) y[i]", "if (i >= tile && i < n) y[i]"),
-            "must start past tile 0",
+            "The grid covers only N − tile threads",
         ),
         # indexed from 0, the add made safe for tile 0: every thread of the N - tile grid works in tile 0
         (

@@ -566,9 +566,9 @@ def _propagate_case(n: int, tile: int, block: int) -> Case:
                 )
             return (
                 "y is unchanged: no thread read or wrote an element of y past the first tile, and every "
-                "element of tile t ≥ 1 gets the scanned total of the tiles before it. The grid has a thread "
-                "for each element past the first tile only, ⌈(N − tile) / block⌉ blocks: an index that "
-                "starts at 0 puts every thread in tile 0, so the index must start past tile 0"
+                "element of tile t ≥ 1 gets the scanned total of the tiles before it. The grid covers only "
+                "N − tile threads, ⌈(N − tile) / block⌉ blocks, one per element past the first tile: "
+                "which elements do your threads' indices reach?"
             )
         i = int(bad[0])
         t = i // tile

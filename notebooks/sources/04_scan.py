@@ -647,13 +647,14 @@ scan.exercises.banks.check(my_ways)
 source.show("scan.cu", "warp_scan", "block_exclusive_scan")
 
 # %% [markdown]
-# `warp_scan` is the fixed Kogge-Stone above with the shared array replaced by the lanes'
-# registers: the same loop over offsets 1, 2, 4, 8, 16, the same test (`lane >= offset`) around the
-# add, and no `__syncthreads()`, because the shuffle itself is the exchange. `block_exclusive_scan`
-# uses shared memory only to pass each warp's total across warps (one word per warp), where
-# Kogge-Stone over 128 threads in shared memory passes 14 barriers (two a step) and moves every
-# element through shared memory at each. From the trace of `scan_tiles` on one tile (a block of 64 threads, 2048 elements, each thread's
-# 32 summing to 1, so that a number counts the threads a partial sum covers), warp 1's shuffles:
+# `warp_scan` is the fixed Kogge-Stone above with the shared array replaced by the lanes' registers:
+# the same loop over offsets 1, 2, 4, 8, 16, the same test (`lane >= offset`) around the add, and no
+# `__syncthreads()`, because the shuffle itself is the exchange. `block_exclusive_scan` uses shared
+# memory only to pass each warp's total across warps (one word per warp), where Kogge-Stone over 128
+# threads in shared memory passes 14 barriers (two a step) and moves every element through shared
+# memory at each. From the trace of `scan_tiles` on one tile (a block of 64 threads, 2048 elements,
+# each thread's 32 summing to 1, so that a number counts the threads a partial sum covers), warp 1's
+# shuffles:
 
 # %%
 fig, ax = plt.subplots(figsize=(13, 5))
@@ -837,10 +838,11 @@ scan.draw_lookback(b, window=1)
 # Left: each tile reads all its predecessors' words in **one** load (tile 11 reads tiles 0–10),
 # finds only aggregates and tile 0's prefix, adds them and is done: one round trip each. Right:
 # thread 0 walks back a word at a time; tile 1 finds tile 0's prefix at once and publishes its own,
-# and the prefixes spread upward while the later tiles are still walking: tile 11 reads tiles 10,
-# 9, … 5 (six loads) before it meets a prefix. The emulator's steps are instructions, not time: on
-# a GPU each load is a round trip to the L2 cache, a few hundred cycles (the course's model takes
-# 200 ns; a model figure, not measured here), so the loads are what count. Counted for 40 tiles of 2048 elements:
+# and the prefixes spread upward while the later tiles are still walking: tile 11 reads tiles 10, 9,
+# … 5 (six loads) before it meets a prefix. The emulator's steps are instructions, not time: on a
+# GPU each load is a round trip to the L2 cache, a few hundred cycles (the course's model takes 200
+# ns; a model figure, not measured here), so the loads are what count. Counted for 40 tiles of 2048
+# elements:
 
 # %%
 scan.lookback_table()
@@ -854,23 +856,23 @@ scan.lookback_table()
 # ### Exercise 8 · Count, then choose: lookback's block for N = 300 000
 #
 # The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); whether that
-# choice suits a small scan is for you to find. At N = 300 000 (1.2 MB, a size a copy moves in a
-# few microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and
-# give with it the two counts your choice rests on: the **tiles** the block makes at this N, and
-# the **windows** of 32 predecessors the last tile's look-back reads (the look-back table above).
-# At this N every tile is resident at once whatever the block, and two costs move in opposite
-# directions with it. Small tiles are many: the last tile's look-back reads its windows one L2
-# round trip after another. Large tiles are few: with fewer tiles than SMs some SMs idle, and each
-# busy SM has more bytes to move. How fast one SM moves them is not something this notebook
-# measures: the course's model assumes each busy SM gets its share of the DRAM's bandwidth (the
-# bandwidth / the SMs), and that is an assumption. A GPU reaches its bandwidth only with every SM
-# pulling, but one SM with a whole tile in flight can pull more than its share (Little's law,
-# further down: some 8 KB in flight per SM sustains that share on an H100, and a tile of 128
-# threads puts 16 KB in flight). The check first holds your counts to your block; then on a GPU it
-# times every block at this N and passes yours within 10 % of the fastest; without one it adds the
-# model's two parts (the busiest SM's tiles, read and written, at its share of the bandwidth; 200 ns a window,
-# the model's round trip) and passes the blocks within half a microsecond of the best, about the
-# 10 % a GPU allows on a scan of a few microseconds. Replace each `None`.
+# choice suits a small scan is for you to find. At N = 300 000 (1.2 MB, a size a copy moves in a few
+# microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and give
+# with it the two counts your choice rests on: the **tiles** the block makes at this N, and the
+# **windows** of 32 predecessors the last tile's look-back reads (the look-back table above). At
+# this N every tile is resident at once whatever the block, and two costs move in opposite
+# directions with it. Small tiles are many: the last tile's look-back reads its windows one L2 round
+# trip after another. Large tiles are few: with fewer tiles than SMs some SMs idle, and each busy SM
+# has more bytes to move. How fast one SM moves them is not something this notebook measures: the
+# course's model assumes each busy SM gets its share of the DRAM's bandwidth (the bandwidth / the
+# SMs), and that is an assumption. A GPU reaches its bandwidth only with every SM pulling, but one
+# SM with a whole tile in flight can pull more than its share (Little's law, further down: some 8 KB
+# in flight per SM sustains that share on an H100, and a tile of 128 threads puts 16 KB in flight).
+# The check first holds your counts to your block; then on a GPU it times every block at this N and
+# passes yours within 10 % of the fastest; without one it adds the model's two parts (the busiest
+# SM's tiles, read and written, at its share of the bandwidth; 200 ns a window, the model's round
+# trip) and passes the blocks within half a microsecond of the best, about the 10 % a GPU allows on
+# a scan of a few microseconds. Replace each `None`.
 
 # %%
 my_choice = {"block": None, "tiles": None, "windows": None}  # the block, its tiles at N, the last tile's windows
@@ -939,27 +941,26 @@ scan.panel(version="lookback", n=65536, block=128)
 scan.one_block_table()
 
 # %% [markdown]
-# Read the µs column against the copy's first row. On this H100 the copy of 4 KB (8 KB moved)
-# takes 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, about what any launch
-# costs, so read each kernel by what it takes above that. Kogge-Stone takes
-# 4.42 µs<!-- from one_block_table: µs @ version=kogge_stone -->, 1.1 above the copy's; its
+# Read the µs column against the copy's first row. On this H100 the copy of 4 KB (8 KB moved) takes
+# 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, about what any launch costs, so
+# read each kernel by what it takes above that. Kogge-Stone takes 4.42
+# µs<!-- from one_block_table: µs @ version=kogge_stone -->, 1.1 above the copy's; its
 # double-buffered form 3.97 µs<!-- from one_block_table: µs @ version=kogge_stone_double_buffer -->,
-# 0.6 above it, the fastest of the one-block kernels; Brent-Kung
-# 4.64 µs<!-- from one_block_table: µs @ version=brent_kung -->, 1.3 above it. The double
-# buffer's lead is the one difference the counts predict: half Kogge-Stone's barriers (10 against
-# 20 at N = 1024, the steps-against-work table), and every barrier is a wait for every warp of the
-# block; its steps and additions are Kogge-Stone's. Brent-Kung passes as many barriers as
-# Kogge-Stone (20, over twice the steps) for under a quarter of the additions, and takes no less: in this
-# run the barriers, not the additions, set the one-block times. Blelloch, with its second launch, takes
-# 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any
-# of these differences. This is one run of each, medians without their spread, so differences of
-# a few tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes
-# 7.97 µs<!-- from one_block_table: µs @ version=cupy.cumsum -->, slower here than every course
-# kernel but the naive one. The naive scan takes several times longer,
-# 18.5 µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a
-# row, each addition waiting for a load. And
-# one block uses one of the GPU's SMs (`course.device()` says how many there are). That is why the
-# article's kernels are where a scan starts, not where it ends.
+# 0.6 above it, the fastest of the one-block kernels; Brent-Kung 4.64
+# µs<!-- from one_block_table: µs @ version=brent_kung -->, 1.3 above it. The double buffer's lead
+# is the one difference the counts predict: half Kogge-Stone's barriers (10 against 20 at N = 1024,
+# the steps-against-work table), and every barrier is a wait for every warp of the block; its steps
+# and additions are Kogge-Stone's. Brent-Kung passes as many barriers as Kogge-Stone (20, over twice
+# the steps) for under a quarter of the additions, and takes no less: in this run the barriers, not
+# the additions, set the one-block times. Blelloch, with its second launch, takes 7.01
+# µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any of
+# these differences. This is one run of each, medians without their spread, so differences of a few
+# tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes 7.97
+# µs<!-- from one_block_table: µs @ version=cupy.cumsum -->, slower here than every course kernel
+# but the naive one. The naive scan takes several times longer, 18.5
+# µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a row,
+# each addition waiting for a load. And one block uses one of the GPU's SMs (`course.device()` says
+# how many there are). That is why the article's kernels are where a scan starts, not where it ends.
 #
 # **The whole scan, against N.** The two versions that scan any N, with the copy, `cupy.cumsum`
 # and CUB's `DeviceScan`, float32 from 2^16 to 2^28 (the table at three sizes, the plot at all):
