@@ -34,7 +34,7 @@ from .topic import (
     version,
 )
 
-SECTORS_VERSIONS = ("copy", *STORY)  # the copy first: the ceiling every version is measured against
+SECTORS_VERSIONS = ("copy", *STORY)  # the copy first: the read + write copy every version is held against
 BANK_CASES = (
     ("transpose_article", (32, 32)), ("transpose_article", (16, 16)),
     ("transpose_tiled", (32, 32)), ("transpose_tiled", (32, 8)),

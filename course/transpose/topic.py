@@ -5,8 +5,9 @@ Every version moves an m × n matrix of 4-byte words (float32 or int32) into an 
 out[c][r] = a[r][c]; nothing is computed, only the addressing changes. `run` returns the
 transposed matrix as a NumPy array of the input's dtype.
 
-The copy (`copy` in transpose.cu) is the ceiling, not a transpose, so it is not a version: the
-story launches it by hand (`story.copy_kernel`), and the benchmark's ceiling is a device copy.
+The copy (`copy` in transpose.cu) is a read + write copy, not a transpose, so it is not a
+version: the story launches it by hand (`story.copy_kernel`), and the benchmark's 100 % is a
+device copy (cudaMemcpy).
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def kernel(name: str, dtype: Any = np.float32, block: Block | None = None) -> Ke
 
 
 def copy_kernel(dtype: Any = np.float32) -> Kernel:
-    """transpose.cu's `copy`: out[r][c] = a[r][c] (the ceiling: no transpose), any 2-D block."""
+    """transpose.cu's `copy`: out[r][c] = a[r][c] (a read + write copy, no transpose), any 2-D block."""
     options(dtype)
     return ENGINE.kernel("copy", dtype)
 

@@ -823,12 +823,13 @@ transpose.launch_table()
 #
 # **How the article timed it.** `cudaEventRecord` before and after one launch, the very first:
 # with CUDA's lazy loading (the default on Linux since CUDA 12.2, on Windows since 12.3) that
-# launch also loads the kernel onto the GPU; the article's 2022 Windows toolkit loaded modules
-# eagerly, but a first launch is still a cold one, and one sample says nothing about the spread.
-# Between the first record and the launch the article calls `cudaEventQuery(kernel_start)`, an
-# idiom (Fan Zheyong's *CUDA 编程：基础与实践*, ch. 5, writes it the same way): on a GPU in WDDM
-# mode, as under Windows, the driver batches work, and the query pushes the batch out so that the
-# start event is submitted before the kernel. The call is right; the article's description of it,
+# launch also loads the kernel onto the GPU. The article's build was likely a Windows one (its
+# `#include <device_launch_parameters.h>` is Visual Studio's CUDA template), with modules loaded
+# eagerly in 2022, but a first launch is still a cold one, and one sample says nothing about the
+# spread. Between the first record and the launch the article calls
+# `cudaEventQuery(kernel_start)`, an idiom (Fan Zheyong's *CUDA 编程：基础与实践*, ch. 5, writes it
+# the same way): on a GPU in WDDM mode, as under Windows, the driver batches work, and the query
+# pushes the batch out so that the start event is submitted before the kernel. The call is right; the article's description of it,
 # recording the start without blocking, is not: `cudaEventRecord` does the recording, and the query
 # only asks whether the work before the event has finished, returning at once. The
 # timings below follow the rules of `course.bench`: warm-up launches, the median of 20 or more
