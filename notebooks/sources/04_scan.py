@@ -667,7 +667,7 @@ scan.draw_warp_scan(ax)
 # sum back and never uses it. The last row is not a shuffle: it is what `block_exclusive_scan`
 # returns once the warps' totals have been scanned, `before` (the total of the warps before this
 # one: warp 0's 32 threads) combined with `exc`, and `before` alone in lane 0. So thread 32 + l
-# gets the sum of threads 0 to 32 + l − 1: the exclusive scan across the block. The title's counts
+# gets the totals of threads 0 to 32 + l − 1: the exclusive scan across the block. The title's counts
 # are read from the same trace: between the first shuffle and the last, no barrier and no
 # shared-memory access. The tile's scan and the three launches:
 
@@ -732,8 +732,7 @@ scan.exercises.moved.check(my_moved)
 # **Bytes set a bound, not the time.** If bytes were all that counted, 4N would run at half a
 # copy's speed at large N. On this H100 scan-then-propagate comes near that bound at 2^28 without
 # reaching it (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of
-# the copy in the GPU table below) and stays further under it at smaller N, where its launches are
-# short. Which launch loses the rest, the GPU section times pass by pass (`scan.pass_table()`).
+# the copy in the GPU table below) and stays further under it at smaller N. Which launch loses the rest, the GPU section times pass by pass (`scan.pass_table()`).
 # The third launch, `add_tile_prefix` (listed above), gives each 4096-element tile to one block of
 # 128 threads that loops over it, 32 passes per thread, each a load, an add and a store, the loop
 # unrolled 8 times (`#pragma unroll 8`). On the tuning run's H200 the whole scan went from 48.7 to
@@ -951,9 +950,11 @@ scan.one_block_table()
 # is the one difference the counts predict: half Kogge-Stone's barriers (10 against 20 at N = 1024,
 # the steps-against-work table), and every barrier is a wait for every warp of the block; its steps
 # and additions are Kogge-Stone's. Brent-Kung passes as many barriers as Kogge-Stone (20, over twice
-# the steps) for under a quarter of the additions, and takes no less: in this run the barriers, not
-# the additions, set the one-block times. Blelloch, with its second launch, takes 7.01
-# µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any of
+# the steps) for under a quarter of the additions, and takes no less. Additions cannot be what
+# these times are made of: Kogge-Stone's 9217 are 288 warp instructions on one SM, which issues
+# four a cycle, well under 0.1 µs<!-- given: model -->; steps and barriers, each a wait for every
+# warp of the block, are what the three differ in. Blelloch, with its
+# second launch, takes 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any of
 # these differences. This is one run of each, medians without their spread, so differences of a few
 # tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes 7.97
 # µs<!-- from one_block_table: µs @ version=cupy.cumsum -->, slower here than every course kernel
