@@ -105,8 +105,8 @@ print("transpose.reference(a):", transpose.reference(a).shape, transpose.referen
 # request is **coalesced**. 32 lanes each reading a word in a different row touch 32 sectors:
 # 1024 bytes move so that 128 can be used.
 #
-# The copy below moves the same bytes without transposing them: the kernel a transpose is held
-# against. (The GPU tables' 100 % is the device's own copy of the same bytes, `cudaMemcpy`; this
+# The copy below moves the same bytes without transposing them: a read + write copy to hold a
+# transpose against. (The GPU tables' 100 % is the device's own copy of the same bytes, `cudaMemcpy`; this
 # one-word-per-thread copy kernel is timed beside it in the section on bytes in flight.) The naive
 # transpose is the copy with the output index swapped. Both use a 2-D block: `threadIdx.x` walks
 # along a row, and the 32 lanes of a warp are 32 consecutive `threadIdx.x`.
@@ -505,9 +505,11 @@ transpose.exercises.ways.check(my_ways)
 # warp's store to it or load from it conflicts. The check runs your kernel on the emulator with the
 # checker (grid ⌈n / 32⌉ × ⌈m / 8⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1, 7 × 33, 9 × 31, 33 × 70 and
 # 250 × 197, compares with NumPy, and holds it to two targets read from the trace: **no bank
-# conflicts** (`course.analysis.bank_conflicts`: every warp's access to the tile in one wavefront)
-# and **coalesced** global loads and stores (the tile must stay). `.show(mine)` draws your tile's
-# bank heat map and its worst warp instruction, as the pictures above draw the course's.
+# conflicts** (`course.analysis.bank_conflicts`: every warp's access to the tile in one wavefront,
+# and a warp's loads, or stores, in no more wavefronts than its words need: a conflict split into
+# accesses of a few lanes each is still a conflict) and **coalesced** global loads and stores (the
+# tile must stay). `.show(mine)` draws your tile's bank heat map and its worst warp instruction, as
+# the pictures above draw the course's.
 
 # %%
 mine = r"""
