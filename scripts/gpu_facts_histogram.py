@@ -13,7 +13,17 @@
    beside hist_wide_plain (the same kernel with one plain shared atomic per key) and hist_wide_load
    (its loads and merge, no counting), on uniform, all-equal and real keys; the difference between
    the first two is what the __match_any_sync per key costs or saves.
-4. CUB's DeviceHistogram (cupy.histogram with the CUB accelerator) beside cupy.bincount and hist5_lanes.
+4. CUB's DeviceHistogram (cupy.histogram with the CUB accelerator) beside cupy.bincount and hist5_lanes
+   (CuPy's CUB, 64-bit counters; scripts/gpu_facts_cub.py times the 32-bit nvcc build the notebook's
+   GPU table uses, and prints CUB's shared atomics).
+5. The article's CPU loop (`hist[buffer[i]]++`, compiled with cc -O2: the notebook's CPU row,
+   `course.histogram.cpu`) against np.bincount warmed up on the bytes widened to intp, on this
+   host's CPU; 100 MiB. No GPU needed.
+
+Section 1 also prints `histogram.sass_table()`, the table notebook 03 shows (the counting atomics:
+ATOMS.POPC.INC.32 for hist2, hist3_vec, hist5_lanes, hist_wide_plain; MATCH.ANY + POPC + ATOMS.ADD
+for hist4_warp_agg and hist_wide; ATOMS.ADD of run lengths for hist6_runs). Sections 1 and 5 run
+without a GPU (section 1 needs NVRTC and cuobjdump).
 
 Without a GPU (or without cuobjdump) it says so loudly and exits 1 after writing what it could.
 """
@@ -62,9 +72,9 @@ SASS_PATTERNS = {
     "LDG.E.128 (16-byte loads)": r"\bLDG\.E\.128\b",
     "LDG.E.U8 (1-byte loads)": r"\bLDG\.E\.U8\b",
     "MATCH.ANY": r"\bMATCH\.ANY\b",
-    "global atomics (RED / ATOMG)": r"\b(RED|ATOMG)\.",
+    "global atomics (RED / REDG / ATOMG)": r"\b(REDG?|ATOMG)\.",
     "shared atomics (ATOMS)": r"\bATOMS\.",
-    "POPC": r"\bPOPC\b",
+    "POPC": r"(?<![.\w])POPC\b",  # the instruction, not ATOMS.POPC
     "BAR.SYNC": r"\bBAR\.SYNC\b",
 }
 
@@ -114,6 +124,14 @@ def sass_facts(arch: str) -> None:
     say("Instructions of each kind in each kernel (static count in the SASS):")
     say()
     table(rows, ["kernel", *SASS_PATTERNS])
+    from course import histogram
+
+    say("`histogram.sass_table()`, as notebook 03 shows it:")
+    say()
+    say("```")
+    say(repr(histogram.sass_table(arch)))
+    say("```")
+    say()
 
 
 # ---------------------------------------------------------------- 2. the spread of hist1's uniform time
@@ -250,6 +268,30 @@ def cub_facts(n: int = 2**28, runs: int = 10) -> None:
                  "CUB % of copy"])  # fmt: skip
 
 
+# ---------------------------------------------------------------- 5. the article's CPU loop
+
+
+def cpu_loop_facts(n: int = 100 * 2**20, runs: int = 3) -> None:
+    """The article's loop in C, as notebook 03's article_timing times it (course.histogram.cpu),
+    beside np.bincount warmed up on intp bytes (what stands in where no C compiler is found)."""
+    from course.histogram import cpu
+    from course.histogram.story import _bytes
+
+    say(f"## 5. The article's CPU loop on {n // 2**20} MiB of uniform bytes, on this host (one core)")
+    say()
+    host = _bytes(n, "uniform")
+    loop, what = cpu.loop_ms(host, runs)
+    if what != cpu.C_LABEL:
+        PROBLEMS.append("no C compiler: the article's loop was not timed")
+    numpy = cpu.numpy_ms(host, runs)
+    table(
+        [{"what": what, "ms": loop}, {"what": "np.bincount, warmed up, on intp bytes", "ms": numpy}],
+        ["what", "ms"],
+    )
+    say(f"np.bincount / the loop = {numpy / loop:.2f}")
+    say()
+
+
 def main() -> int:
     start = time.time()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -277,6 +319,11 @@ def main() -> int:
     except Exception as exc:
         PROBLEMS.append(f"SASS: {type(exc).__name__}: {exc}")
         say(f"**SASS failed: {type(exc).__name__}: {exc}**")
+    try:
+        cpu_loop_facts()
+    except Exception as exc:
+        PROBLEMS.append(f"CPU loop: {type(exc).__name__}: {exc}")
+        say(f"**cpu_loop_facts failed: {type(exc).__name__}: {exc}**")
     if cupy is not None:
         for part in (spread_facts, wide_facts, cub_facts):
             try:

@@ -91,7 +91,10 @@ _TRUTH = pattern_truth()
 
 WRONG = {
     "agg_atomics": [
-        ({k: (32, v[1]) for k, v in _AGG.items()}, "'7': 'global atomics of the warp'"),  # hist1's count
+        (
+            {k: (32, v[1]) for k, v in _AGG.items()},
+            "'min(l, 8)': 'global atomics of the warp'",
+        ),  # hist1's count
         (
             {k: (v[0], v[0]) for k, v in _AGG.items()},
             "'l': 'largest number one atomic adds'",
@@ -114,8 +117,8 @@ WRONG = {
         ),
         # ways counted as lanes in the fullest bank, lanes on one word counted apart
         (
-            {k: (v[0], 4 if k == "C=8, byte 7" else v[1]) for k, v in _COPIES.items()},
-            "'C=8, byte 7': 'bank ways",
+            {k: (v[0], 8 if k == "C=4, byte l % 2" else v[1]) for k, v in _COPIES.items()},
+            "'C=4, byte l % 2': 'bank ways",
         ),
         ({"C=1, byte 4*l": (1, 4)}, "fill in every case"),
     ],
@@ -156,7 +159,7 @@ WRONG = {
         # ways counted as the lanes in the fullest bank, lanes on one word counted apart
         (
             {k: (v[0], int(np.bincount(pattern_bytes(k) % 32).max())) for k, v in _TRUTH.items()},
-            "'7': 'bank ways' is not what the trace counts",
+            "'l % 16': 'bank ways' is not what the trace counts",
         ),
         ({"l": (1, 1)}, "fill in every pattern"),
     ],
@@ -212,6 +215,7 @@ WRONG = {
         (132 * 8, "second wave"),  # threads only: 2048 / 256
         (132 * 6, "second wave"),  # shared memory without the driver's 1 KiB a block
         (132, "fewer blocks than they could"),  # the article's one block per SM
-        (0, "a grid is a number of blocks"),
+        (0, "a grid is a whole number of blocks"),
+        (660.0, "an int"),
     ],
 }

@@ -369,6 +369,17 @@ def test_the_data_changes_the_contention(panel):
     assert panel.last["metrics"]["lanes on one bin: most / mean"] == "1 / 1.00"
 
 
+def test_rounds_only_where_same_word_lanes_queue(panel):
+    """Review H107: rounds are counted for global atomics only; shared ones combine same-word lanes."""
+    rounds = "same-word rounds (global atomics queue in L2)"
+    assert panel.last["metrics"][rounds] == 256  # hist1, all-equal: 8 instructions of 32 lanes
+    assert "emulator" in panel.last["metrics"]["run on"]
+    panel.version.value = "hist3_vec"
+    assert rounds not in panel.last["metrics"]
+    title = panel.figure.axes[0].get_title()
+    assert "combines lanes on one bin" in title and "serialised" not in title
+
+
 def test_warp_aggregation_shows_in_the_panel(panel):
     panel.version.value = "hist4_warp_agg"
     m = panel.last["metrics"]
@@ -498,6 +509,9 @@ class TestLanesAndBanks:
         histogram.draw_banks(a, "hist3_vec", "uniform")
         histogram.draw_banks(b, "hist5_lanes", "all-equal")
         assert "worst 1-way" in b.get_title() and "worst 1-way" not in a.get_title()
+        numbers = [t for t in a.texts if t.get_text().isdigit() and t.get_position()[1] > 1]
+        assert sorted(int(t.get_text()) for t in numbers) == list(range(0, 32, 4))  # review H110
+        assert all(t.get_color() == "0.3" for t in numbers)  # not white on white
         axes = Figure().subplots(1, 4)
         histogram.draw_data(axes)
         assert "1 bin used, the fullest holds 100.0%" in axes[1].get_title()
@@ -568,6 +582,26 @@ class TestGpuTables:
         ax = fig.add_subplot()
         histogram.plot_times(ax, rows, ("uniform", "all-equal"))
         assert len(ax.patches) == 2 * (2 + len(histogram.VERSIONS)) and ax.get_yscale() == "log"
+
+    def test_the_speed_plot_colours_kernels_and_styles_data(self, emulator_backend):
+        """Review H109: one colour per kernel, one line style per kind of data, so none hides another."""
+        records = [
+            {"kernel": k, "kind": kind, "dist": d, "n": n, "gbps": g, "device": "NVIDIA H100 80GB HBM3"}
+            for n in (2**20, 2**22)
+            for k, kind, g in (
+                ("hist2", "kernel", 500.0),
+                ("hist5_lanes", "kernel", 2500.0),
+                ("copy", "copy", 2700.0),
+            )
+            for d in ("uniform", "all-equal")
+        ]
+        ax = Figure().add_subplot()
+        histogram.plot_speed(ax, records)
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        a, b = lines["hist2, uniform"], lines["hist2, all-equal"]
+        assert a.get_color() == b.get_color() and a.get_linestyle() != b.get_linestyle()
+        assert a.get_marker() != b.get_marker() and b.get_markerfacecolor() == "none"
+        assert lines["hist5_lanes, uniform"].get_color() != a.get_color()
 
     def test_plots_without_timings_say_so(self, emulator_backend):
         ax = Figure().add_subplot()
@@ -640,15 +674,21 @@ def _solutions() -> Any:
 class TestExercises:
     def test_patterns_are_counted_from_the_trace(self, emulator_backend):
         truth = histogram.exercises.pattern_truth()
-        assert truth == {"l": (1, 1), "7": (32, 1), "l % 4": (8, 1), "8 * l": (1, 8), "32 * (l % 8)": (4, 8)}
+        assert truth == {
+            "l": (1, 1),
+            "l % 16": (2, 1),
+            "l % 4": (8, 1),
+            "8 * l": (1, 8),
+            "32 * (l % 8)": (4, 8),
+        }
 
     def test_patterns_name_the_half_that_is_off_and_never_the_count(self, emulator_backend):
         ex = histogram.exercises.patterns
         right = ex.truth()
         v = ex.check({**right, "8 * l": (1, 4)})
         assert not v.ok and "'8 * l': 'bank ways'" in str(v) and "the rule: bin b is word b" in str(v)
-        v = ex.check({**right, "7": (1, 1)})
-        assert "'7': 'lanes on the busiest bin'" in str(v) and "(32, 1)" not in str(v)
+        v = ex.check({**right, "l % 16": (1, 1)})
+        assert "'l % 16': 'lanes on the busiest bin'" in str(v) and "(2, 1)" not in str(v)
         assert ex.check(right).ok
 
     def test_warp_copies_stub_fails_where_warps_meet(self, emulator_backend):
@@ -698,6 +738,39 @@ extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, 
         for wrong in (SMS * 6, SMS * 8, SMS * 5 - 1, SMS):
             assert not ex.grid.check(wrong).ok
         assert not ex.grid.check("many").ok and not ex.grid.check(None).ok
+        assert "a whole number of blocks (an int)" in str(ex.grid.check(660.0))
+
+    def test_no_case_of_a_prediction_is_printed_by_the_notebooks_tables(self, emulator_backend):
+        """Review H112: the all-equal cases and the launch table's rows are gone from the predictions."""
+        ex = histogram.exercises
+        assert ex.agg_truth()["min(l, 8)"] == (9, 24)  # lanes 0-7 alone, 24 lanes on byte 8
+        assert ex.copies_truth()["C=4, byte l % 2"] == (8, 1)  # 4 words of 8 lanes, 4 banks
+        assert all("7" not in case for case in (*ex.PATTERNS, *ex.AGG_PATTERNS, *ex.COPIES_CASES))
+        launches = {(name, block * per_sm) for name, block, per_sm in ex.IN_FLIGHT_LAUNCHES.values()}
+        assert not launches & {("hist2", 2048), ("hist3_vec", 2048)}  # the launch table's full waves
+
+    def test_in_flight_names_the_devices_arithmetic_not_the_trace(self, emulator_backend):
+        ex = histogram.exercises.in_flight
+        right = ex.truth()
+        label = "hist2, blocks of 640, 3 blocks an SM"
+        assert right[label][0] == 640 * 3  # one byte a thread ahead
+        v = ex.check({**right, label: (right[label][0], 2 * right[label][1])})
+        assert not v.ok and "is not what the trace and this device's Little's law give" in str(v)
+
+    def test_vec4_says_the_checker_names_the_first_byte_of_a_word(self, emulator_backend):
+        sol = _solutions().VEC4
+        start, end = sol.index("    const long long nw"), sol.index("    __syncthreads();\n    for (int b")
+        past = (
+            "    for (long long i = first; i < (n + 3) / 4; i += stride) {\n"
+            "        const unsigned int w = words[i];\n"
+            "        for (int k = 0; k < 4; ++k)\n"
+            "            if (4 * i + k < n) atomicAdd(&temp[(w >> (8 * k)) & 255], 1u);\n    }\n"
+        )
+        v = histogram.exercises.vec4.check(sol[:start] + past + sol[end:])
+        assert not v.ok and "[out-of-bounds]" in str(v) and "names the first of them" in str(v)
+        assert "names the first of them" not in str(
+            histogram.exercises.vec4.check(histogram.exercises.VEC4_STUB)
+        )
 
 
 class TestAggregatedGlobalAtomics:
@@ -753,6 +826,64 @@ class TestStudyKernels:
 
     def test_the_timing_helpers_say_they_need_a_gpu(self, emulator_backend):
         assert "need a GPU" in str(histogram.global_atomics_timing())
+
+    def test_the_cpu_loop_is_the_articles_loop_in_c(self, rng, monkeypatch):
+        """Review H101: the CPU row times the article's loop, compiled; np.bincount only without cc."""
+        from course.histogram import cpu
+
+        x = rng.integers(0, 256, 2**20 + 3, dtype=np.uint8)
+        ms, what = cpu.loop_ms(x, runs=1)  # checked against np.bincount inside
+        assert 0 < ms < 5_000 and what == (cpu.C_LABEL if cpu.compiled() else cpu.NUMPY_LABEL)
+        monkeypatch.setattr(cpu, "compiled", lambda: None)
+        assert cpu.loop_ms(x[:1000], runs=1)[1] == cpu.NUMPY_LABEL
+        with pytest.raises(TypeError, match="1-D uint8"):
+            cpu.loop_ms(x.astype(np.int32))
+
+
+SASS = """
+        Function : hist3_vec
+        /*0100*/                   ATOMS.POPC.INC.32 RZ, [R5+UR4] ;             /* 0x000000ff05007d8c */
+        /*0110*/              @!P0 ATOMS.POPC.INC.32 RZ, [R7+UR4] ;             /* 0x000000ff07007d8c */
+        /*0120*/                   REDG.E.ADD.STRONG.GPU [R2.64], R9 ;          /* 0x000000090200798e */
+        Function : hist4_warp_agg
+        /*0100*/                   MATCH.ANY R4, R3 ;                           /* 0x00000000030473a1 */
+        /*0110*/                   POPC R6, R4 ;                                /* 0x0000000400067309 */
+        /*0120*/               @P1 ATOMS.ADD RZ, [R5+UR4], R6 ;                 /* 0x000000060500798c */
+"""
+
+
+class TestSass:
+    """What the atomics compile to (review H106): cuobjdump's text read into a table."""
+
+    def test_opcodes_are_counted_per_kernel(self):
+        from course.histogram import sass
+
+        rows = {r["kernel"]: r for r in sass.table_of(sass.functions(SASS))}
+        assert rows["hist3_vec"]["ATOMS.POPC.INC.32"] == 2 and rows["hist3_vec"]["REDG.E.ADD"] == 1
+        assert rows["hist3_vec"]["POPC"] == 0  # ATOMS.POPC is not the POPC instruction
+        agg = rows["hist4_warp_agg"]
+        assert (agg["MATCH.ANY"], agg["POPC"], agg["ATOMS.ADD"], agg["ATOMS.POPC.INC.32"]) == (1, 1, 1, 0)
+
+    def test_without_cuobjdump_the_table_says_so(self, monkeypatch):
+        from course.histogram import sass
+
+        monkeypatch.setattr(sass.shutil, "which", lambda tool: None)
+        table = histogram.sass_table()
+        assert not table and "cuobjdump" in repr(table)
+
+    def test_the_real_sass(self):
+        from course.histogram import sass
+
+        table = histogram.sass_table()
+        if not table:
+            pytest.skip(repr(table))
+        rows = {r["kernel"]: r for r in table}
+        for name in ("hist2", "hist3_vec", "hist5_lanes", "hist_wide_plain"):
+            assert rows[name]["ATOMS.POPC.INC.32"] > 0 and rows[name]["MATCH.ANY"] == 0
+        for name in ("hist4_warp_agg", "hist_wide"):
+            assert rows[name]["MATCH.ANY"] > 0 and rows[name]["ATOMS.POPC.INC.32"] == 0
+        assert rows["hist6_runs"]["ATOMS.ADD"] > rows["hist6_runs"]["ATOMS.POPC.INC.32"]
+        assert sass.OPCODES[0] == "REDG.E.ADD" and rows["hist1"]["REDG.E.ADD"] == 1
 
 
 def test_the_fact_script_says_loudly_what_it_could_not_do(tmp_path):

@@ -7,10 +7,12 @@
     histogram.check("hist2_article", x, block=128)
     histogram.panel(data="all-equal")           # version, block, N and the kind of data
     histogram.wide(keys, bins=4096)             # 16-bit keys into up to 12,288 bins
+    histogram.sass_table()                      # what the atomics compile to (needs cuobjdump)
 
 `topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 03
 tells the story with (`pictures.py` draws what the shared drawings do not), `exercises.py` its
-exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant. The kernels are in
+exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels'
+machine code. The kernels are in
 `kernels/histogram.cu`.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from . import exercises
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
 from .panel import panel
+from .sass import atomics_table as sass_table
 from .story import (
     Report,
     article_grids,
@@ -72,6 +75,6 @@ __all__ = [
     "draw_contention", "draw_data", "draw_lane_bins", "every_version", "exercises", "first_trace", "global_atomics_timing", "gpu_table",
     "grid_timing", "histogram_bytes", "int_index_bug", "kernel",
     "lane_bins", "launch", "launch_table", "load_table", "memset_replay", "merge_table", "panel", "photo_bytes", "plot_speed",
-    "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "shared_table", "speed_against_n", "trace",
+    "plot_times", "reference", "rnd_255", "rnd_counts", "rnd_table", "run", "sass_table", "shared_table", "speed_against_n", "trace",
     "versions", "wide", "wide_keys", "wide_launch", "wide_plan", "wide_reference", "wide_table", "wide_timing",
 ]  # fmt: skip

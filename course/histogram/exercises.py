@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ def _wrong_bins(got: np.ndarray, want: np.ndarray) -> str:
 # the byte lane l of one warp counts, for each pattern the learner predicts
 PATTERNS = {
     "l": lambda lane: lane,
-    "7": lambda lane: np.full_like(lane, 7),
+    "l % 16": lambda lane: lane % 16,
     "l % 4": lambda lane: lane % 4,
     "8 * l": lambda lane: 8 * lane,
     "32 * (l % 8)": lambda lane: 32 * (lane % 8),
@@ -449,7 +450,9 @@ def _gpu_grid_speeds(blocks: int, wave: int, runs: int) -> dict[int, float]:
 grid = Choice(
     key="histogram.grid",
     title="choose hist_wide's grid for 9 600 bins",
-    allowed=exercises.grid_form,
+    allowed=lambda blocks: exercises.grid_form(blocks).replace(
+        "a number of blocks", "a whole number of blocks (an int)"
+    ),
     judge=_judge_grid,
     hints=(
         "three things limit how many blocks an SM runs at once: threads, blocks, and shared "
@@ -465,8 +468,8 @@ grid = Choice(
 
 # (launch in words) -> (version, threads a block, blocks an SM runs)
 IN_FLIGHT_LAUNCHES = {
-    "hist2, blocks of 512, 4 blocks an SM": ("hist2", 512, 4),
-    "hist3_vec, blocks of 128, 16 blocks an SM": ("hist3_vec", 128, 16),
+    "hist2, blocks of 640, 3 blocks an SM": ("hist2", 640, 3),
+    "hist3_vec, blocks of 96, 10 blocks an SM": ("hist3_vec", 96, 10),
     "hist3_vec, blocks of 1024, 1 block an SM": ("hist3_vec", 1024, 1),
     "hist1, blocks of 64, 12 blocks an SM": ("hist1", 64, 12),
 }
@@ -493,6 +496,7 @@ in_flight = Prediction(
     columns=IN_FLIGHT_COLUMNS,
     what="launch",
     tolerance=0.02,
+    source="the trace and this device's Little's law give",
     rules={
         "bytes in flight an SM": "every thread an SM runs has the bytes of its load in flight before it "
         "needs them: threads an SM runs (threads a block x blocks an SM) x bytes a thread loads ahead "
@@ -514,7 +518,7 @@ in_flight = Prediction(
 
 AGG_PATTERNS = {
     "l": lambda lane: lane,
-    "7": lambda lane: np.full_like(lane, 7),
+    "min(l, 8)": lambda lane: np.minimum(lane, 8),
     "l % 4": lambda lane: lane % 4,
     "l // 4": lambda lane: lane // 4,
     "l % 3": lambda lane: lane % 3,
@@ -550,7 +554,8 @@ agg_atomics = Prediction(
         "holding one byte",
     },
     hints=(
-        "write out the 32 bytes of each pattern (l = 0 ... 31; // is integer division)",
+        "write out the 32 bytes of each pattern (l = 0 ... 31; // is integer division; min(l, 8) is l "
+        "up to 8, then 8)",
         "group the lanes by byte: how many groups are there, and how big is the biggest?",
     ),
 )
@@ -563,7 +568,7 @@ COPIES_CASES = {  # (C copies, the byte lane l holds)
     "C=8, byte 4*l": (8, lambda lane: 4 * lane),
     "C=32, byte 4*l": (32, lambda lane: 4 * lane),
     "C=2, byte l": (2, lambda lane: lane),
-    "C=8, byte 7": (8, lambda lane: np.full_like(lane, 7)),
+    "C=4, byte l % 2": (4, lambda lane: lane % 2),
 }
 COPIES_COLUMNS = ("lanes on one word (most)", "bank ways (worst)")
 
@@ -652,7 +657,26 @@ def _four_bytes_a_load(trace: Any, k: Kernel) -> str:
     return ""
 
 
-vec4 = KernelExercise(
+WIDE_LOAD_NOTE = (
+    "a 4-byte load words[i] reads x[4i] to x[4i + 3], and the checker names the first of them: the "
+    "element named can be in bounds while the rest of the word is past the end"
+)
+
+
+@dataclass(eq=False)
+class WordLoads(KernelExercise):
+    """A kernel exercise whose kernel reads x a word at a time: an out-of-bounds verdict on x says
+    that the checker names the first byte of the word (the element it names may be in bounds)."""
+
+    def grade(self, answer: Any) -> Verdict:
+        verdict = super().grade(answer)
+        text = "\n".join(verdict.lines)
+        if not verdict.ok and "[out-of-bounds]" in text and "reads `x` past the end" in text:
+            verdict.lines.insert(1, WIDE_LOAD_NOTE)
+        return verdict
+
+
+vec4 = WordLoads(
     key="histogram.vec4",
     title="count with 4-byte loads",
     kernel="hist_vec4",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..emulator import Trace
 from ..errors import InputError, KernelFault
 from ..gpu import Kernel, Module
 from ..source import Table
-from . import pictures
+from . import cpu, pictures
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
 from .topic import (
     ENGINE,
@@ -404,10 +403,8 @@ def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
         {"what": "the article's timed span (with hist2_article)", "ms": float(np.median(spans))},
         {"what": f"of it: cudaMemcpy of {n // 2**20} MiB from pageable host memory", "ms": float(np.median(copies))},
     ])  # fmt: skip
-    start = time.perf_counter()
-    np.bincount(host, minlength=BINS)  # the article's CPU loop, in C, on one core
-    rows.append({"what": f"the CPU loop: np.bincount of the {n // 2**20} MiB on the host",
-                 "ms": 1e3 * (time.perf_counter() - start)})  # fmt: skip
+    cpu_ms, cpu_what = cpu.loop_ms(host)
+    rows.append({"what": f"the CPU loop on the host, one core: {cpu_what}", "ms": cpu_ms})
     for name in ("hist2_article", "hist1_article", "hist5_lanes"):
         block = ARTICLE_BLOCK if name.endswith("article") else None
         launch = "blocks = SMs of 256 threads" if block else "one wave"
@@ -512,13 +509,22 @@ def draw_banks(
     for pc in d.cells:
         pc.set_clim(0, BANK_SCALE)
     row = 0
+    numbers = []  # the bank numbers above the first row (0, 8, 16, 24), not words in a cell
     for text in ax.texts:
         label = text.get_text()
-        if label.isdigit():
+        if label.isdigit() and text.get_position()[1] > 1:
+            numbers.append(text)
+        elif label.isdigit():
             text.set_color("white" if int(label) > 0.6 * BANK_SCALE else "black")
         elif label.startswith("warp "):
             text.set_text(f"instruction {row} ({label})")
             row += 1
+    if numbers:  # every 4th bank numbered, so a bank can be read off without counting columns
+        x0, y = numbers[0].get_position()
+        x0 -= int(numbers[0].get_text())
+        for bank in range(4, 32, 8):
+            ax.text(x0 + bank, y, str(bank), ha="center", va="center", color="0.3",
+                    fontsize=numbers[0].get_fontsize())  # fmt: skip
     worst = re.search(r"worst \d+-way", ax.get_title())
     ax.set_title(
         f"{name} on {data} bytes, the counting atomic: distinct words per bank, one row per warp "
@@ -536,9 +542,12 @@ def draw_contention(ax: Any, name: str, data: str = "all-equal", n: int = 4096, 
 
 
 def contention_table(
-    names: Sequence[str] = STORY, dists: Sequence[str] = DISTS, n: int = 4096, block: int = 256
+    names: Sequence[str] = (*STORY, "hist6_runs"),
+    dists: Sequence[str] = DISTS,
+    n: int = 4096,
+    block: int = 256,
 ) -> Table:
-    """What each kind of data costs each version, counted from the trace of the whole launch:
+    """What each kind of data costs each version (the story's, and hist6_runs), counted from the trace of the whole launch:
     atomic warp instructions on the counting buffer, lanes on the busiest bin and distinct bins
     (means per instruction), bank conflicts (mean ways, shared only), and every atomic performed
     (the merges included)."""
@@ -697,21 +706,34 @@ def _bincount(cupy: Any, x: Any, bins: int) -> Any:
 
 
 def wide_timing(n: int = 2**27, bins: int = WIDE_BINS, runs: int = 20) -> Table:
-    """hist_wide on n uint16 keys of each kind, timed on this GPU beside cupy.bincount(minlength=bins)
-    and a device copy of the same bytes. On the emulator: an empty table that says why."""
+    """hist_wide on n uint16 keys of each kind, timed on this GPU beside the same kernel without the
+    lanes' agreement (`hist_wide_plain`: one plain shared atomic per key, same launch), cupy.bincount
+    (minlength=bins) and a device copy of the same bytes. On the emulator: an empty table that says why."""
     if not on_gpu():
         return Table(note=NEEDS_A_GPU)
     import cupy
 
     copy = float(np.median(bench.time_copy(2 * n, runs=runs)))
+    plain = _study_module().get_function("hist_wide_plain")
     rows = Table()
     for data in ("uniform", "all-equal", "real"):
         xs = _device_copies(wide_keys(n, data, bins))
-        ms = float(np.median(bench.time_runs([wide_plan(x, bins).launches[0] for x in xs], runs=runs)))
+        launches = [wide_plan(x, bins).launches[0] for x in xs]
+        ms = float(np.median(bench.time_runs(launches, runs=runs)))
+        out = arrays.zeros(bins, np.uint32)
+        grid, block = launches[0].grid, launches[0].block
+        steps = [
+            lambda x=x, g=grid, b=block, o=out: plain(
+                g, b, (x, o, np.int64(n), np.int32(bins)), shared_mem=4 * bins
+            )
+            for x in xs
+        ]
+        ms_plain = float(np.median(bench.time_runs(steps, runs=runs)))
         cp = float(np.median(bench.time_runs([_bincount(cupy, x, bins) for x in xs], runs=runs)))
-        rows.append({"keys": data, "hist_wide ms": ms, "% of copy": 100 * copy / ms, "cupy.bincount ms": cp,
-                     "× cupy.bincount": cp / ms})  # fmt: skip
-        del xs
+        rows.append({"keys": data, "hist_wide ms": ms, "hist_wide_plain ms": ms_plain,
+                     "plain % of copy": 100 * copy / ms_plain, "cupy.bincount ms": cp,
+                     "hist_wide × cupy.bincount": cp / ms, "plain × cupy.bincount": cp / ms_plain})  # fmt: skip
+        del xs, out
         bench.free_gpu_memory()
     return rows
 
@@ -744,7 +766,7 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
     names = ["device copy", "cupy.bincount", CUB_ROW, *(v.name for v in ENGINE.topic.versions)]
     rows = Table()
     for name in names:
-        launch = "" if name in ("device copy", "cupy.bincount") else "CUB's own" if name == CUB_ROW else (
+        launch = "" if name in ("device copy", "cupy.bincount") else _cub_build() if name == CUB_ROW else (
             f"blocks = SMs of {ARTICLE_BLOCK}" if name.endswith("_article") else "one wave of 1024"
         )  # fmt: skip
         row: dict[str, Any] = {"version": name, "launch": launch}
@@ -758,6 +780,18 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
 
 
 CUB_ROW = "cub::DeviceHistogram::HistogramEven"  # course.bench times it beside the kernels (BenchSpec.cub)
+
+
+def _cub_build() -> str:
+    """Which CUB the benchmark timed (`course.bench.cub`): HistogramEven with 32-bit counters built
+    with nvcc for this GPU, or, without nvcc, CuPy's precompiled one with 64-bit counters."""
+    from ..bench import cub
+
+    try:
+        built = cub.nvcc_histogram() is not None
+    except ImportError:  # no CuPy: nothing was timed
+        return "CUB's own"
+    return "CUB, 32-bit counters (nvcc)" if built else "CuPy's CUB, 64-bit counters"
 
 
 def plot_times(ax: Any, rows: Sequence[dict[str, Any]], dists: Sequence[str] = DISTS) -> None:
@@ -785,9 +819,13 @@ def speed_against_n(
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
-    """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
-    there is nothing to time)."""
-    bench.plot(list(records), ax, title="histogram, 256 bins: bytes counted per second")
+    """GB/s against N, one colour per kernel and one line style per kind of data, beside the device
+    copy and the ceiling (a measured read stream or the datasheet peak; on the emulator: says there
+    is nothing to time)."""
+    from ..bench.report import COPY_LABEL, ceiling
+
+    title = "histogram, 256 bins: bytes counted per second (colour: kernel; line and marker: data)"
+    pictures.draw_speed(ax, list(records), ceiling(list(records)) if records else None, COPY_LABEL, title)
 
 
 def _timed_block(name: str) -> int | None:

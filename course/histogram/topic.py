@@ -230,7 +230,9 @@ def counting_line(t: Trace, version: Version, c: np.recarray | None = None) -> i
 
 def metrics(t: Trace, version: Version) -> dict[str, Any]:
     """What the histogram story is about, read from a trace of block 0: how many lanes of a warp
-    instruction meet on one bin (they are serialised), bank conflicts, and what the merge costs."""
+    instruction meet on one bin, the rounds they take where same-word lanes queue (global atomics,
+    done in L2; shared ones combine them: ATOMS.POPC.INC.32), bank conflicts, what the merge costs,
+    and which machine ran the kernel (the trace and its numbers are always the emulator's)."""
     assert isinstance(version, HistogramVersion)
     out: dict[str, Any] = {}
     c = analysis.contention(t, version.counts_in)
@@ -239,7 +241,8 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
         out[f"counting atomics on {version.counts_in} ({where}, block 0)"] = int(c.lanes.sum())
         out["atomic warp instructions"] = len(c)
         out["lanes on one bin: most / mean"] = f"{int(c.max_lanes.max())} / {float(c.max_lanes.mean()):.2f}"
-        out["serialised atomic rounds"] = int(c.max_lanes.sum())
+        if where == "global":  # in shared memory same-word lanes are combined: no rounds to count
+            out["same-word rounds (global atomics queue in L2)"] = int(c.max_lanes.sum())
     if where == "shared":
         atoms = analysis.bank_conflicts(t.where(space="shared", op=["atom", "red"]))
         atoms = atoms[atoms.line == counting_line(t, version, c)]
@@ -252,6 +255,8 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
     loads = analysis.sectors(t.where(op="ld"))
     if len(loads):
         out["bytes per warp load"] = round(float(loads.bytes.sum()) / len(loads), 1)
+    dev = backend.device()
+    out["run on"] = dev.name if dev.backend == "cupy" else f"{dev.name}: no time to show"
     return out
 
 
@@ -264,7 +269,15 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     assert isinstance(version, HistogramVersion)
     if version.name in ("hist5_lanes", "hist6_runs"):
         return draw.bank_heatmap(ax, t, line=counting_line(t, version), max_rows=PICTURE_ROWS // 2)
-    return draw.histogram_contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
+    d = draw.histogram_contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
+    if version.counts_in != "hist":  # shared atomics combine lanes on one word: nothing queues there
+        ax.set_title(
+            ax.get_title().replace(
+                "lanes on one bin are serialised",
+                "shared memory combines lanes on one bin; lanes on other words of a bank conflict",
+            )
+        )
+    return d
 
 
 def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:

@@ -1,8 +1,8 @@
 // Histogram: how many times each byte value 0..255 occurs in x (the article: 100 MiB of random
 // bytes into 256 bins). Every version counts in unsigned int bins that the host must zero before
-// the launch (course.zeros(256, np.uint32)); a launch ADDS to `hist`. The lesson is contention:
-// an atomic is cheap when the lanes of a warp hit different bins and serialises when they hit one,
-// so the time depends on the data, not only on its size.
+// the launch (course.zeros(256, np.uint32)); a launch ADDS to `hist`. The lesson is contention, and
+// where an atomic is done: in L2 (global) one line's updates queue, same-bin lanes cost most; in the
+// SM (shared: ATOMS.POPC.INC.32 on sm_90) same-word lanes are combined and bank conflicts cost.
 //
 // Limits shared by all versions: n counts bytes (uint8 keys); a uint32 bin wraps at 2^32, so the
 // counts are exact for n <= 2^32 - 1 (the fixed versions index with 64 bits; the article's kernels
@@ -164,9 +164,12 @@ extern "C" __global__ void hist3_vec(const unsigned char* __restrict__ x, unsign
 // ---- Warp-aggregated atomics.
 // __match_any_sync groups the lanes of a warp that hold the same key; the lowest lane of each
 // group adds the group's size in ONE atomic. All-equal data: one atomic per warp instruction
-// instead of 32 serialised lanes. Uniform data: ~30 groups of 32, so little saved, and the match
-// itself costs. Every lane of the warp must call it (FULL_MASK), so the loop below runs the same
-// number of times in every lane of a warp, and lanes past the end pass valid = false.
+// instead of 32. That pays for global atomics (hist1_agg: L2 queues same-word updates); a shared
+// atomicAdd(&temp[key], 1u) already combines same-word lanes in one instruction (sm_90:
+// ATOMS.POPC.INC.32), so in shared memory the match (MATCH.ANY + POPC + ATOMS.ADD) only adds work.
+// Uniform data: ~30 groups of 32, so little saved, and the match itself costs. Every lane of the
+// warp must call it (FULL_MASK), so the loop below runs the same number of times in every lane of
+// a warp, and lanes past the end pass valid = false.
 __device__ __forceinline__ void add_aggregated(unsigned int* h, unsigned int key, bool valid) {
     const unsigned int peers = __match_any_sync(FULL_MASK, valid ? key : 0xFFFFFFFFu);
     const unsigned int lane = threadIdx.x & 31;
@@ -217,8 +220,9 @@ extern "C" __global__ void hist1_agg(const unsigned char* __restrict__ x, unsign
     }
 }
 
-// ---- 4. hist3 with warp-aggregated shared atomics, for skewed data.
-// Blocks: multiples of 32 threads (32..1024); any grid.
+// ---- 4. hist3 with warp-aggregated shared atomics: hist1_agg's agreement tried in shared memory.
+// Slower than hist3_vec on every kind of data: the shared atomic it replaces already combines
+// same-word lanes (see add_aggregated). Blocks: multiples of 32 threads (32..1024); any grid.
 extern "C" __global__ void hist4_warp_agg(const unsigned char* __restrict__ x, unsigned int* hist, long long n) {
     __shared__ unsigned int temp[BINS];
     for (int b = threadIdx.x; b < BINS; b += blockDim.x) temp[b] = 0;
@@ -270,7 +274,8 @@ __global__ void hist5_copies(const unsigned char* __restrict__ x, unsigned int* 
 // byte changes: one atomic per run instead of one per byte. All-equal bytes: one atomic per 16
 // bytes, so even the copies of one bin that every warp of the block shares are hit 16x less often.
 // Uniform bytes: a run is almost always one byte long, so it costs a compare per byte for nothing.
-// On the H200 it is slower than hist5 on every kind of data (docs/notes/histogram.md).
+// On the H200 and the H100 it is slower than hist5 on every kind of data, by a few per cent on
+// all-equal bytes (docs/notes/histogram.md).
 // Same launch rules as hist5.
 template <int COPIES>
 __device__ __forceinline__ void count_runs(const unsigned char* __restrict__ x, unsigned int* hist, long long n,
@@ -319,7 +324,9 @@ __global__ void hist6_copies(const unsigned char* __restrict__ x, unsigned int* 
 // (e.g. 4096: a 12-bit image, or RGB quantised to 16 levels a channel).
 // One copy of the bins takes bins * 4 bytes of dynamic shared memory (16 KiB at 4096), so the 32
 // per-lane copies of hist5 no longer fit (512 KiB); contention is rarer for uniform keys (more
-// bins), but all-equal keys still put 32 lanes on one word: warp aggregation is what fits. The merge
+// bins), and all-equal keys put 32 lanes on one word. This kernel tries warp aggregation against
+// them; hist_wide_plain, below, without it, was faster on every kind of keys on an H100 (the shared
+// atomic combines same-word lanes itself: see add_aggregated). The merge
 // costs `bins` global atomics per block (empty bins skipped), so fewer blocks pay off.
 // Keys >= bins are not counted. Blocks: multiples of 32; dynamic shared memory: bins * 4 bytes
 // (bins <= 12288 in the default 48 KiB; more with the opt-in limit); any grid.
