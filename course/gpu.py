@@ -245,10 +245,17 @@ class Kernel:
             for p, a in zip(self.params, args)
             if isinstance(a, EmulatorArray) and a.size and (mask := a.write_mask()) is not None
         }
-        trace, fault = run_checked(
-            self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(args), ok.shared_mem,
-            kernel_name=self.name, budget=budget,
-        )  # fmt: skip
+        masks = {
+            id(a): (a, m) for a in args if isinstance(a, EmulatorArray) and (m := a.write_mask()) is not None
+        }
+        try:  # what this launch writes counts as written for the next one, as in _emulate
+            trace, fault = run_checked(
+                self.module.program, self.ptx_name, ok.grid, ok.block, self._emulator_args(args), ok.shared_mem,
+                kernel_name=self.name, budget=budget, written=[(a.ndarray, m) for a, m in masks.values()],
+            )  # fmt: skip
+        finally:
+            for a, m in masks.values():
+                a.note_writes(m)
         return checks.findings(trace, fault, initialized=initialized), trace
 
     def _emulate(

@@ -340,3 +340,17 @@ def test_a_launch_is_validated_once_per_argument_signature(emulator_backend, mon
     assert len(calls) == 2
     with pytest.raises(course.ArgumentError):
         k((1,), (32,), (x, 4))  # a Python int where the kernel takes a 4-byte int
+
+
+@pytest.mark.parametrize("version", ["dot1", "dot3"])
+def test_inspect_counts_what_one_launch_wrote_as_written_for_the_next(version: str) -> None:
+    # dot1 and dot3 write per-block partial sums into course.empty() memory, then a second launch
+    # sums them: inspect (the panel's path) must not call those reads uninitialised, as check does not
+    from course import dot
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
+    with course.backend.using("emulator"):
+        findings, _ = dot.ENGINE.inspect(version, a, b, block=256)
+    assert not findings.kinds(), findings
+    assert not dot.check(version, a, b).kinds()

@@ -67,11 +67,24 @@ def run_checked(
     *,
     kernel_name: str = "",
     budget: int | None = None,
+    written: list[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[Trace, FaultReport | None]:
     """Run a launch, recording everything, until it ends or faults; leave module variables as
-    they were. Faults other than memory and barrier ones (an assert, a runaway loop) still raise."""
+    they were. Faults other than memory and barrier ones (an assert, a runaway loop) still raise.
+    `written`: (array, byte mask) pairs whose masks get every byte a thread stored to (run_kernel's)."""
     saved = {name: data.copy() for name, (_, data, _) in program.module_vars.items()}
-    m = Machine(program, entry, grid, block, args, shared_mem, kernel_name or entry, TraceRecorder(), budget)
+    m = Machine(
+        program,
+        entry,
+        grid,
+        block,
+        args,
+        shared_mem,
+        kernel_name or entry,
+        TraceRecorder(),
+        budget,
+        written=written,
+    )
     report = None
     try:
         with np.errstate(all="ignore"):

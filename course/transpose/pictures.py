@@ -283,7 +283,7 @@ def draw_bank_access(ax: Any, t: Trace, event: int) -> Any:
     ways = int(bc.ways[bc.event == event][0])
     what = "read of" if t.op[event] == "ld" else "store to"
     ax.set_title(
-        f"{t.kernel}, warp {int(t.warp[event])}'s {what} the tile\n32 lanes → {ways}-way: the fullest bank holds "
+        f"{t.kernel}, warp {int(t.warp[event])} of block {int(t.block[event])}: its {what} the tile\n32 lanes → {ways}-way: the fullest bank holds "
         f"{ways} word{'s' * (ways > 1)}, served in {ways} pass{'es' * (ways > 1)}{' (no conflict)' if ways == 1 else ''}",
         fontsize=9,
     )
