@@ -14,8 +14,18 @@ Prints, and writes to OUT_DIR/gpu_facts_reduction.md:
    instructions per element and the issue floor beside the time (the notebook counts PTX on
    the emulator: this says how far SASS differs);
 4. the spread of the timings `issue_table` reports over 5 repeats of its median of 20;
-5. whether `cupy.sum` (the notebook's library row) goes through CUB: CuPy's reduction
-   accelerators, and cupy.sum timed with them and without.
+5. which path `cupy.sum` (the notebook's library row) takes on the uint32 input: CuPy's reduction
+   and routine accelerators, the result's dtype (uint64: promoted, so not `DeviceReduce`),
+   cupy.sum timed with its reduction accelerators and without, and `DeviceReduce::Sum` itself
+   on the same bytes (a 32-bit sum, which wraps: timed for its speed only);
+6. the price per block (fresh read R101): kernels 3 to 7 at N = 2^25, each at its own grid on
+   the input and on one element (every block but the first loads nothing), and at the article's
+   grid (N / 128 blocks); µs per wave of each, and µs per wave of the extra, empty blocks;
+7. the whole sum, second pass included: kernel 7 (`reduction.run`) beside `cupy.sum` of the same
+   uint32 input, at 4M and 32M (the text says kernel 7 beats the generic reduction);
+8. Little's law as `reduction.littles_law()` prints it (the probe's read stream and latency);
+9. exercise 7's five grids timed (kernel 7, blocks of 512, N = 2^24): GB/s per blocks per SM,
+   the fewest within 10 % of the fastest, and the wave model's answer.
 
 Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
 still run; the exit status is 1 when any step failed.
@@ -224,28 +234,115 @@ def spread() -> None:
     bench.free_gpu_memory()
 
 
-@step("5. cupy.sum and CUB: CuPy's reduction accelerators, and cupy.sum timed with and without CUB")
+@step("5. cupy.sum and CUB: which path a uint32 sum takes, timed with and without CUB")
 def library() -> None:
     gpu_or_die()
     import cupy
     from cupy._core import _accelerator
 
     from course import bench
+    from course.bench import cub
     from course.reduction import story
 
     say(f"- CUPY_ACCELERATORS={os.environ.get('CUPY_ACCELERATORS', '(unset)')}; "
-        f"reduction accelerators: {_accelerator.get_reduction_accelerators()}")  # fmt: skip
+        f"reduction accelerators: {_accelerator.get_reduction_accelerators()}; "
+        f"routine accelerators: {getattr(_accelerator, 'get_routine_accelerators', lambda: '?')()}")  # fmt: skip
     xs = story._inputs(N)
+    say(f"- cupy.sum of uint32 returns {cupy.sum(xs[0]).dtype} (a promoted sum: CuPy's cub.pyx sends "
+        "a sum to DeviceReduce only without promotion)")  # fmt: skip
     before = _accelerator.get_reduction_accelerators()
-    say("| accelerators | cupy.sum µs at N = 2^25 (uint32) |")
+    say("| what | µs at N = 2^25 (uint32) |")
     say("|---|---|")
     for acc in (before, []):
         _accelerator.set_reduction_accelerators([{1: "cub", 2: "cutensor"}.get(a, a) for a in acc])
         us = bench.median_us([lambda x=x: cupy.sum(x) for x in xs], runs=20)
-        say(f"| {acc or 'none (CuPy own kernel)'} | {us:.4g} |")
+        say(f"| cupy.sum, reduction accelerators {acc or 'none (CuPy own kernel)'} | {us:.4g} |")
     _accelerator.set_reduction_accelerators([{1: "cub", 2: "cutensor"}.get(a, a) for a in before])
+    try:  # CuPy's wrapper may refuse a dtype it does not list: say so, keep the rows above
+        c = cub._cub()
+        us = bench.median_us([lambda x=x: c.device_reduce(x, c.CUPY_CUB_SUM, (0,), ()) for x in xs], runs=20)
+        say(f"| cub::DeviceReduce::Sum on the uint32 (32-bit sum, wraps) | {us:.4g} |")
+    except Exception as exc:
+        say(f"| cub::DeviceReduce::Sum on the uint32 | not timed: {type(exc).__name__}: {exc} |")
     del xs
     bench.free_gpu_memory()
+
+
+@step("6. the price per block: each kernel's grid on the input, on one element, and the article's grid")
+def per_block() -> None:
+    gpu_or_die()
+    from course import backend, bench, reduction
+    from course.reduction import story
+
+    xs = story._inputs(N)
+    sms = backend.device().sm_count
+    say("| kernel | blocks | waves | µs | µs per wave | µs, one element | per wave | article blocks | article µs "
+        "| µs per extra (empty) wave |")  # fmt: skip
+    say("|---|---|---|---|---|---|---|---|---|---|")
+    for name in KERNELS:
+        blocks = reduction.ENGINE.grid(name, N, BLOCK, np.uint32)[0]
+        per_wave = sms * story.holds(BLOCK, name)
+        us = bench.median_us([reduction.ENGINE.plan(name, x, block=BLOCK).launches[0] for x in xs], runs=20)
+        one = reduction.ENGINE.plan(name, xs[0][:1], block=BLOCK, grid=blocks).launches[0]
+        empty = bench.median_us([one], runs=20)
+        art = -(-N // BLOCK)
+        art_us = bench.median_us(
+            [reduction.ENGINE.plan(name, x, block=BLOCK, grid=art).launches[0] for x in xs], runs=20
+        )
+        extra = (art_us - us) / ((art - blocks) / per_wave) if art > blocks else float("nan")
+        say(f"| {name} | {blocks} | {blocks / per_wave:.3g} | {us:.4g} | {us * per_wave / blocks:.3g} | "
+            f"{empty:.4g} | {empty * per_wave / blocks:.3g} | {art} | {art_us:.4g} | {extra:.3g} |")  # fmt: skip
+    del xs
+    bench.free_gpu_memory()
+
+
+@step("7. the whole sum: kernel 7 with its second pass beside cupy.sum (uint32)")
+def whole_sum() -> None:
+    gpu_or_die()
+    import cupy
+
+    from course import bench, reduction
+    from course.reduction import story
+
+    say("| N | kernel 7 block sums µs | kernel 7 whole sum µs | cupy.sum µs |")
+    say("|---|---|---|---|")
+    for n in (2**22, 2**25):
+        xs = story._inputs(n)
+        plans = [reduction.ENGINE.plan("reduce7", x, block=BLOCK) for x in xs]
+        first = bench.median_us([p.launches[0] for p in plans], runs=20)
+        whole = bench.median_us(
+            [lambda x=x: reduction.ENGINE.run("reduce7", x, block=BLOCK) for x in xs], runs=20
+        )
+        lib = bench.median_us([lambda x=x: cupy.sum(x) for x in xs], runs=20)
+        say(f"| {n} | {first:.4g} | {whole:.4g} | {lib:.4g} |")
+        del xs, plans
+        bench.free_gpu_memory()
+    say(
+        "\n(the whole sum through `run` includes its host-side planning and the result's copy back: an upper bound)"
+    )
+
+
+@step("8. Little's law on this GPU (reduction.littles_law)")
+def littles() -> None:
+    from course import reduction
+
+    say("```\n" + str(reduction.littles_law()) + "\n```")
+
+
+@step("9. exercise 7: kernel 7 at blocks of 512, N = 2^24, five grids timed")
+def grid_exercise() -> None:
+    gpu_or_die()
+    from course.reduction import exercises as ex
+
+    speeds = ex._gpu_grid_speeds(ex.GRID_N, ex.GRID_BLOCK, 20)
+    best = max(speeds.values())
+    say("| blocks per SM | bytes in flight per SM | GB/s | % of the fastest |")
+    say("|---|---|---|---|")
+    for p, v in speeds.items():
+        say(f"| {p} | {ex.grid_bytes_in_flight(p)} | {v:.0f} | {100 * v / best:.0f} |")
+    fewest = next(p for p in ex.GRID_PER_SM if speeds[p] >= ex.FULL_SPEED * best)
+    say(f"- the fewest within 10 % of the fastest: {fewest} per SM; the wave model's answer on this GPU: "
+        f"{ex.grid_model_answer()} (solutions/reduction.py gives 4, the emulator's H100 model)")  # fmt: skip
 
 
 def main() -> None:
@@ -263,6 +360,10 @@ def main() -> None:
     ncu(out)
     spread()
     library()
+    per_block()
+    whole_sum()
+    littles()
+    grid_exercise()
     sys.exit(REPORT.finish(out, "gpu_facts_reduction"))
 
 

@@ -127,12 +127,12 @@ extern "C" __global__ void reduce4(const elem_t* x, acc_t* out, int n) {
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }
 
-// ---- 5. Unroll the last warp (the article's code).
-// When s <= 32 only the first warp works; the article drops __syncthreads() there and lets
-// the warp run "in lockstep" through a volatile pointer. BUG 1: since Volta (2017) the lanes
-// of a warp are scheduled independently: nothing orders one lane's read of sdata[tid + 16]
-// after another lane's write of it -- a data race. BUG 2: with blocks of fewer than 64
-// threads, sdata[tid + 32] reads past the block's shared memory.
+// ---- 5. Unroll the last warp (the article's warp code; the load here is kernel 4's fix: the
+// article's kernel 5 loads as its kernel 4 does). When s <= 32 only warp 0 adds; the article
+// drops __syncthreads() there and lets the warp run "in lockstep" through a volatile pointer.
+// BUG 1: since Volta (2017) the lanes of a warp are scheduled independently: nothing orders one
+// lane's read of sdata[tid + 16] after another lane's write of it -- a data race. BUG 2: with
+// blocks of fewer than 64 threads, sdata[tid + 32] reads past the block's shared memory.
 __device__ void warp_reduce_article(volatile acc_t* sdata, unsigned int tid) {
     sdata[tid] += sdata[tid + 32];
     sdata[tid] += sdata[tid + 16];
@@ -186,12 +186,12 @@ extern "C" __global__ void reduce5(const elem_t* x, acc_t* out, int n) {
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }
 
-// ---- 6. Completely unrolled (the article's code).
-// The block size is a template parameter, so every `if (blockSize >= ...)` is decided at
-// compile time and the loop disappears. Launch it with blockDim.x == blockSize; the warp
-// part keeps kernel 5's race. BUG: with blockSize <= 32 (the article's main() instantiates
-// <32> down to <1>) `if (blockSize >= 32) sdata[tid] += sdata[tid + 16]` is still compiled
-// for all 32 lanes: lanes 16-31 read sdata[32..47], past the block's shared memory.
+// ---- 6. Completely unrolled (the article's code, but for its load: kernel 4's fix, as in 5; and
+// the blockSize >= 1024 step, which the article's reduce6 lacks). The block size is a template
+// parameter, so every `if (blockSize >= ...)` is decided at compile time and the loop disappears.
+// Launch it with blockDim.x == blockSize; the warp part keeps kernel 5's race. BUG: with
+// blockSize <= 32 (the article's main() instantiates <32> down to <1>) `if (blockSize >= 32)
+// sdata[tid] += sdata[tid + 16]` is still compiled for all 32 lanes: lanes 16-31 read past sdata.
 template <unsigned int blockSize>
 __device__ void warp_reduce_unrolled_article(volatile acc_t* sdata, unsigned int tid) {
     if (blockSize >= 64) sdata[tid] += sdata[tid + 32];
@@ -305,8 +305,8 @@ __global__ void reduce7(const elem_t* x, acc_t* out, int n) {
 
 // 8. Warp shuffles: kernel 7's grid-stride loop, two loads in flight per thread per iteration,
 // and the block's sum through registers (common.cuh's block_sum: five shuffles per warp, one
-// __syncthreads) instead of the shared-memory tree. The tree was never where the time went:
-// the loads are, so this runs at kernel 7's speed with less code and no template.
+// __syncthreads) instead of the shared-memory tree. Under one wave the tree runs once per block,
+// a small part of a kernel that loops over N: this runs at kernel 7's speed, with less code.
 extern "C" __global__ void reduce_shfl(const elem_t* x, acc_t* out, int n) {
     __shared__ acc_t scratch[32];
     unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;

@@ -32,6 +32,7 @@ from .story import (
     lanes_per_warp,
     latency_table,
     launch_table,
+    littles_law,
     load_requests,
     loads_per_thread,
     occupancy_table,
@@ -60,7 +61,7 @@ __all__ = [
     "BEYOND", "ENGINE", "STORY", "TOPIC", "VERSIONS", "accumulator", "article_table", "barriers_per_warp", "check",
     "compare_steps", "draw_banks", "draw_banks_pair", "draw_lanes", "draw_tree", "exercises", "first_trace",
     "g80_comparison", "g80_floor", "in_flight", "instructions_per_element", "issue_rate", "issue_table", "kernel",
-    "lanes_per_warp", "latency_table", "launch_table", "load_requests", "loads_per_thread", "occupancy_table",
-    "one_wave", "panel", "plot_speed", "reference", "run", "sm_clock_ghz", "speed_against_n", "step_table", "trace",
+    "lanes_per_warp", "latency_table", "launch_table", "littles_law", "load_requests", "loads_per_thread",
+    "occupancy_table", "one_wave", "panel", "plot_speed", "reference", "run", "sm_clock_ghz", "speed_against_n", "step_table", "trace",
     "tradeoff", "versions", "warp_syncs", "wavefront_table", "worst_step", "writes_to",
 ]  # fmt: skip

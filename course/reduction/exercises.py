@@ -691,20 +691,20 @@ def _draw_last_warp(fig: Any, k: Kernel, block: int, n: int) -> None:
         ax.set_axis_off()
         return
     lanes = rows.lanes()[:, :32].astype(float)
-    kinds = [f"{op} {'shared' if sp == 'shared' else 'register'}" if op != "shfl" else "shfl (register)"
-             for op, sp in zip(rows.op, rows.space)]  # fmt: skip
-    colour = np.array([2.0 if kd.startswith("shfl") else 1.0 for kd in kinds])[:, None]
+    kinds = ["shfl" if op == "shfl" else f"shared {op}" for op in rows.op]
+    colour = np.array([2.0 if kd == "shfl" else 1.0 for kd in kinds])[:, None]
     ax.imshow(np.where(lanes > 0, colour, np.nan), cmap="coolwarm", vmin=0.5, vmax=2.5, aspect="auto")
     ax.set_yticks(
-        range(len(rows)), [f"{kd} (line {int(line)})" for kd, line in zip(kinds, rows.line)], fontsize=8
+        range(len(rows)), [f"{kd}, line {int(line)}" for kd, line in zip(kinds, rows.line)], fontsize=8
     )
     ax.set_xticks(range(0, 32, 4))
     ax.set_xlabel("lane of warp 0 (coloured: takes part)")
     ax.set_title(
-        f"your last warp: block 0 of {block}, warp 0 after its last __syncthreads()\n"
-        "red: a shuffle, register to register (a long long moves as two 32-bit shuffles); "
-        "blue: a shared-memory access"
+        f"your last warp: warp 0 of block 0 ({block} threads) after its last __syncthreads()\n"
+        "red: shuffles, register to register (a long long takes two); blue: shared memory",
+        fontsize=9,
     )
+    fig.subplots_adjust(left=0.2)
 
 
 shuffle = KernelExercise(

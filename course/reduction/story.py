@@ -6,6 +6,7 @@ that adds its block sums) on the emulator, or times it on a GPU.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -198,15 +199,23 @@ def draw_banks(ax: Any, name: str, step: int, n: int = 256) -> None:
 
 
 def draw_banks_pair(axes: Sequence[Any], names: Sequence[str], step: int, n: int = 256) -> None:
-    """`draw_banks` for each version on its own axes, on one vertical scale, so the stacks compare;
-    a wavefront (the hardware's pass over the banks) is what the drawing's 'phase' counts."""
+    """`draw_banks` for each version on its own axes, on one vertical scale, so the stacks compare.
+    The title counts wavefronts (the hardware's passes over the banks: the ways of the access),
+    against the fewest its width allows (the drawing's 'phases': 1 for 4-byte words)."""
     for ax, name in zip(axes, names):
         draw_banks(ax, name, step, n)
-        ax.set_title(ax.get_title().replace("phase", "wavefront"), fontsize=9)
+        ax.set_title(
+            re.sub(r"(\d+)-way \(\d+ phases?: (\d+) is ideal\)", _wavefronts, ax.get_title()), fontsize=9
+        )
     top = max(ax.get_ylim()[1] for ax in axes)
     bottom = min(ax.get_ylim()[0] for ax in axes)
     for ax in axes:
         ax.set_ylim(bottom, top)
+
+
+def _wavefronts(m: re.Match) -> str:
+    ways, ideal = int(m[1]), int(m[2])
+    return f"{ways}-way: {ways} wavefront{'s' * (ways != 1)} ({ideal} is ideal)"
 
 
 def wavefront_table(name: str = "reduce2", block: int = 128) -> Table:
@@ -280,7 +289,7 @@ def g80_floor(names: Sequence[str] = STORY, block: int = 128, count_n: int = 2**
     return rows
 
 
-def instructions_per_element(names: Sequence[str] = STORY[:6], n: int = 2**16, block: int = 256) -> Table:
+def instructions_per_element(names: Sequence[str] = STORY[:6], n: int = 2**16, block: int = 128) -> Table:
     """Warp instructions each version issues per element summed (its own launch, counted by the
     emulator): what is left to cut once the memory accesses are clean."""
     rows = Table()
@@ -336,7 +345,9 @@ def issue_table(
     `count_n` elements, times n, over `issue_rate()`: the least time the schedulers need to issue
     them) and the **waves** of blocks the grid takes (blocks over SMs × blocks an SM holds). On a
     GPU also the time (median of `runs` CUDA-event timings, inputs rotated past L2), the time per
-    wave, and the issue floor as a share of it."""
+    wave, the issue floor as a share of it, and the control: the same kernel and grid on an input
+    of one element, so that its blocks load nothing and run only the per-block part (launch, the
+    tree's barriers, the store, retire)."""
     rate, sms = issue_rate(), backend.device().sm_count
     rows = Table()
     xs = _inputs(n) if on_gpu() else None
@@ -349,12 +360,33 @@ def issue_table(
                "issue floor µs": floor}  # fmt: skip
         if xs is not None:
             us = bench.median_us([ENGINE.plan(name, x, block=block).launches[0] for x in xs], runs=runs)
-            row.update({"µs": us, "µs per wave": us / waves, "floor % of µs": 100 * floor / us})
+            # the same kernel and grid on one element: every block but the first loads nothing
+            empty = bench.median_us(
+                [ENGINE.plan(name, xs[0][:1], block=block, grid=blocks).launches[0]], runs=runs
+            )
+            row.update({"µs": us, "µs per wave": us / waves, "floor % of µs": 100 * floor / us,
+                        "µs, nothing to load": empty, "µs per wave, nothing to load": empty / waves})  # fmt: skip
         rows.append(row)
     if xs is not None:
         del xs
         bench.free_gpu_memory()
     return rows
+
+
+def littles_law() -> Table:
+    """Little's law on the active device, with where each figure came from: the bandwidth (the
+    read stream `course.probe` measured on a GPU, else the memory's peak), the DRAM latency (an
+    idle pointer chase on a GPU, else the device model's), and the bytes in flight they ask for,
+    for the whole GPU and per SM (`occupancy.bytes_needed_per_sm`)."""
+    dev = backend.device()
+    stream = dev.read_stream_gbps is not None
+    gbps = dev.read_stream_gbps if stream else dev.memory_peak_gbps
+    per_sm = occupancy.bytes_needed_per_sm(dev)
+    return Table([{
+        "GB/s": gbps, "latency ns": dev.dram_latency_ns, "SMs": dev.sm_count,
+        "bytes in flight, GPU": per_sm * dev.sm_count, "per SM": per_sm,
+        "GB/s from": dev.source("read_stream_gbps" if stream else "memory_peak_gbps"),
+    }])  # fmt: skip
 
 
 def occupancy_table(name: str = "reduce7", blocks: Sequence[int] = (32, 64, 128, 256, 512, 1024)) -> Table:
@@ -380,17 +412,23 @@ def occupancy_table(name: str = "reduce7", blocks: Sequence[int] = (32, 64, 128,
 def tradeoff(n: int = 65536, configs: Sequence[tuple[int, int]] = ((32, 512), (128, 128), (512, 8))) -> Table:
     """Kernel 7 with (block, grid) choices, from traces: elements per thread, the tree's levels
     (log2 block) and the `__syncthreads()` block 0 reaches (the fixed kernel waits with
-    `__syncwarp()` in its last warp), tree additions in all, and the SMs the grid can use."""
+    `__syncwarp()` in its last warp), the tree's additions in shared memory (block 0's, counted
+    from its dataflow, times the blocks: every block runs the same tree), and the SMs the grid
+    can use."""
     rows = Table()
     sms = backend.device().sm_count
     for block, grid in configs:
         loads = loads_per_thread("reduce7", n, block=block, grid=grid)
-        t = first_trace("reduce7", np.ones(n, np.uint32), block=block, grid=grid, blocks=[0], spaces={"sync"})
+        t = first_trace(
+            "reduce7", np.ones(n, np.uint32), block=block, grid=grid, blocks=[0], spaces={"shared", "sync"}
+        )
         bars = int(((t.opcode == "bar.sync") & (t.warp == 0)).sum())
+        flow = analysis.dataflow(t, "sdata")
+        adds = int(((flow.block == 0) & (flow.src != flow.dst)).sum())
         rows.append({
             "block": block, "blocks": grid, "elements per thread": loads["most"],
             "tree levels": int(np.log2(block)), "__syncthreads per block": bars,
-            "tree additions in all": grid * (block - 1), "SMs used": min(grid, sms),
+            "tree additions per block": adds, "tree additions in all": grid * adds, "SMs used": min(grid, sms),
         })  # fmt: skip
     return rows
 
@@ -439,9 +477,10 @@ def article_table(
     sizes: Sequence[int] = ARTICLE_SIZES, block: int = 128, runs: int = 20
 ) -> list[dict[str, Any]]:
     """Kernels 1-7 (the fixed code) each launched two ways in the same run, beside a device copy
-    of the same bytes and `cupy.sum` (the library, the whole sum): as the article's main()
+    of the same bytes and `cupy.sum` (the whole sum): as the article's main()
     launches every kernel (n/128 blocks of 128), and by the version's own rule (half the blocks
-    for 4-6, one wave of the GPU for 7). The kernel alone (its block sums), median of `runs`
+    for 4-6, one wave of the GPU for 7). `cupy.sum` of this uint32 input is CuPy's generic
+    reduction, not `DeviceReduce` (`_library_row`). The kernel alone (its block sums), median of `runs`
     CUDA-event timings, inputs rotated past L2.
     On the emulator: an empty table that says why."""
     if not on_gpu():
@@ -461,15 +500,20 @@ def article_table(
     return rows
 
 
+LIBRARY_ROW = "cupy.sum (generic)"
+
+
 def _library_row(n: int, xs: list[Any], runs: int) -> dict[str, Any]:
-    """`cupy.sum` on the same inputs, timed as the kernels are: the whole sum (CuPy's reduction,
-    which hands it to CUB's device-wide reduction when its CUB accelerator takes the call), one
-    launch policy, so both columns hold it."""
+    """`cupy.sum` on the same inputs, timed as the kernels are: the whole sum, one launch policy,
+    so both columns hold it. On uint32 it is CuPy's generic reduction kernel, not CUB's
+    `DeviceReduce`: the sum is promoted to uint64, and CuPy hands a sum to `DeviceReduce` only
+    when no promotion is needed (cupy/cuda/cub.pyx: "CUB reduce_sum does not support dtype
+    promotion"). `scripts/gpu_facts_reduction.py` checks which path it takes."""
     import cupy
 
     steps: list[Any] = [lambda x=x: cupy.sum(x) for x in xs]
     us = bench.median_us(steps, runs=runs)
-    return {"N": n, "kernel": "cupy.sum", "article grid": "", "article µs": us, "article GB/s": 4 * n / us / 1e3,
+    return {"N": n, "kernel": LIBRARY_ROW, "article grid": "", "article µs": us, "article GB/s": 4 * n / us / 1e3,
             "fixed grid": "", "fixed µs": us, "fixed GB/s": 4 * n / us / 1e3}  # fmt: skip
 
 

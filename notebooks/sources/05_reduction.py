@@ -33,9 +33,10 @@
 #
 # What you will see matter, in the order it starts to matter: **divergence** (kernel 1), **bank
 # conflicts** (kernel 2), then, for kernels 4–6, Harris's diagnosis of **instruction overhead**
-# held against the bound it implies, and what it no longer explains on a current GPU: **latency
-# and bytes in flight**, with **occupancy** (how many blocks an SM holds) deciding how many loads
-# can wait at once; then **work per thread** (kernel 7) and wider loads (beyond). Every cell runs
+# held against the bound it implies, and what sets their time on a current GPU instead: a **cost
+# per block**, paid by every block whether or not it has data; then **work per thread** (kernel 7:
+# few blocks that loop), with **occupancy** (how many blocks an SM holds) and **bytes in flight**
+# (Little's law) deciding how many blocks are enough, and wider loads (beyond). Every cell runs
 # without a GPU, on the course's emulator; on a GPU the timing cells measure, on the emulator they
 # say they cannot. Eight exercises sit where their ideas are taught.
 
@@ -297,10 +298,11 @@ reduction.barriers_per_warp("reduce3")
 # No warp leaves the loop early, so the tree costs every warp its loop bookkeeping and its barrier
 # waits in each step. (That bookkeeping is what Harris's kernels 5 and 6 cut.)
 #
-# **3. Predict, then check: each warp of kernel 2 at a block of 512.** For one block of **512**
-# threads of kernel 2 (16 warps), predict for each warp the two numbers the table above counts
+# **3. Predict, then check: each warp of kernel 1 at a block of 512.** For one block of **512**
+# threads of kernel 1 (16 warps), predict for each warp the two numbers the table above counts
 # for kernel 3: the `__syncthreads()` it reaches and the tree steps in which at least one of its
-# lanes adds.
+# lanes adds. Kernel 1's busy threads are not contiguous: its heat map above is the place to
+# start.
 
 # %%
 my_warps = {  # warp: (barriers it reaches, steps in which it adds)
@@ -351,15 +353,15 @@ reduction.exercises.any_block.check(mine)
 # quarter of the memory's peak. Harris's diagnosis, on his 2007 G80, was **instructions**: the
 # loop, the index arithmetic, the `__syncthreads()`, the half of the threads that idle from the
 # first step on. Kernels 4–6 each cut some of them. Counted by the emulator for each version's own
-# launch (N = 65 536, blocks of 256; these are PTX instructions, what the emulator runs; the GPU
+# launch (N = 65 536, blocks of 128, as the timings below; these are PTX instructions, what the emulator runs; the GPU
 # runs the machine code compiled from them, which `scripts/gpu_facts_reduction.py` counts with
 # Nsight Compute):
 
 # %% tags=["nbval-ignore-output"]
-reduction.instructions_per_element()
+reduction.instructions_per_element(block=128)
 
 # %% [markdown]
-# Kernel 3 issues about 2.6 warp instructions per element it sums, kernel 6 under one. Whether that
+# Kernel 3 issues about two and a half warp instructions per element it sums, kernel 6 under one. Whether that
 # makes them faster is a question for the bound: below, once kernels 4–6 are written and fixed.
 #
 # **Kernel 4: first add during load.** Each block takes twice the data and every thread adds two
@@ -395,10 +397,10 @@ print(reduction.run("reduce4", small), "=", reduction.reference(small))
 # loading; yours adds **four**, so a block of `blockDim.x` threads sums `4 * blockDim.x` elements
 # and the grid needs a quarter of kernel 3's blocks. Fill in the marked part: `v` must end with the
 # thread's share of its block's elements. The check launches N = 1 to 5000 (none a multiple of
-# 4 × block) in blocks of 32 to 256 and compares every block's sum with NumPy's. The target, read
-# from the trace: **coalesced loads**, at most 4 sectors of 32 bytes per warp load request (a
-# warp's 32 lanes read 32 neighbouring words). On a GPU it then times yours beside `reduce4` and a
-# copy.
+# 4 × block) in blocks of 32 to 256, one of them with elements near 2^32, and compares every
+# block's sum with NumPy's. The target, read from the trace: **coalesced loads**, no more 32-byte
+# sectors per full-warp load request than its bytes need (4 for 32 lanes of 4-byte words: the
+# lanes' words side by side). On a GPU it then times yours beside `reduce4` and a copy.
 
 # %%
 mine = r"""
@@ -424,7 +426,9 @@ reduction.exercises.four.check(mine)
 # `__syncthreads()` to wait for itself. Unrolling those six steps saves the loop and the barrier
 # not just in warp 0 but in *every* warp, since all warps run the loop's bookkeeping (the barrier
 # table above). The article's version lets the warp run "in lockstep" through a `volatile`
-# pointer:
+# pointer. (The article's kernel 5 loads as its kernel 4 does, `sdata[tid] = (i < N) ? g_idata[i]
+# + g_idata[i + blockDim.x] : 0;`, with that kernel's stray read and its `unsigned` add; the
+# listings here keep kernel 4's fixed load, so that each shows only its own change.)
 
 # %%
 source.show("reduction.cu", "warp_reduce_article")
@@ -470,7 +474,8 @@ source.show("reduction.cu", "warp_reduce")
 # **Kernel 6: completely unrolled.** If the block size is a compile-time constant, every
 # `if (blockSize >= ...)` is decided by the compiler and the loop disappears. The block size
 # becomes a C++ template parameter. The article's kernel 6 (its `warpReduceT` and `reduce6`
-# template):
+# template; the load is kernel 4's fix, as in kernel 5, and the `blockSize >= 1024` step is ours:
+# the article's `reduce6` starts at 512):
 
 # %%
 source.show("reduction.cu", "warp_reduce_unrolled_article", "block_reduce_unrolled", "reduce6_article")
@@ -504,13 +509,16 @@ print(reduction.run("reduce6", x) == reduction.reference(x))
 # An SM has four warp schedulers, and each issues at most one warp instruction a cycle. So the
 # whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on this H100:
 # 132 SMs at 1.98 GHz, the clock the driver reports (`cudaDevAttrClockRate`) and the one Nsight
-# Compute measured while kernels 3 to 7 ran (1.978 GHz, `scripts/gpu_facts_reduction.py`). A kernel that must issue `I` warp
+# Compute measured while kernels 3 to 7 ran (1.978 GHz: `scripts/gpu_facts_reduction.py`, whose H100 report is
+# `docs/notes/reduction-gpu-facts.md`). A kernel that must issue `I` warp
 # instructions per element takes at least `I × N / 1.05e12` seconds: its **issue floor**. The table
 # computes it from the device (its SMs, and its clock: the GPU's on a GPU, the device model's on
-# the emulator) and the counts above, at N = 2^25 with each kernel's own launch, blocks of 128. It
+# the emulator) and the counts above (the same blocks of 128; kernel 7's counted on 2^16 elements
+# with 8 pairs a thread, as it loops on a big input), at N = 2^25 with each kernel's own launch. It
 # also counts the **waves**: the grid's blocks over the blocks all SMs hold at once (occupancy,
 # below). On a GPU it times each kernel and divides: time per wave, and the floor as a share of
-# the time.
+# the time. Its last two columns are a control: the same kernel and grid once more on an input of
+# one element, so that every block but the first finds nothing to load.
 
 # %% tags=["nbval-ignore-output"]
 reduction.issue_table()
@@ -520,20 +528,20 @@ reduction.issue_table()
 # floor falls with them. On this H100 the time follows only part of the way. Kernel 4 runs in about
 # half kernel 3's time (86.5 µs<!-- from issue_table: µs @ kernel=reduce4 --> against
 # 163 µs<!-- from issue_table: µs @ kernel=reduce3 -->), but it has half the waves *and* about half
-# the instructions, so that step alone cannot tell the two bounds apart. Kernels 5 and 6 can: they
+# the instructions, so that step alone cannot tell the bounds apart. Kernels 5 and 6 can: they
 # cut kernel 4's floor by a third and by nearly half (from 45.3 µs<!-- from issue_table: issue floor µs @ kernel=reduce4 -->
 # to 30.2 µs<!-- from issue_table: issue floor µs @ kernel=reduce5 --> and
 # 25.5 µs<!-- from issue_table: issue floor µs @ kernel=reduce6 -->), yet run barely faster than
 # kernel 4 (82.9 µs<!-- from issue_table: µs @ kernel=reduce5 --> and
 # 82.8 µs<!-- from issue_table: µs @ kernel=reduce6 -->), with the same waves. The **time per
 # wave** column barely moves from kernel 3 to kernel 6 (1.31 µs<!-- from issue_table: µs per wave @ kernel=reduce3 -->
-# to 1.39 µs<!-- from issue_table: µs per wave @ kernel=reduce4 -->; the fact script finds the times
-# of kernels 3 to 6 within 0.2 % over five repeats): each wave of blocks costs about the same time,
+# to 1.39 µs<!-- from issue_table: µs per wave @ kernel=reduce4 -->; over five repeats the times
+# of kernels 3 to 6 stay within 0.2 %, `docs/notes/reduction-gpu-facts.md`): each wave of blocks costs about the same time,
 # whatever its instruction count.
 #
 # The floor is not small, though, and the table's is the lower one. It counts **PTX**, the
 # instructions the emulator runs. The GPU runs the machine code (**SASS**) that `ptxas` compiles
-# from them, and Nsight Compute counts more of those (`scripts/gpu_facts_reduction.py`, same N and
+# from them, and Nsight Compute counts more of those (`docs/notes/reduction-gpu-facts.md`, same N and
 # launches): 3.47, 1.88, 1.13 and 0.918 warp instructions per element for kernels 3 to 6, 1.35×
 # the PTX for kernels 3 and 4 and about 1.2× for 5 and 6. Kernel 3's compiled loop shows what SASS
 # adds: the tree's `if (tid < s)` body becomes predicated instructions that *every* warp issues,
@@ -558,26 +566,44 @@ reduction.g80_floor()
 # most about half the time (70 % in SASS, for kernels 3 and 4), and cutting it from kernel 4 to
 # kernel 6 barely moved the time. What is the time, then?
 #
-# ### Latency, bytes in flight, and what a wave of blocks waits for
+# ### What a wave of blocks costs: a price per block
 #
-# A load that misses the caches takes hundreds of nanoseconds to come back from DRAM. A block of
-# kernels 3–6 loads its elements once, waits for them, runs its tree (a chain of shared-memory
-# steps and barriers, with no load in flight), writes its sum and makes room for the next block.
-# So each wave of blocks costs one DRAM round trip plus one tree, and the memory is busy only
-# while the loads are out. To keep DRAM busy, each SM needs enough bytes *in flight* all the time;
-# by **Little's law**, bytes in flight = bandwidth × latency. `course.device()` measured both on
-# this H100 (`course.probe`): a read stream of 2940 GB/s<!-- given: reference --> and a DRAM latency
-# of 350 ns, idle (a pointer chase): 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.03 MB for the
-# whole GPU, 7795 B per SM (`course.occupancy.bytes_needed_per_sm()`; the emulator's device model
-# takes 600 ns instead). That is a floor: under load the latency grows (the latency table below).
+# A wave costs the same whatever its instructions. Is it the wait for its loads, one DRAM round
+# trip per wave? The article's launch answers that. It runs kernels 4 to 6 (the same fixed code)
+# with twice their blocks, and in the second half of those blocks every thread has `i ≥ n` and
+# loads nothing. Those empty blocks cost what loading blocks cost: at 32 M elements kernel 4 takes
+# 166 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> under the article's
+# launch against 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 --> under
+# its own, and kernel 6 162 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce6 -->
+# against 82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> (the timing
+# table at the end): twice the blocks, twice the time, though the extra half loads nothing. The
+# issue table's last two columns make the same control at each kernel's own grid: a wave of blocks
+# costs about the same whether its threads load none, one or two elements.
 #
-# That explains the table. Kernel 3 has one 4-byte load per thread in flight; kernel 4 has two, so
-# each wave carries twice the bytes for about the same round trip, and half the waves cover N:
-# half the time. Kernels 5 and 6 shorten the tree and keep two loads per thread: same waves, same
-# bytes per wave, and (the time per wave says) about the same time, so the tree they shortened
-# was a small part of a wave's time. To go faster, a kernel must keep
-# more bytes in flight, or keep them in flight all the time instead of once per block. That is
-# kernel 7.
+# So for kernels 3 to 6 neither the DRAM round trip nor the bytes a wave carries set the time; the
+# number of blocks does. Every block pays a fixed price: it is launched onto an SM, stores its
+# elements in shared memory, runs its tree (a chain of barriers and dependent shared-memory steps,
+# seven at blocks of 128), writes its sum and retires, and only then does its slot take the next
+# block. Kernel 4 halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each
+# block issues but keep the blocks, and the time stays. The way out is fewer blocks, each doing
+# more: kernel 7.
+#
+# ### Latency and bytes in flight
+#
+# With a few blocks that loop over the whole input, the price per block is paid once, and what the
+# kernel waits for is the memory's **latency**: a load that misses the caches takes hundreds of
+# nanoseconds to come back from DRAM. To keep DRAM busy, each SM needs enough bytes *in flight*
+# all the time. By **Little's law**, bytes in flight = bandwidth × latency. `course.device()`
+# measures both on a GPU (`course.probe`: a read stream, and the latency of an idle pointer chase;
+# on the emulator the device model's datasheet peak and 600 ns), and `littles_law` multiplies them
+# out:
+
+# %% tags=["nbval-ignore-output"]
+reduction.littles_law()
+
+# %% [markdown]
+# On this run's H100 that is about 1 MB in flight for the whole GPU, some 7.8 KB per SM. It is a
+# floor: under load the latency grows (the latency table below).
 #
 # ### Occupancy: how many blocks an SM holds
 #
@@ -598,8 +624,11 @@ reduction.occupancy_table()
 # 64 on the threads are the limit: 2048 threads per SM, full occupancy. Blocks of 32 hit the
 # 32-block limit first: 1024 threads, half occupancy. The loads in flight per SM follow the
 # threads an SM holds: fewer resident threads, fewer loads waiting. A kernel with more registers or
-# more shared memory hits those limits instead; on a T4 (1024 threads and 16 blocks per SM) every
-# number halves.
+# more shared memory hits those limits instead. On a T4 (Colab's GPU: 40 SMs, 1024 threads and 16
+# block slots per SM, 64 KB of shared memory) the thread and block-slot limits halve, and with them
+# the blocks per SM; the occupancy column stays as it is (a share of half the threads), the
+# register limit (64 K per SM) does not halve, and one wave of kernel 7 at blocks of 128 is
+# 40 × 8 = 320 blocks.
 #
 # **6. Predict, then check: blocks per SM.** For each launch below (threads per block, registers
 # per thread, shared bytes per block), predict how many blocks one SM of an H100 or H200 holds at
@@ -701,32 +730,36 @@ reduction.latency_table()
 # 789<!-- from latency_table: implied latency ns @ blocks=2112 --> ns at a full wave, because
 # queues form in the memory system under load, and stays there past it. That is why Little's law
 # with the idle latency underestimates what a full GPU needs: at 8192 B in flight per SM, just
-# above Little's 7795 B, kernel 7 reaches 75.1 %<!-- from latency_table: % of copy @ blocks=1056 --> of
+# above Little's figure with the idle latency (the `littles_law` table), kernel 7 reaches 75.1 %<!-- from latency_table: % of copy @ blocks=1056 --> of
 # the copy, and the speed keeps rising past Little's figure. Even a full wave, twice those bytes,
 # stays short of the copy: the 16-byte loads beyond the article are the way past that.
 #
 # **Fewer, busier threads** also mean less tree work. Kernel 7 on 65 536 elements with three
 # launches: the elements per thread counted from each launch's trace, the tree's levels
 # (log₂ block), the `__syncthreads()` block 0 reaches (the fixed kernel waits with `__syncwarp()`
-# once only one warp adds), tree additions in all (a block of b threads adds b − 1 times), and the
-# SMs the grid can use:
+# once only one warp adds), the tree's additions in shared memory (block 0's, counted from its
+# dataflow, and times the blocks: every block runs the same tree), and the SMs the grid can use:
 
 # %%
 reduction.tradeoff()
 
 # %% [markdown]
-# With 512 blocks of 32 every thread adds 4 elements and the trees add 15 872 times; with 8 blocks
-# of 512, 16 elements each and 4 088 tree additions, but on 8 of the 132 SMs. Too few blocks, or too
-# few threads, and the loads in flight drop: the latency table is the limit.
+# With 512 blocks of 32 every thread adds 4 elements, and the trees add 66 048 times: a tree of 32
+# threads adds 129 times, not 31, because the fixed warp step lets every lane whose partner lies
+# inside the block add, whether or not its sum is used. With 128 blocks of 128, 4 elements each
+# and 32 768 tree additions, half as many; with 8 blocks of 512, 16 elements each and 5 120, but on
+# 8 of the 132 SMs. Too few blocks, or too few threads, and the loads in flight drop: the latency
+# table is the limit.
 #
-# **7. Measure, then choose: a grid for blocks of 640.** `reduce_shfl` (beyond the article) runs
-# kernel 7's grid-stride loop, two loads in flight per thread, and adds the block's sum with
-# shuffles; it takes any block that is a multiple of 32. Choose its number of blocks for blocks of
-# **640** threads and N = 50 000 000: every SM full, no wave left partly empty, and at least 8
-# elements per thread, so that trees and block sums stay few. On a GPU the check times your grid
-# beside half a wave, one wave, two waves and one pair per thread, and passes within 10 % of the
-# fastest; without one it checks the launch's arithmetic against this device, and once it is right
-# sets the loads in flight beside Little's law. Replace `None` with your number of blocks.
+# **7. Predict, then measure: the fewest blocks at full speed.** The latency table timed kernel 7
+# in blocks of 128 at N = 2^26. Take blocks of **512** and N = **2^24**, and five grids: 1, 2, 4, 8
+# and 16 blocks per SM (the SMs times that many blocks). Which is the fewest blocks per SM that runs
+# within 10 % of the fastest of the five? Predict it from the tables above: how many blocks of 512
+# an SM holds at once, how many bytes each grid keeps in flight per SM, and the bytes in flight from
+# which the latency table stops gaining. On a GPU the check times the five grids and passes the
+# fewest within 10 % of the fastest; without one it checks your answer by the course's wave model
+# (the bytes in flight per SM against Little's law on this device). Replace `None` with 1, 2, 4, 8
+# or 16.
 
 # %%
 reduction.exercises.grid.check(None)
@@ -754,15 +787,7 @@ reduction.check("reduce3_timed", small, block=128)
 #
 # **Warp shuffles.** `__shfl_down_sync(mask, v, k)` hands each lane the register `v` of the lane
 # `k` above it, without shared memory and without a separate `__syncwarp()` (the `_sync` is the
-# synchronisation). A block then needs one shared slot per warp. The warp and block sums live in
-# `common.cuh`, shared with the dot product and the scan:
-
-# %%
-source.show("reduction.cu", "warp_sum", "block_sum", "reduce_shfl")
-
-# %% [markdown]
-# `reduce_shfl` keeps kernel 7's loop (two loads in flight per thread) and replaces only the tree.
-# It runs at kernel 7's speed, not faster: by then the tree was never where the time went.
+# synchronisation). A block then needs one shared slot per warp.
 #
 # **8. Write: the last warp with shuffles.** The stub's last warp is the article's warp-synchronous
 # code, a race since Volta. Rewrite the marked part with `__shfl_down_sync(0xffffffff, v, offset)`:
@@ -770,10 +795,11 @@ source.show("reduction.cu", "warp_sum", "block_sum", "reduce_shfl")
 # block's sum in `sdata[0]`) or write `out` from the register, as you like. The check launches
 # N = 1 to 4103 in blocks of 64, 128, 256 and 1024 (kernel 5's loop needs a power of two of at
 # least 64; N = 2 × block ± 1 among them), two elements per thread, and compares every block's sum
-# with NumPy's. The target, read from warp 0's trace from its first shuffle on: **at least five
-# shuffles, each lane loads `sdata[tid]` and `sdata[tid + 32]` once at most** (reading back what the
-# warp stored itself does not count), **and at most one shared-memory store**. On a GPU it then
-# times yours beside `reduce5` and a copy.
+# with NumPy's. The target, read from warp 0's trace: **no more `__syncthreads()` than kernel 5's
+# loop has, and from the first shuffle on at least five shuffles, each lane loading `sdata[tid]`
+# and `sdata[tid + 32]` once at most** (reading back what the warp stored itself does not count),
+# **and at most one shared-memory store**. `reduction.exercises.shuffle.show(mine)` draws warp 0's
+# last part lane by lane. On a GPU the check then times yours beside `reduce5` and a copy.
 
 # %%
 mine = r"""
@@ -799,6 +825,18 @@ extern "C" __global__ void reduce5_mine(const elem_t* x, acc_t* out, int n) {
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }"""
 reduction.exercises.shuffle.check(mine)
+
+# %% [markdown]
+# The course's warp and block sums by shuffles live in `common.cuh`, shared with the dot product
+# and the scan; `reduce_shfl` uses them:
+
+# %%
+source.show("reduction.cu", "warp_sum", "block_sum", "reduce_shfl")
+
+# %% [markdown]
+# `reduce_shfl` keeps kernel 7's loop (two loads in flight per thread) and replaces only the tree.
+# It runs at kernel 7's speed, not faster: under one wave the tree runs once per block, a small
+# part of a kernel that loops over N.
 
 # %% [markdown]
 # **16-byte loads.** Global memory moves in 32-byte *sectors*; a warp's request touches as few
@@ -851,7 +889,9 @@ print(reduction.run("reduce_single_pass", x) == reduction.reference(x))
 # - **shared requests**, **shared wavefronts** and how many of those **bank conflicts** add (an
 #   8-byte `long long` access takes two wavefronts with no conflict at all), the **worst bank
 #   conflict**;
-# - **warp instructions with idle lanes**: divergence; **global sectors per load**: coalescing;
+# - **warp instructions with idle lanes**: divergence, counted over the instructions the trace
+#   records (shared and global memory accesses and barriers, not the arithmetic between them);
+#   **global sectors per load**: coalescing;
 # - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
 #   whole sum.
 #
@@ -875,11 +915,13 @@ reduction.panel(version="reduce1", n=1000, block=64)
 # **The article's table, with both launches.** The article's `main()` launches every kernel with
 # N / 128 blocks of 128; the fixed code gives kernels 4–6 half that and kernel 7 one wave. Each
 # column is one launch policy, all in one run, the kernel alone (its block sums), median of 20
-# CUDA-event timings with inputs rotated out of the L2 cache. The last row of each size is the
-# library: `cupy.sum`, the whole sum, which is what to call outside this course (CuPy hands a
-# sum to CUB's `cub::DeviceReduce`, the CUDA C++ library call, when its CUB accelerator takes it;
-# in this run it did: CUB was CuPy's reduction accelerator, its default, and without it `cupy.sum`
-# of 2^25 numbers took milliseconds instead of tens of microseconds, by the fact script):
+# CUDA-event timings with inputs rotated out of the L2 cache. The last row of each size is
+# `cupy.sum`, the whole sum, and it is not the library call you might expect. NumPy's rules promote
+# a sum of `uint32` to `uint64`, and CuPy hands a sum to CUB's `cub::DeviceReduce` (the CUDA C++
+# library call) only when no promotion is needed. So this row is **CuPy's generic reduction
+# kernel** (with CUB's block-level reduce inside it, CuPy's reduction accelerator), not
+# `DeviceReduce`; `scripts/gpu_facts_reduction.py` checks the path on the GPU. `DeviceReduce`
+# itself is timed in the float32 plot further down, where `cupy.sum` does reach it:
 
 # %% tags=["nbval-ignore-output"]
 table = reduction.article_table()
@@ -887,21 +929,33 @@ table
 
 # %% [markdown]
 # Read the N = 131 072 rows last: half a megabyte takes a few microseconds whatever the kernel, the
-# time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show. Kernel 2
-# is faster than kernel 1 (no divergence), kernel 3 faster again (no conflicts). Under the article's
-# launch, kernels 4 to 7 stay at kernel 3's speed: half their blocks have nothing to add, and
-# kernel 7's loop never loops. With the fixed launches on this H100, kernel 4 nearly doubles
-# kernel 3 at 32 M (163 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce3 --> to
-# 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 -->; 1.7× at 4 M: two loads
-# per thread in flight, half the waves), kernels 5 and 6 add next to nothing (fewer instructions,
-# same waves: the issue table), and kernel 7 over one wave gains again, 1.6× over kernel 6 at 32 M
+# time of a launch, not of memory. At 4 M and 32 M elements the steps of the story show.
+#
+# **The article's launch: three plateaus.** The article concludes that the optimisations come in
+# "three plateaus" (三个台阶). Its column shows them: at 32 M, kernel 1 takes
+# 300 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce1 -->, kernel 2
+# 222 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce2 --> (no divergence), and
+# kernels 3 to 7 all sit at 162 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce5 -->
+# to 166 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> (no conflicts; 4 M
+# shows the same). The third plateau is the article's launch, not the kernels: with N / 128 blocks,
+# half the blocks of kernels 4 to 7 have nothing to add and kernel 7's loop never loops, and every
+# block pays its price whether it loads or not (the kernels 4–6 section).
+#
+# **The fixed launches.** On this H100 kernel 4 nearly doubles kernel 3 at 32 M
+# (163 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce3 --> to
+# 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 -->; 1.7× at 4 M: half the
+# blocks), kernels 5 and 6 add next to nothing (fewer instructions, the same blocks), and kernel 7
+# over one wave gains again, 1.6× over kernel 6 at 32 M
 # (82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> to
 # 51.4 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce7 -->) and 1.4× at 4 M
 # (13.9 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce6 --> to
 # 10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->). That jump is the
-# climax of Harris's deck, and the article's table never shows it. Read the `cupy.sum` rows beside the
-# fixed kernel 7: the library does the whole job, block sums included, and a library tuned for
-# each GPU is the baseline any hand-written reduction has to beat.
+# climax of Harris's deck, and the article's table never shows it. The `cupy.sum (generic)` rows
+# are slower than the fixed kernel 7 at 4 M and 32 M: kernel 7's block sums take less time than
+# the generic kernel's whole sum, and its second pass, over 2112 block sums, adds a few
+# microseconds (`scripts/gpu_facts_reduction.py` times the whole sums side by side). Outside the
+# course, call `DeviceReduce` on a type it sums without promotion (the plot below), or widen the
+# input first.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
@@ -915,10 +969,10 @@ reduction.g80_comparison(table)
 # (72.5 %<!-- from g80_comparison: G80 % of peak @ kernel=reduce7 --> on the G80,
 # 78 %<!-- from g80_comparison: % of peak @ kernel=reduce7 --> on this H100); they part on 4 to 6.
 # On the G80 each of kernels 4, 5 and 6 took a large step towards the peak, because each cut the
-# instructions its issue rate was bound by. On this H100 kernel 4 takes a step (more bytes in
-# flight, half the waves) and kernels 5 and 6 almost none: issue is no longer the bound. The lessons that carry over are the first three
-# and kernel 7's; the instruction cuts of 5 and 6 are a G80 lesson, and the latency lesson replaces
-# them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
+# instructions its issue rate was bound by. On this H100 kernel 4 takes a step (half the blocks)
+# and kernels 5 and 6 almost none: issue is no longer the bound, the price per block is. The
+# lessons that carry over are the first three and kernel 7's; the instruction cuts of 5 and 6 are a
+# G80 lesson, and on this GPU fewer blocks and bytes in flight replace them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
 # closer to the number on the box.
 #
 # **Beyond the article, against N.** The fixed kernel 7, the shuffle, 16-byte and one-pass kernels
@@ -934,7 +988,8 @@ reduction.plot_speed(ax, records)
 # %% [markdown]
 # Below 2^20 every kernel is launch-bound (a few microseconds): compare nothing there. On this
 # H100, from 2^26 on the one-pass kernel reads a little faster than the copy moves the same bytes.
-# `cupy.sum` and CUB's `DeviceReduce::Sum` (one line over the other: `cupy.sum` is CUB) match the
+# `cupy.sum` and CUB's `DeviceReduce::Sum` (one line over the other: a float32 sum needs no
+# promotion, so here `cupy.sum` is `DeviceReduce`) match the
 # copy at 2^26 and pass it at 2^28; `reduce_vec4` stays just short of the copy at 2^26 and passes
 # it at 2^28. Kernel 7 and `reduce_shfl` (drawn on top of each other; `reduce_shfl` dashed) sit
 # lower, short of bytes in flight. From 2^18 to 2^26 the one-pass kernel is the fastest sum in the
@@ -950,16 +1005,17 @@ reduction.plot_speed(ax, records)
 #   avoids both. A warp with no adding lane still runs the loop and every barrier.
 # - Then, on Harris's G80, in *instructions*: add during the load, unroll the last warp (with
 #   `__syncwarp()`, not `volatile`), unroll the loop with a template. On this H100 only the add
-#   during the load pays: each wave of blocks then has twice the bytes in flight, the grid needs
-#   half the waves, and a wave costs about the same time whatever its instructions. Kernels 5 and
-#   6 cut the issue floor by a third and more and gain a few percent: their time sits well above it.
-# - Then in *latency and bytes in flight*: a block's load, wait and tree repeat once per wave;
-#   occupancy (threads, block slots, registers, shared memory per SM) says how many blocks wait at
-#   once; a grid-stride loop over one wave (Brent's theorem) keeps loads in flight all the time,
-#   and 16-byte loads put more bytes behind each (Little's law).
-# - Shuffles make the block's sum simpler, not faster: by then the loads are the time. One pass
+#   during the load pays, because it halves the blocks: every block pays a price (launch, tree,
+#   barriers, retire) whether or not it loads anything, and a wave of blocks costs about the same
+#   whatever its instructions. Kernels 5 and 6 cut the issue floor by a third and more and gain a
+#   few percent.
+# - Then in *blocks and bytes in flight*: a grid-stride loop over one wave (Brent's theorem) pays
+#   the price per block once; occupancy (threads, block slots, registers, shared memory per SM) says
+#   how many blocks make a wave; the loads those blocks keep in flight, against the latency under
+#   load (Little's law), set the speed, and 16-byte loads put more bytes behind each.
+# - Shuffles make the block's sum simpler, not faster: with one wave the tree runs once per block. One pass
 #   saves the second launch; its last block's round trips are what is left at small N. Outside the
-#   course, `cupy.sum` or CUB's `DeviceReduce`.
+#   course, CUB's `DeviceReduce` (`cupy.sum` reaches it when the sum needs no type promotion).
 # - The article's code reads past the end of `x` unless N is a multiple of 2 × block, relies on
 #   warp-synchronous `volatile` code that has been a race since Volta, reads past shared memory
 #   with blocks under 64 threads (kernel 5) and of 32 or fewer (kernel 6), times itself with a race
