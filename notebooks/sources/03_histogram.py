@@ -967,9 +967,10 @@ table
 # counters). Like `hist3_vec` it privatises per block in shared memory, with tuned loads; unlike the
 # course's kernels it takes any number of bins, any key type, ranges and several channels. Compare
 # its row with `hist5_lanes` and `hist3_vec` on each kind of data: the difference is what a general
-# kernel costs against kernels written for 256 bins of bytes, and it is tens of per cent, not a
-# factor (on an H200, `scripts/gpu_facts_cub.py` put the course's best ahead of this build by 1.2
-# to 1.4 times at 2^24 and 2^28 bytes).
+# kernel costs against kernels written for 256 bins of bytes, and it is up to about two times,
+# not an order of magnitude (on an H200, `scripts/gpu_facts_cub.py` put the course's best ahead of
+# this build by 1.2 to 1.9 times from 2^22 to 2^28 bytes, most on uniform bytes at 2^28:
+# `docs/benchmarks/cub-histogram-h200.md`).
 #
 # The counter width matters more than the generality. `cupy.bincount` returns 64-bit counts, and
 # when CuPy's CUB accelerator is on (`CUPY_ACCELERATORS=cub`, CuPy 14's default) it makes the same
@@ -978,7 +979,9 @@ table
 # compare-and-swap loop (`ATOMS.CAST.SPIN.64`, retried while other lanes change the word) where
 # the 32-bit build uses the `ATOMS.POPC.INC.32` of the course's kernels.
 # `scripts/gpu_facts_cub.py` prints both builds' shared atomics and times CUB three ways (CuPy's,
-# nvcc with 32-bit and with 64-bit counters): the 64-bit builds are several times slower. Before
+# nvcc with 32-bit and with 64-bit counters): on the H200 both 64-bit builds took the same time,
+# 3 to 22 times the 32-bit build's, most where many lanes collide (all-equal bytes): the counters,
+# not the way CuPy built CUB, make the difference. Before
 # that call, in CuPy's source, `cupy.bincount` also checks `(x < 0).any()` and takes
 # `int(cupy.max(x))`: more passes over the input, each ending in a wait for the host, and the
 # timing includes them. Read `cupy.bincount`'s row against CUB's as both costs, the 64-bit counters
@@ -1035,10 +1038,10 @@ histogram.plot_speed(ax, records)
 #   shared memory (4096 bins), per-lane copies no longer fit, and a plain shared atomic beats one
 #   with agreement.
 # - **Outside the course, call CUB's `DeviceHistogram::HistogramEven` with 32-bit counters**: a
-#   general kernel a little behind the course's best, for any bins and key types. The counter
-#   width matters more than generality: `cupy.bincount` calls the same CUB with 64-bit counters,
-#   which CUB's private shared-memory copies update with a compare-and-swap loop, several times
-#   slower.
+#   general kernel, for any bins and key types, behind the course's 256-bin kernels by up to about
+#   two times. The counter width matters more than generality: `cupy.bincount` calls the same CUB
+#   with 64-bit counters, which CUB's private shared-memory copies update with a compare-and-swap
+#   loop, several times slower.
 # - The article's code clears one bin of 256 with `cudaMemset(d_hist, 0, sizeof(int))`, indexes
 #   with `int`, assumes 256 threads per block (128 drop half the bins, 512 write past the shared
 #   array), launches one block per SM where its text says two, draws bytes that almost never hit
