@@ -568,7 +568,7 @@ reduction.g80_floor()
 #
 # ### What a wave of blocks costs: a price per block
 #
-# A wave costs the same whatever its instructions. Is it the wait for its loads, one DRAM round
+# A wave costs about the same whatever its instructions. Is it the wait for its loads, one DRAM round
 # trip per wave? The article's launch answers that. It runs kernels 4 to 6 (the same fixed code)
 # with twice their blocks, and in the second half of those blocks every thread has `i ≥ n` and
 # loads nothing. Those empty blocks cost what loading blocks cost: at 32 M elements kernel 4 takes
