@@ -341,7 +341,7 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
         out["extra shared wavefronts"] = int((shared.ways - shared.phases).sum())
     div = analysis.divergence(t)
     if len(div):
-        out["warp instructions with idle lanes"] = f"{int((div.active < div.possible).sum())} of {len(div)}"
+        out["memory instructions with idle lanes"] = f"{int((div.active < div.possible).sum())} of {len(div)}"
     glob = analysis.sectors(t.where(space="global"))
     if len(glob):
         out["global sectors per request"] = round(float(glob.sectors.sum()) / len(glob), 2)

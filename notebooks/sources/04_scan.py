@@ -914,7 +914,7 @@ print("lookback, 30001 floats, max:", np.array_equal(scan.run_op("lookback", x, 
 #   steps against the work of the one-block versions;
 # - the **worst bank conflict** and the **extra shared wavefronts** conflicts cost (passes beyond
 #   one per access);
-# - **warp instructions with idle lanes**: divergence; **global sectors per request**: how many
+# - **memory instructions with idle lanes**: divergence, over the loads and stores the trace records; **global sectors per request**: how many
 #   32-byte sectors a warp's access touches (16 for a 512-byte vector load, 4 for 128 bytes).
 #
 # Try Kogge-Stone and Brent-Kung on the same N; `blelloch` against `blelloch_padded` with a block of
