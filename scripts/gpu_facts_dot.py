@@ -18,7 +18,18 @@ Prints, and writes to OUT_DIR/gpu_facts_dot.md:
    as one wave: warp instructions executed per block, the barrier and memory stalls, the time:
    why serial dot1 beats the tree dot3 under that launch (D5);
 5. the spread of `launch_table`'s dot1 and dot3 times under the article's launch at 2^24 over 5
-   repeats (does "dot1 beats dot3" hold on every repeat?).
+   repeats (does "dot1 beats dot3" hold on every repeat?), and the issue bound of both: their
+   warp instructions (step 4) at 4 issues per clock per SM on every SM at the SM clock, against
+   the time measured (are they issue-bound?);
+6. the PTX of each version (no GPU needed): which kernels compile `sum += a[i] * b[i]` into an
+   fma (the product never rounded) and which multiply first (dot1: the product rounded to float32);
+7. dot1_article at N = 1024 (one block of 1024) beside the same kernel without its printf, and
+   the same chain in float (dot1, one block of 1024): what its tens of µs are (the int
+   accumulator's conversions in the chain, the device printf), against the launch floor;
+8. ncu on `cupy.cublas.dot` (cuBLAS's cublasSdot) at N = 2^24 and 2^28: its kernels and grids,
+   and the time, beside cupy.dot's (step 3);
+9. `course.probe`'s read stream beside dot_vec4 at one wave, N = 2^28, in the same run: the
+   probe's figure is a floor, not a ceiling, if dot_vec4 reads faster.
 
 Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
 still run; the exit status is 1 when any step failed.
@@ -43,6 +54,7 @@ ARTICLE_N = 2**24
 BLOCK = 256
 CUPY_NS = (2**24, 2**28)
 BUDGET_S = 85  # the lead's limit is 90 s for the whole script
+ISSUE_PER_CLOCK = 4  # warp instructions an SM can issue per clock (4 schedulers: Volta to Hopper)
 
 REPORT = facts.Report()
 say, step, gpu_or_die = REPORT.say, REPORT.step, facts.gpu_or_die
@@ -140,6 +152,20 @@ def child(what: str) -> None:
     from course import dot
 
     rng = np.random.default_rng(0)
+    if what == "cublas":
+        from cupy import cublas
+
+        for n in CUPY_NS:
+            a = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
+            b = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
+            cublas.dot(a, b)  # warm-up
+            cupy.cuda.Device().synchronize()
+            profiler(True)
+            cublas.dot(a, b)
+            cupy.cuda.Device().synchronize()
+            profiler(False)
+            del a, b
+        return
     if what == "cupydot":
         for n in CUPY_NS:
             a = cupy.asarray(rng.standard_normal(n, dtype=np.float32))
@@ -243,6 +269,8 @@ def ncu_article(out: Path) -> None:
     for name, m in launches:
         grid = number(m.get("launch__grid_size", "nan"))
         inst = number(m.get("smsp__inst_executed.sum", "nan"))
+        if grid == ARTICLE_N // BLOCK:
+            ARTICLE_INSTRUCTIONS.setdefault(name, inst)
         say(f"| {name} | {grid:.0f} | {inst:.4g} | {inst / grid:.0f} | {m.get('gpu__time_duration.sum', '—')} | "
             f"{m.get('sm__warps_active.avg.pct_of_peak_sustained_active', '—')} | "
             f"{m.get('smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio', '—')} | "
@@ -274,6 +302,139 @@ def spread() -> None:
     if times["dot1"] and times["dot3"]:
         wins = sum(d1 < d3 for d1, d3 in zip(times["dot1"], times["dot3"]))
         say(f"- dot1 faster than dot3 under the article's launch in {wins} of {len(times['dot1'])} repeats")
+        issue_bound(times)
+
+
+def issue_bound(times: dict[str, list[float]]) -> None:
+    """The least time the warp instructions ncu counted (step 4) can take, issued at
+    ISSUE_PER_CLOCK per clock on every SM at the SM clock, against the measured medians."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    sms = runtime.deviceGetAttribute(16, 0)  # cudaDevAttrMultiProcessorCount
+    khz = runtime.getDeviceProperties(0).get("clockRate") or runtime.deviceGetAttribute(
+        13, 0
+    )  # cudaDevAttrClockRate
+    clock_ghz = khz / 1e6  # the boost clock: the fastest issue can go
+    say(
+        f"- issue bound at {ISSUE_PER_CLOCK} warp instructions per clock per SM, {sms} SMs, {clock_ghz:.2f} GHz:"
+    )
+    for name, inst in ARTICLE_INSTRUCTIONS.items():
+        if times.get(name):
+            floor_us = inst / (ISSUE_PER_CLOCK * sms * clock_ghz * 1e3)
+            median = float(np.median(times[name]))
+            say(f"  - {name}: {inst:.4g} warp instructions need ≥ {floor_us:.1f} µs; measured {median:.1f} µs: "
+                f"issue slots {100 * floor_us / median:.0f} % busy")  # fmt: skip
+
+
+ARTICLE_INSTRUCTIONS: dict[
+    str, float
+] = {}  # step 4 fills it: kernel -> warp instructions at the article's launch
+
+
+# ---------------------------------------------------------------- 6. fma in the PTX
+
+
+@step("6. PTX: which versions fuse sum += a[i] * b[i] into an fma (no GPU needed)")
+def fma_in_ptx() -> None:
+    from course import backend, dot
+
+    say("| kernel | fma.rn.f32 | mul.f32 | add.f32 | fma.rn.f64 |")
+    say("|---|---|---|---|---|")
+    with backend.using("emulator"):  # NVRTC's PTX, the same on either backend
+        for name in ("dot1", "dot2", "dot3", "dot_shfl", "dot_vec4", "dot_f64", "dot_compensated"):
+            ptx = dot.ENGINE.kernel(name, np.float32).module.compiled.ptx
+            body = re.search(rf"\.entry\s+{name}\s*\((.*?)\n\}}\n", ptx, re.S)
+            text = body.group(0) if body else ""
+            counts = [len(re.findall(p, text)) for p in
+                      (r"fma\.rn(\.ftz)?\.f32", r"\bmul(\.rn)?(\.ftz)?\.f32", r"\badd(\.rn)?(\.ftz)?\.f32", r"fma\.rn\.f64")]  # fmt: skip
+            say(f"| {name} | " + " | ".join(map(str, counts)) + " |")
+    say("- the notebook says: dot2, dot3, dot_shfl and dot_vec4 fuse each product into the sum (fma.rn.f32, no"
+        " mul.f32); dot1 multiplies first (mul.f32: the product rounded to float32), then adds")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 7. dot1_article's time
+
+
+@step("7. dot1_article at N = 1024: the int chain, the printf, and the same chain in float")
+def article_chain() -> None:
+    gpu_or_die()
+    import course
+    from course import bench, compiler, dot, gpu
+    from course.dot.story import _quiet
+    from course.dot.topic import options
+    from course.engine import Launch
+
+    n = 1024
+    a, b = (course.asarray(x) for x in dot.article_inputs(n))
+    c = course.zeros(n, np.float32)
+    code = compiler.read_kernel("dot.cu")
+    quiet = code.replace('printf("sum Calculated on Device: %.6g\\n", *c);', "")
+    assert quiet != code, "dot1_article's printf line not found in dot.cu"
+    opts = (*options(np.dtype(np.float32)), f"-DARTICLE_N={n}")
+    plain = gpu.Module(code=quiet, options=opts).get_function("dot1_article")
+    launches = {
+        "dot1_article (int sum, printf)": Launch(dot.article_kernel("dot1_article", n), (1, 1, 1), (n, 1, 1), (a, b, c)),
+        "dot1_article without its printf (int sum)": Launch(plain, (1, 1, 1), (n, 1, 1), (a, b, c)),
+        "dot1, one block of 1024 (float sum, no printf)": Launch(
+            dot.kernel("dot1", np.float32), (1, 1, 1), (n, 1, 1), (a, b, c, np.int32(n)), shared_mem=4 * n),
+        "dot2_article, 4 blocks of 256 (the launch floor)": Launch(
+            dot.article_kernel("dot2_article", n), (4, 1, 1), (256, 1, 1), (a, b, c)),
+    }  # fmt: skip
+    with _quiet():  # dot1_article's printf, once per launch; nothing said in here (stdout is muted)
+        us = {label: bench.median_us([launch], runs=20) for label, launch in launches.items()}
+    say("| kernel | µs (median of 20) |")
+    say("|---|---|")
+    for label, t in us.items():
+        say(f"| {label} | {t:.1f} |")
+    say("- the notebook says: dot1_article's time is mostly not 1024 float adds in a chain (the float row); the rest"
+        " is the int conversions in every step of the chain and the device printf")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 8. cuBLAS
+
+
+@step("8. ncu: what cupy.cublas.dot (cublasSdot) launches, float32, N = 2^24 then 2^28")
+def ncu_cublas(out: Path) -> None:
+    gpu_or_die()
+    launches = by_launch(ncu_rows("cublas", out))
+    cols = ("launch__grid_size", "launch__block_size", "launch__registers_per_thread",
+            "sm__warps_active.avg.pct_of_peak_sustained_active",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum",
+            "dram__bytes_write.sum", "gpu__time_duration.sum")  # fmt: skip
+    say("| kernel | grid | block | registers | achieved occupancy % | DRAM throughput % of peak | DRAM bytes read"
+        " | DRAM bytes written | time |")  # fmt: skip
+    say("|---|---|---|---|---|---|---|---|---|")
+    for name, m in launches:
+        say(f"| {short(name)} | " + " | ".join(m.get(c, "—") for c in cols) + " |")
+    say("- the notebook says: cuBLAS's dot is one fused pass (a and b read once, 8 bytes per element), unlike"
+        " cupy.dot's multiply into a temporary and CUB's sum (16 bytes per element)")  # fmt: skip
+
+
+# ---------------------------------------------------------------- 9. the probe against dot_vec4
+
+
+@step("9. course.probe's read stream beside dot_vec4 at one wave, N = 2^28, in the same run")
+def probe_against_vec4() -> None:
+    gpu_or_die()
+    import course
+    from course import bench, dot
+
+    dev = course.device()
+    n = 2**28
+    rng = np.random.default_rng(0)
+    a = course.asarray(rng.standard_normal(n, dtype=np.float32))
+    b = course.asarray(rng.standard_normal(n, dtype=np.float32))
+    us = bench.median_us([dot.ENGINE.plan("dot_vec4", a, b).launches[0]], runs=20)
+    copy_us = 1e3 * float(np.median(bench.time_copy(8 * n, runs=20)))
+    say(f"- course.probe read stream: {dev.read_stream_gbps} GB/s ({dev.source('read_stream_gbps')})")
+    say(f"- dot_vec4, one wave, 2^28 (no inputs rotated: 2 GB is 40× the L2): {8 * n / us / 1e3:.0f} GB/s;"
+        f" device copy (read + write) {8 * n / copy_us / 1e3:.0f} GB/s")  # fmt: skip
+    say(
+        "- the notebook says: dot_vec4 reads faster than the probe's stream, so the probe's figure is a floor"
+    )
+    del a, b
+    bench.free_gpu_memory()
 
 
 def main() -> None:
@@ -291,6 +452,10 @@ def main() -> None:
     ncu_cupy(out)
     ncu_article(out)
     spread()
+    fma_in_ptx()
+    article_chain()
+    ncu_cublas(out)
+    probe_against_vec4()
     sys.exit(REPORT.finish(out, "gpu_facts_dot"))
 
 

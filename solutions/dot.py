@@ -1,7 +1,7 @@
 """Notebook 01's exercises: answers that pass, and wrong answers a learner writes."""
 
 from course.dot.exercises import (
-    KAHAN_STUB,
+    ACCURATE_STUB,
     ORDER_STUB,
     STRIDE_STUB,
     VEC_STUB,
@@ -12,8 +12,8 @@ from course.dot.exercises import (
 
 STRIDE = STRIDE_STUB.replace("i += blockDim.x)", "i += blockDim.x * gridDim.x)")
 
-KAHAN = r"""
-extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+ACCURATE = r"""
+extern "C" __global__ void dot_accurate(const float* a, const float* b, float* sums, int n) {
     unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
     float s = 0, c = 0;                       // c: what the adds so far lost (negated)
     for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
@@ -65,14 +65,17 @@ SOLUTIONS = {
     "ordered": ORDER,
     "atomics": atomic_truth(),
     "stride": STRIDE,
-    "kahan": KAHAN,
+    "accurate": ACCURATE,
     "grid": 660,  # 132 SMs x 5 blocks of 384 (2048 threads per SM) on the emulator's H100 model
 }
 
 WRONG = {
     "rounding": [
         # the text's index for the article's 2i²: 3i², 5i² and ones are not 2i²
-        ({k: (369,) for k in rounding_truth()}, "'first i whose add rounds' is not what the trace counts"),
+        (
+            {k: (369,) for k in rounding_truth()},
+            "'first i whose add rounds' is not what NumPy's float32 running sum finds",
+        ),
         # where the running sum first passes 2^24: that add is still exact (an even product)
         (
             {
@@ -105,6 +108,7 @@ WRONG = {
             "loaded 0 times",
         ),
         (VEC.replace("j < n / 4;", "j <= n / 4;"), "out-of-bounds"),
+        (VEC.replace("j < n / 4;", "j < (n + 3) / 4;"), "elements 4j to 4j + 3"),
         (VEC.replace("x.w * y.w", "x.z * y.w"), "the sum is wrong"),
     ],
     "ordered": [
@@ -127,6 +131,16 @@ WRONG = {
         ),
         # the last block forgets its own sum
         (ORDER.replace("k < gridDim.x; k++", "k + 1 < gridDim.x; k++"), "its own included"),
+        # no fence: the last block may read a block's word before that block's store has landed
+        (ORDER.replace("__threadfence();", ""), "__threadfence() between the write"),
+        # a fixed order, but not the one asked for
+        (
+            ORDER.replace(
+                "for (unsigned int k = 0; k < gridDim.x; k++) total += p[k];",
+                "for (int k = gridDim.x - 1; k >= 0; k--) total += p[k];",
+            ),
+            "in block order, partial[0]",
+        ),
     ],
     "atomics": [
         # every element makes an atomic (the article's view): 'atomics' named, not the count
@@ -141,7 +155,7 @@ WRONG = {
         (STRIDE_STUB.replace("i += blockDim.x)", "i += gridDim.x)"), "loaded 2 times"),
         (STRIDE.replace("i < n;", "i <= n;"), "out-of-bounds"),
         (STRIDE.replace("atomicAdd(out, sum)", "out[0] = sum"), "race"),
-        (STRIDE.replace("i += blockDim.x * gridDim.x)", "i += 0)"), "InstructionBudgetExceeded"),
+        (STRIDE.replace("i += blockDim.x * gridDim.x)", "i += 0)"), "a loop that never ends"),
         (STRIDE.replace("sum += a[i] * b[i];", "sum += a[i] * b[i]"), "does not compile"),
         (  # block 0 does it all: each element loaded once, the right sum, and no grid-stride loop
             STRIDE_STUB.replace(
@@ -151,14 +165,14 @@ WRONG = {
             "loads no element of a",
         ),
     ],
-    "kahan": [
-        (KAHAN_STUB.replace("float s = 0;", "double s = 0;"), "no double arithmetic"),
-        (KAHAN.replace("c = (t - s) - y;", "c = (t - s) + y;"), "not a number"),
+    "accurate": [
+        (ACCURATE_STUB.replace("float s = 0;", "double s = 0;"), "no double arithmetic"),
+        (ACCURATE.replace("c = (t - s) - y;", "c = (t - s) + y;"), "not a number"),
         (
-            KAHAN.replace("float y = a[i] * b[i] - c;", "float y = a[i] * b[i];"),
+            ACCURATE.replace("float y = a[i] * b[i] - c;", "float y = a[i] * b[i];"),
             "spacings from its exact sum",
         ),
-        (KAHAN.replace("dot_kahan", "dot_mine"), "there is no kernel `dot_kahan`"),
+        (ACCURATE.replace("dot_accurate", "dot_mine"), "there is no kernel `dot_accurate`"),
     ],
     "grid": [
         (2**26 // 256, "per atomic"),  # the text's N / 256: every thread adds a handful of products

@@ -206,8 +206,9 @@ def test_gpu_measurements_need_a_gpu(emulator_backend):
 @pytest.mark.gpu
 def test_measured_errors_on_a_gpu(cupy_backend):
     errors = dot.measured_errors(n=2**20, seeds=2)
-    assert set(errors) == {*dot.versions(), "cupy.dot"}
+    assert set(errors) == {*dot.versions(), "cupy.dot", "cupy.cublas.dot"}
     assert errors["dot_compensated"] < 1e-3 * errors["cupy.dot"]
+    assert errors["dot_f64"] < 1e-14  # against the exact dot, not a float64 sum with its own error
     assert [g["version"] for g in dot.error_goals(errors)] == ["dot_vec4", "dot_f64", "dot_compensated"]
 
 
@@ -235,7 +236,7 @@ def test_launch_and_wave_tables_on_a_gpu(cupy_backend):
 def test_speed_records_on_a_gpu(cupy_backend):
     records = dot.speed_against_n(versions=("dot3", "dot_vec4"), sizes=(2**16, 2**20))
     table = dot.speed_table(records, 2**20)
-    assert {r["kernel"] for r in table} >= {"dot3", "dot_vec4", "cupy.dot"}
+    assert {r["kernel"] for r in table} >= {"dot3", "dot_vec4", "cupy.dot", "cupy.cublas.dot"}
     ax = Figure().add_subplot()
     dot.plot_speed(ax, records)
     assert ax.lines
@@ -244,7 +245,7 @@ def test_speed_records_on_a_gpu(cupy_backend):
 @pytest.mark.gpu
 def test_repeats_and_errors_on_a_gpu(cupy_backend):
     rows = {r["version"]: r for r in dot.repeat_table(n=2**20, runs=3)}
-    assert set(rows) == {*dot.versions(), "cupy.dot"}
+    assert set(rows) == {*dot.versions(), "cupy.dot", "cupy.cublas.dot"}
     for name in ("dot1", "dot3", "dot_compensated"):  # a fixed order: the same bits every run
         assert rows[name]["different answers"] == 1, name
     errors = {r["version"]: r for r in dot.error_table(n=2**20, seeds=2)}
@@ -539,13 +540,16 @@ def test_verify_and_struct_source(emulator_backend, rng):
 def test_the_order_table(emulator_backend):
     """The notebook's table at 2^16: from the large end, the last small products are rounded away."""
     rows = dot.order_table(2**16)
-    forward, backward, pairs, *kernels = rows
+    forward, backward, pairs, fused, *kernels = rows
     assert (
         "i = 0, 1" in forward["order of the additions"]
         and "largest first" in backward["order of the additions"]
+        and "fma" in fused["order of the additions"]
     )
     assert abs(backward["float32 spacings"]) > 50 * abs(forward["float32 spacings"]) > 0
     assert abs(pairs["float32 spacings"]) < 1
+    # on this data the order decides, not the products' own rounding (the text's reading)
+    assert fused["minus exact"] == forward["minus exact"]
     by_name = {r["order of the additions"].split(":")[0]: r for r in kernels}
     assert list(by_name) == dot.versions()
     assert by_name["dot_f64"]["minus exact"] == by_name["dot_compensated"]["minus exact"] == 0
@@ -590,6 +594,22 @@ def test_atomic_orders(emulator_backend):
     assert ax.patches and "different float32 answers" in ax.get_title()
 
 
+def test_the_grid_stride_kernels_fuse_each_product_and_dot1_rounds_it(emulator_backend):
+    """The accuracy text: `sum += a[i] * b[i]` compiles to one fma in dot2-dot_vec4 (the product
+    never rounded on its own); dot1 multiplies into temp first (the product rounded)."""
+    import re
+
+    def ops(name):
+        ptx = dot.ENGINE.kernel(name, np.float32).module.compiled.ptx
+        body = re.search(rf"\.entry\s+{name}\s*\(.*?\n\}}\n", ptx, re.S).group(0)
+        return len(re.findall(r"fma\.rn(\.ftz)?\.f32", body)), len(re.findall(r"\bmul(\.rn)?(\.ftz)?\.f32", body))
+
+    for name in ("dot2", "dot3", "dot_shfl", "dot_vec4"):
+        fma, mul = ops(name)
+        assert fma >= 1 and mul == 0, name
+    assert ops("dot1") == (0, 1)
+
+
 def test_draw_errors(emulator_backend):
     ax = Figure().add_subplot()
     dot.draw_errors(ax, model_ns=(2**10, 2**12), kernel_ns=(2**10,), seeds=1)
@@ -622,12 +642,58 @@ def test_the_atomics_prediction_names_the_column_not_the_count():
     assert "'dot2, 8 blocks': 'atomics'" in text and "2048" not in text
 
 
-def test_the_kahan_exercise_refuses_the_double_route(emulator_backend):
-    double = dot.exercises.KAHAN_STUB.replace("float s = 0;", "double s = 0;").replace(
+def test_the_accurate_exercise_refuses_the_double_route(emulator_backend):
+    double = dot.exercises.ACCURATE_STUB.replace("float s = 0;", "double s = 0;").replace(
         "s += a[i] * b[i];", "s += (double)a[i] * b[i];"
     )
-    v = dot.exercises.kahan.check(double)
+    v = dot.exercises.accurate.check(double)
     assert not v.ok and "no double arithmetic" in str(v)
+
+
+def test_the_accurate_exercise_names_its_method_only_in_the_last_hint():
+    ex = dot.exercises.accurate
+    assert "kahan" not in (ex.stub + ex.kernel + ex.key + ex.title).lower()
+    assert [("Kahan" in h) for h in ex.hints] == [False] * (len(ex.hints) - 1) + [True]
+
+
+def _solutions():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "dot_solutions", Path(__file__).parents[1] / "solutions/dot.py"
+    )
+    sol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sol)
+    return sol
+
+
+def test_the_ordered_exercise_names_the_fence_and_holds_the_stated_order(emulator_backend):
+    sol = _solutions()
+    unfenced = str(dot.exercises.ordered.check(sol.ORDER.replace("__threadfence();", "")))
+    assert "__threadfence() between the write of partial[blockIdx.x] and the ticket" in unfenced
+    backwards = sol.ORDER.replace(
+        "for (unsigned int k = 0; k < gridDim.x; k++) total += p[k];",
+        "for (int k = gridDim.x - 1; k >= 0; k--) total += p[k];",
+    )
+    v = dot.exercises.ordered.check(backwards)
+    assert not v.ok and "partial[0]" in str(v)
+    # without volatile the reads are the same ones, in the same order: not asked for, not refused
+    assert dot.exercises.ordered.check(sol.ORDER.replace("const volatile float*", "const float*")).ok
+
+
+def test_kernel_verdicts_say_what_the_exercise_needs_not_what_the_emulator_offers(emulator_backend):
+    endless = dot.exercises.STRIDE_STUB.replace("i += blockDim.x)", "i += blockDim.x * blockIdx.x)")
+    text = str(dot.exercises.stride.check(endless))
+    assert "never ends" in text and "budget=" not in text
+    overrun = _solutions().VEC.replace("j < n / 4;", "j < (n + 3) / 4;")
+    assert "4j + 3" in str(dot.exercises.vec4.check(overrun))
+
+
+def test_the_rounding_prediction_says_where_its_truth_comes_from_and_hints_no_grader():
+    ex = dot.exercises.rounding
+    assert "trace" not in str(ex.check({k: (1,) for k in dot.exercises.rounding_truth()}))
+    assert not any("cumsum" in h for h in ex.hints)
 
 
 def test_the_grid_choice_reads_this_devices_occupancy(emulator_backend):

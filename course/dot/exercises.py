@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,7 @@ rounding = Prediction(
     truth=rounding_truth,
     columns=("first i whose add rounds",),
     what="data",
+    source="NumPy's float32 running sum finds",
     rules={
         "first i whose add rounds": "float32 holds every integer up to 2^24 = 16 777 216, past it "
         "only even ones (past 2^25 multiples of 4): while the running sum is exact, an add rounds "
@@ -67,8 +70,9 @@ rounding = Prediction(
     hints=(
         "find where the running sum passes 2^24 first: the sum of k·i² for i = 0 .. m is k·m(m+1)(2m+1)/6",
         "past 2^24 the spacing is 2: an even sum plus an even product stays exact; which products are odd?",
-        "check your reasoning in NumPy: np.cumsum(p.astype(np.float32), dtype=np.float32) adds one "
-        "by one in float32, np.cumsum(p) in int64 is exact",
+        "dot.running_sum_table(1024) and the right panel of the running-sum picture do this for 2i²: "
+        "read the first row that rounds and why its product does not fit the spacing there, then "
+        "redo that reasoning for each data set (for the ones: what is 2^24 + 1 in float32?)",
     ),
 )
 
@@ -149,6 +153,50 @@ atomics = Prediction(
         "arithmetic for N = 10 000 and 8 blocks",
     ),
 )
+
+
+# ---------------------------------------------------------------- the kernel exercises' own words
+
+
+@dataclass(eq=False)
+class _Explained(KernelExercise):
+    """A kernel exercise whose verdict gets this exercise's words for what the checker or the
+    emulator found (`explain`: the verdict's lines -> the lines shown)."""
+
+    explain: Callable[[list[str]], list[str]] = lambda lines: lines
+
+    def grade(self, answer: Any) -> Verdict:
+        verdict = super().grade(answer)
+        if not verdict.ok:
+            verdict.lines = self.explain(list(verdict.lines))
+        return verdict
+
+
+def _endless(lines: list[str]) -> list[str]:
+    """An endless loop in an exercise is a bug to find, not a budget to raise."""
+    return [re.sub(r"For a long but correct kernel, pass budget=.*$",
+                   "Here that is a loop that never ends: does i grow on every trip, in every thread of "
+                   "every block?", ln, flags=re.S) for ln in lines]  # fmt: skip
+
+
+def _wide_overrun(lines: list[str]) -> list[str]:
+    """The checker names the first element a float4 load starts at; the load reads four."""
+    lines = _endless(lines)
+    if any("past the end" in ln for ln in lines):
+        lines.insert(1, "a float4 load of vector j reads 16 bytes, elements 4j to 4j + 3: all four must be "
+                        "below n, not only the first (the line below names the first)")  # fmt: skip
+    return lines
+
+
+def _unfenced(lines: list[str]) -> list[str]:
+    """A race on `partial` between blocks, once each block has its own word, is a missing fence."""
+    lines = _endless(lines)
+    if any("[race]" in ln and "`partial`" in ln for ln in lines):
+        lines.insert(1, "each block has its own word of partial already; what is missing is order: the "
+                        "last block may read a word before its writer's store reaches memory. A "
+                        "__threadfence() between the write of partial[blockIdx.x] and the ticket "
+                        "(the atomic on blocks_done) makes the write visible to every block first")  # fmt: skip
+    return lines
 
 
 # ---------------------------------------------------------------- fix: the stride
@@ -241,7 +289,7 @@ def _stride_speed(k: Kernel, n: int = 2**26, block: int = 256) -> list[str]:
     return exercises.compare_speed(mine, ENGINE, "dot_vec4", inputs, 8 * n)
 
 
-stride = KernelExercise(
+stride = _Explained(
     key="dot.stride",
     title="fix the grid-stride loop",
     kernel="dot_mine",
@@ -249,6 +297,7 @@ stride = KernelExercise(
     cases=lambda: [_stride_case(*c) for c in STRIDE_CASES],
     timing=_stride_speed,
     draw=_draw_stride,
+    explain=_endless,
     hints=(
         "it is right with one block: run dot.exercises.stride.show(mine) and look at which elements block 1 "
         "loads on its second trip",
@@ -343,7 +392,7 @@ def _draw_vec(fig: Any, k: Kernel) -> None:
     ax.set_title("your first load of a: one warp instruction, its lanes and the 32-byte sectors they touch")
 
 
-vec4 = KernelExercise(
+vec4 = _Explained(
     key="dot.vec4",
     title="write the 16-byte loads and the tail",
     kernel="dot_vec",
@@ -351,6 +400,7 @@ vec4 = KernelExercise(
     cases=lambda: [_vec_case(*c) for c in VEC_CASES],
     timing=lambda k: _stride_speed(k),
     draw=_draw_vec,
+    explain=_wide_overrun,
     hints=(
         "a float4 is four floats in 16 bytes; a pointer to float can be reinterpreted as a pointer "
         "to float4 when the address is a multiple of 16 (CuPy's arrays are)",
@@ -414,11 +464,28 @@ def _order_case(n: int, grid: int, block: int) -> Case:
             return "out[0] was never written: no block found that it drew the last ticket"
         if writes > 1:
             return f"out[0] was written {writes} times: only the block with the last ticket may write it"
+        if problem := _in_block_order(trace, names):
+            return problem
         if ENGINE.topic.compare(F32(arrays.asnumpy(done[3])[0]), want, (a, b)):
             return "the answer is wrong: does the last block add every block's sum, its own included?"
         return ""
 
     return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
+
+
+def _in_block_order(trace: Any, names: dict[int, str]) -> str:
+    """The block sums are read in block order, partial[0] first (as the exercise asks): "" or the
+    order they were read in. Any fixed order repeats its bits; this one is the one asked for."""
+    ids = [i for i, name in names.items() if name == "partial"]
+    if not ids:
+        return ""
+    loads = trace.where(op="ld")
+    read = loads.columns["index"][loads.lanes() & (loads.columns["buffer"] == ids[0])]
+    if (np.diff(read.astype(np.int64)) >= 0).all():
+        return ""
+    first = ", ".join(f"partial[{int(k)}]" for k in read[:3])
+    return (f"the block sums are read in the order {first}, ...: add them in block order, partial[0] "
+            "first, as asked (any fixed order repeats its bits, but the answer to repeat is this one)")  # fmt: skip
 
 
 def counter_reset(counter: str = "blocks_done") -> Target:
@@ -438,13 +505,14 @@ def counter_reset(counter: str = "blocks_done") -> Target:
     return Target(f"{counter} back at 0 after every launch", measure)
 
 
-ordered = KernelExercise(
+ordered = _Explained(
     key="dot.ordered",
     title="one launch, no float atomics, the same bits every run",
     kernel="dot_ordered",
     stub=ORDER_STUB,
     cases=lambda: [_order_case(*c) for c in ORDER_CASES],
     targets=(counter_reset(),),
+    explain=_unfenced,
     hints=(
         "each block can write its sum to a word of its own with no atomic; the hard part is knowing "
         "when every block has written",
@@ -459,8 +527,8 @@ ordered = KernelExercise(
 
 # ---------------------------------------------------------------- fix: accuracy in float32
 
-KAHAN_STUB = r"""
-extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+ACCURATE_STUB = r"""
+extern "C" __global__ void dot_accurate(const float* a, const float* b, float* sums, int n) {
     unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
     float s = 0;
     for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
@@ -472,11 +540,11 @@ extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums
 # products of one sign (the article's 2i², and |x|·|y| of random x, y): no cancellation, so a sum can
 # be held to one float32 spacing of its exact value (with cancelling products, the products' own
 # rounding, which compensation does not undo, can be many spacings of a small sum)
-KAHAN_CASES = (("article", 2**14, 1, 32), ("positive", 2**14, 2, 32), ("article", 5000, 2, 64),
+ACCURATE_CASES = (("article", 2**14, 1, 32), ("positive", 2**14, 2, 32), ("article", 5000, 2, 64),
                ("positive", 999, 3, 32), ("positive", 1, 1, 32))  # fmt: skip
 
 
-def _kahan_case(data: str, n: int, grid: int, block: int) -> Case:
+def _accurate_case(data: str, n: int, grid: int, block: int) -> Case:
     a, b = article_inputs(n) if data == "article" else tuple(np.abs(x) for x in _normal(n, n))
     threads = grid * block
     p = a.astype(np.float64) * b.astype(np.float64)  # exact
@@ -501,12 +569,12 @@ def _kahan_case(data: str, n: int, grid: int, block: int) -> Case:
     return Case(f"{data} data, N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
 
 
-kahan = KernelExercise(
-    key="dot.kahan",
+accurate = KernelExercise(
+    key="dot.accurate",
     title="an accurate float32 sum per thread",
-    kernel="dot_kahan",
-    stub=KAHAN_STUB,
-    cases=lambda: [_kahan_case(*c) for c in KAHAN_CASES],
+    kernel="dot_accurate",
+    stub=ACCURATE_STUB,
+    cases=lambda: [_accurate_case(*c) for c in ACCURATE_CASES],
     targets=(exercises.no_double(),),
     hints=(
         "a float32 add rounds its result to the spacing of floats near the sum: once s is large, "
@@ -514,8 +582,8 @@ kahan = KernelExercise(
         "the rounding error of one add can itself be computed in float32, exactly, from the three "
         "floats involved (the sum before, the term, the rounded sum) when the sum is the larger: "
         "subtract it from the next term",
-        "this is compensated (Kahan) summation: one more float per thread, carried from trip to "
-        "trip; look it up if the order of the four operations is unclear",
+        "the method is compensated summation (Kahan, 1965): one more float per thread, carried "
+        "from trip to trip; look it up if the order of its four operations is unclear",
     ),
 )
 
@@ -585,4 +653,4 @@ grid = Choice(
     ),
 )
 
-EXERCISES = (rounding, block_cost, atomics, stride, vec4, ordered, kahan, grid)
+EXERCISES = (rounding, block_cost, atomics, stride, vec4, ordered, accurate, grid)

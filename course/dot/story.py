@@ -26,7 +26,7 @@ from ..emulator import Trace
 from ..engine import Launch
 from ..source import Code, Table
 from . import accuracy, pictures
-from .topic import BEYOND, ENGINE, LOADS, STORY, article_inputs, article_kernel, host_sum
+from .topic import BEYOND, ENGINE, LOADS, STORY, article_inputs, article_kernel, cublas_dot, host_sum
 
 F32 = np.float32
 TWO_24 = 2**24  # past it, float32 holds only even integers; past 2^25 multiples of 4 ...
@@ -477,29 +477,32 @@ def plot_errors(ax: Any, rows: Sequence[Mapping[str, float]], columns: Sequence[
 
 # the order each version adds in (article_data's table), and whether it is the same on every GPU run
 ORDERS = {
-    "dot1": ("256 at a time by thread 0, then the block sums", "yes"),
-    "dot2": ("each thread's own sum, then atomics into 256 slots", "no"),
-    "dot3": ("each thread's own sum, then a tree per block", "yes"),
-    "dot_shfl": ("each thread's own sum, shuffles, an atomic per block", "no"),
+    "dot1": ("products rounded, 256 at a time by thread 0, then the block sums", "yes"),
+    "dot2": ("each thread's own sum (fma), then atomics into 256 slots", "no"),
+    "dot3": ("each thread's own sum (fma), then a tree per block", "yes"),
+    "dot_shfl": ("each thread's own sum (fma), shuffles, an atomic per block", "no"),
     "dot_vec4": ("as dot_shfl, 8 products per thread per trip", "no"),
     "dot_f64": ("as dot_vec4, in float64", "no (in float64's last bits)"),
-    "dot_compensated": ("float32 pairs (sum, error), last block merges in order", "yes"),
+    "dot_compensated": ("float32, more carefully (exercise 7), last block merges in order", "yes"),
 }
 
 
 def order_table(n: int = 2**16) -> Table:
     """The article's data (n products 2i²) added in different orders: one by one forwards and
-    backwards and as a tree (NumPy, float32 products), and each version's kernels, run on the
-    emulator. Each answer minus the exact dot, also in float32 spacings at the answer; and whether
-    the version adds in the same order on every run on a GPU (atomics do not)."""
+    backwards and as a tree (NumPy, each product rounded to float32 first, as dot1's `mul` does),
+    one by one with each product fused into the sum (an fma, as the grid-stride kernels compile
+    `sum += a[i] * b[i]`), and each version's kernels, run on the emulator. Each answer minus the
+    exact dot, also in float32 spacings at the answer; and whether the version adds in the same
+    order on every run on a GPU (atomics do not)."""
     a, b = article_inputs(n)
     exact = article_answer(n)
     spacing = float(np.spacing(F32(exact)))
     p = (a.astype(np.float64) * b).astype(F32)  # what a[i] * b[i] rounds to in float32
     answers: dict[str, tuple[Any, str]] = {
-        "NumPy: one by one, i = 0, 1, 2, ...": (np.cumsum(p, dtype=F32)[-1], "—"),
-        "NumPy: one by one, largest first": (np.cumsum(p[::-1], dtype=F32)[-1], "—"),
-        "NumPy: in pairs, then pairs of pairs": (accuracy.pairwise(p), "—"),
+        "NumPy, products rounded: one by one, i = 0, 1, 2, ...": (np.cumsum(p, dtype=F32)[-1], "—"),
+        "NumPy, products rounded: one by one, largest first": (np.cumsum(p[::-1], dtype=F32)[-1], "—"),
+        "NumPy, products rounded: in pairs, then pairs of pairs": (accuracy.pairwise(p), "—"),
+        "NumPy, fma (product unrounded): one by one, i = 0, 1, 2, ...": (accuracy.lane_sums(a, b, 1)[0], "—"),
     }
     with backend.using("emulator"):
         for v in ENGINE.versions():
@@ -582,8 +585,8 @@ def draw_atomic_orders(ax: Any, result: AtomicOrders) -> None:
 
 KERNEL_POINTS = ("dot3", "dot_vec4", "dot_f64", "dot_compensated")
 MODEL_LINES = {  # accuracy.METHODS -> (label, the kernels that add in that order)
-    "sequential float32": "one by one in float32 (one thread)",
-    "GPU tree": "grid-stride + trees in float32 (dot2-dot_vec4)",
+    "sequential float32": "one by one in float32, products rounded (one thread, as dot1's)",
+    "GPU tree": "one wave of threads: fma sums per thread, then a tree (dot3's order)",
     "compensated (Dot2)": "compensated float32 (dot_compensated)",
     "float64 accumulation": "float64 accumulator (dot_f64)",
     "float32 rounding of the exact": "the exact dot rounded to float32",
@@ -592,15 +595,25 @@ POINT_LINE = {"dot3": "GPU tree", "dot_vec4": "GPU tree", "dot_f64": "float64 ac
               "dot_compensated": "compensated (Dot2)"}  # fmt: skip
 
 
+EMULATOR_KERNEL_NS = (2**10, 2**12, 2**14)  # a few seconds each on the emulator
+GPU_KERNEL_NS = (2**20, 2**22, 2**24)  # one wave: dozens of products per thread, 1056 block sums
+GPU_MODEL_NS = tuple(2**k for k in range(10, 25, 2))
+
+
 def draw_errors(
     ax: Any,
-    model_ns: Sequence[int] = MODEL_NS,
-    kernel_ns: Sequence[int] = (2**10, 2**12, 2**14),
+    model_ns: Sequence[int] | None = None,
+    kernel_ns: Sequence[int] | None = None,
     seeds: int = 3,
 ) -> None:
     """Median relative error against N on standard-normal vectors: lines for the NumPy models of
     each way of adding (`model_errors`), points for the kernels' own answers (`kernel_errors`, on
-    this machine's backend) on the same vectors. Errors of 0 are drawn at the bottom."""
+    this machine's backend) on the same vectors. On a GPU the points are at 2^20 ... 2^24, where
+    a one-wave launch gives each thread many products and the atomic tails are long; on the
+    emulator at 2^10 ... 2^14. Errors of 0 are drawn at the bottom."""
+    gpu = _on_gpu()
+    model_ns = model_ns or (GPU_MODEL_NS if gpu else MODEL_NS)
+    kernel_ns = kernel_ns or (GPU_KERNEL_NS if gpu else EMULATOR_KERNEL_NS)
     rows = model_errors(model_ns, seeds)
     points = kernel_errors(kernel_ns, seeds, KERNEL_POINTS)
     floor = 1e-17
@@ -625,6 +638,11 @@ def draw_errors(
     ax.legend(fontsize=8, ncol=2)
 
 
+# the library's two float32 dots: cupy.dot (a multiply, then CUB's sum) and cuBLAS's cublasSdot
+LIBRARY = {
+    "cupy.dot": lambda cupy, a, b: cupy.dot(a, b),
+    "cupy.cublas.dot": lambda cupy, a, b: cublas_dot(a, b)(),
+}
 ERROR_N = 2**24  # the issue's error statistic: median over 20 seeds of N = 2^24 standard-normal vectors
 ERROR_SEEDS = 20
 
@@ -632,9 +650,10 @@ ERROR_SEEDS = 20
 def measured_errors(
     n: int = ERROR_N, seeds: int = ERROR_SEEDS, versions: Sequence[str] | None = None
 ) -> dict[str, float]:
-    """The issue's error statistic on this GPU: for each version and cupy.dot, the median relative
-    error against a float64 dot over `seeds` pairs of standard-normal vectors of n (seed k:
-    default_rng(1000 + k), a then b, as scripts/tune_dot.py). GPU only."""
+    """The issue's error statistic on this GPU: for each version, cupy.dot and cuBLAS's dot
+    (`cupy.cublas.dot`), the median relative error against the exact dot (`accuracy.exact`: a
+    float64 sum's own error, ~1e-15 at 2^24, would be as large as dot_f64's) over `seeds` pairs
+    of standard-normal vectors of n (seed k: default_rng(1000 + k), a then b). GPU only."""
     if backend.device().backend != "cupy":
         raise RuntimeError(
             "the error of N = 2^24 sums needs a GPU (and cupy.dot): on the emulator, "
@@ -643,17 +662,15 @@ def measured_errors(
     import cupy
 
     names = list(versions or ENGINE.versions())
-    errs: dict[str, list[float]] = {v: [] for v in [*names, "cupy.dot"]}
+    errs: dict[str, list[float]] = {v: [] for v in [*names, *LIBRARY]}
     for seed in range(seeds):
         a, b = _normal(n, 1000 + seed)
-        p = a.astype(np.float64)
-        p *= b
-        want = float(p.sum())
-        del p
+        want = accuracy.exact(a, b)
         da, db = arrays.asarray(a), arrays.asarray(b)
         for v in names:
             errs[v].append(abs(float(ENGINE.plan(v, da, db)()) - want) / abs(want))
-        errs["cupy.dot"].append(abs(float(cupy.dot(da, db)) - want) / abs(want))
+        for name, call in LIBRARY.items():
+            errs[name].append(abs(float(call(cupy, da, db)) - want) / abs(want))
         del da, db
     bench.free_gpu_memory()
     return {k: statistics.median(v) for k, v in errs.items()}
@@ -829,7 +846,7 @@ def error_table(n: int = ERROR_N, seeds: int = ERROR_SEEDS) -> Table:
 
 
 def repeat_table(n: int = 2**24, runs: int = 5) -> Table:
-    """Each version and cupy.dot run `runs` times on one pair of standard-normal vectors of n: how
+    """Each version, cupy.dot and cuBLAS's dot run `runs` times on one pair of standard-normal vectors of n: how
     many different answers came back (GPU only: the emulator adds in one fixed order)."""
     if not _on_gpu():
         return Table(
@@ -839,9 +856,12 @@ def repeat_table(n: int = 2**24, runs: int = 5) -> Table:
 
     a, b = (arrays.asarray(v) for v in _normal(n, 0))
     rows = Table()
-    for name in [*ENGINE.versions(), "cupy.dot"]:
-        plan = None if name == "cupy.dot" else ENGINE.plan(name, a, b)
-        got = [float(cupy.dot(a, b)) if plan is None else float(plan()) for _ in range(runs)]
+    for name in [*ENGINE.versions(), *LIBRARY]:
+        if name in LIBRARY:
+            got = [float(LIBRARY[name](cupy, a, b)) for _ in range(runs)]
+        else:
+            plan = ENGINE.plan(name, a, b)
+            got = [float(plan()) for _ in range(runs)]
         rows.append({"version": name, "runs": runs, "different answers": len(set(got)),
                      "largest − smallest": max(got) - min(got)})  # fmt: skip
     bench.free_gpu_memory()

@@ -301,6 +301,20 @@ def _cupy_dot(inputs: Inputs) -> Callable[[], Any]:
     return lambda: cupy.dot(a, b)
 
 
+def _cublas_dot(inputs: Inputs) -> Callable[[], Any]:
+    """cuBLAS's cublasSdot, which cupy.dot does not call on two 1-D float32 arrays (it runs a
+    multiply and CUB's sum): the fused library dot a CUDA C++ program would call."""
+    return cublas_dot(*inputs.arrays)
+
+
+def cublas_dot(a: Any, b: Any) -> Callable[[], Any]:
+    """A call of cuBLAS's dot on CuPy arrays a and b; it answers a 0-d CuPy array (device pointer
+    mode: no synchronisation inside the call)."""
+    from cupy import cublas
+
+    return lambda: cublas.dot(a, b)
+
+
 # the goals of issue #12 (the error parts are not bandwidth goals: story.measured_errors measures them)
 GOALS = (
     Goal("dot", 2**28, "float32", min_pct_of_copy=100, min_x_cupy=3),
@@ -314,7 +328,7 @@ BENCH = BenchSpec(
     emulator_sizes=(2**14,),
     moved=lambda size, dtype: 2 * math.prod(np.atleast_1d(size)) * dtype.itemsize,  # a and b, read once
     generate=_bench_input,
-    baselines={"cupy.dot": _cupy_dot},
+    baselines={"cupy.dot": _cupy_dot, "cupy.cublas.dot": _cublas_dot},  # × CuPy: against cupy.dot
     goals=GOALS,
 )
 

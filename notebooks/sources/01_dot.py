@@ -273,11 +273,40 @@ dot.exercises.block_cost.check(my_costs)
 # ## Version 2 (the article's): a grid-stride loop and atomicAdd
 #
 # The article's second kernel lifts the 1024 limit with a **grid-stride loop**: thread g of the
-# grid (g = threadIdx.x + blockIdx.x · blockDim.x) adds a[g]·b[g], then a[g + T]·b[g + T], … where
-# T = blockDim.x · gridDim.x is the number of threads in the grid. Any grid covers any N, and each
-# thread keeps its running sum in a register. Then each thread adds its sum into `c[threadIdx.x]`
-# with **atomicAdd** (the comment explains why not `+=`: threads of different blocks add into the
-# same word), and the host adds the 256 words of c:
+# grid (g = threadIdx.x + blockIdx.x · blockDim.x) adds a[g]·b[g], then moves on by a stride T and
+# adds a[g + T]·b[g + T], and so on while the index is below N. T is the same for every thread,
+# and chosen so that on each trip the threads of the whole grid take the next stretch of the
+# array together, with no gaps and no overlap. Then any grid covers any N, and each thread keeps
+# its running sum in a register. After the loop each thread adds its sum into `c[threadIdx.x]`
+# with **atomicAdd** (threads of different blocks add into the same word), and the host adds the
+# 256 words of c.
+#
+# **Exercise 4. Fix: the stride.** Before reading the article's loop, write its stride yourself.
+# This kernel adds a · b into `out[0]` with `block_sum` (the block's sum in registers, from the
+# course's shared header: *Beyond the article* shows it) and one atomic per block, but its loop's
+# stride is wrong. It is right with one block; find out what goes wrong with several, and fix it.
+# The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to 256, counts how many
+# times each element of `a` was loaded (once is right), and compares the answer with the exact
+# dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the same bytes.
+# `dot.exercises.stride.show(mine)` draws your loop: a row per trip, each element coloured by the
+# warp that loaded it (the article's loop is drawn the same way below).
+
+# %%
+mine = r"""
+#include "common.cuh"
+extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
+    __shared__ float scratch[32];
+    float sum = 0;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
+        sum += a[i] * b[i];
+    }
+    sum = block_sum(sum, scratch);
+    if (threadIdx.x == 0) atomicAdd(out, sum);
+}"""
+dot.exercises.stride.check(mine)
+
+# %% [markdown]
+# The article's kernel (its comment explains why not `+=`):
 
 # %%
 source.show("dot.cu", "dot2_article")
@@ -396,28 +425,6 @@ dot.launch_text("dot2", a, b)
 # %% [markdown]
 # At N = 1000 one wave would leave most threads with nothing to do, so the grid is 4 blocks; at
 # N = 2²⁸ it is the 1056 blocks above.
-#
-# **Exercise 4. Fix: the stride.** This kernel adds a · b into `out[0]` with `block_sum` (the block's
-# sum in registers, from the course's shared header: *Beyond the article* shows it) and one atomic
-# per block, but its loop is wrong. It is right with one block; find out what goes wrong with
-# several, and fix it. The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to
-# 256, counts how many times each element of `a` was loaded (once is right), and compares the
-# answer with the exact dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the
-# same bytes. `dot.exercises.stride.show(mine)` draws your loop as the picture above draws dot2's.
-
-# %%
-mine = r"""
-#include "common.cuh"
-extern "C" __global__ void dot_mine(const float* a, const float* b, float* out, int n) {
-    __shared__ float scratch[32];
-    float sum = 0;
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x) {
-        sum += a[i] * b[i];
-    }
-    sum = block_sum(sum, scratch);
-    if (threadIdx.x == 0) atomicAdd(out, sum);
-}"""
-dot.exercises.stride.check(mine)
 
 # %% [markdown]
 # ## Version 3 (the article's): a grid-stride loop and a tree per block
@@ -501,10 +508,17 @@ dot.launch_text("dot3", a, b)
 dot.article_timings()
 
 # %% [markdown]
-# On a GPU the kernels take microseconds (dot1_article the longest: thread 0 adds 1024 products one
-# after another) and the host's part about a tenth of a millisecond: the article's milliseconds were CUDA's
-# start-up, and its comparison of 108 against 90 ms<!-- given: article --> says nothing about the kernels. The timing
-# section below measures them at sizes where they matter.
+# On a GPU the kernels take microseconds and the host's part about a tenth of a millisecond: the
+# article's milliseconds were CUDA's start-up, and its comparison of 108 against
+# 90 ms<!-- given: article --> says nothing about the kernels. dot1_article is the longest, at
+# 42.4 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
+# 1024 additions as such: under the article's launch at 2²⁸ (timing section) a block of dot1 does
+# its 256 dependent adds in about a microsecond, so 1024 of them take a few µs. Two things of the
+# article's code cost the rest: the `int` accumulator puts two conversions into every step of the
+# chain (add in float, convert to int, convert back for the next add: three dependent
+# instructions per product instead of one), and the device `printf` at the end. The `int` bug costs
+# time as well as accuracy. The timing section below measures the kernels at sizes where they
+# matter.
 #
 # ## Beyond the article
 #
@@ -573,10 +587,14 @@ dot.load_table()
 #
 # ## Accuracy: what the order of the additions does
 #
-# Every version so far adds the same float32 products; they differ in the *order* of the additions,
-# and in float32 the order decides the rounding. The article's data at N = 2¹⁶ (exact answer
-# 187 645 689 528 320, where float32's spacing is 16 777 216), added one by one forwards and
-# backwards and in pairs in NumPy, and by each version's kernels on the emulator:
+# The versions differ in the *order* of their additions, and in float32 the order decides the
+# rounding. They also differ in one more step: dot1 multiplies first (`mul.f32`: each product
+# rounded to float32) and then adds, but the grid-stride kernels' `sum += a[i] * b[i]` compiles to
+# one fused multiply-add (`fma.rn.f32` in their PTX: the exact product added to the sum, with one
+# rounding). So dot2, dot3, dot_shfl and dot_vec4 never round a product on its own. The article's
+# data at N = 2¹⁶ (exact answer 187 645 689 528 320, where float32's spacing is 16 777 216), added
+# in NumPy one by one forwards and backwards and in pairs with each product rounded first, one by
+# one with fma, and by each version's kernels on the emulator:
 
 # %%
 dot.order_table(2**16)
@@ -585,8 +603,13 @@ dot.order_table(2**16)
 # One by one from the small end lands 2 spacings off; from the large end 177 spacings, because once
 # the sum is big, the small products that come last are rounded away. In pairs, partial sums meet
 # partners of similar size, and the answer is within a spacing: the trees of dot1–dot_vec4 and their
-# per-thread sums all land within about 3 spacings. dot_f64 adds the products in float64 and
-# dot_compensated carries float32 pairs (next section): both exact here.
+# per-thread sums all land within about 3 spacings. The fma row lands exactly where the rounded
+# products' row does: a product here is below 2³³, so rounding it moves it by at most 256, while
+# the sum it joins is rounded to a spacing of up to 16 777 216. On this data the order decides,
+# not the products' own rounding. (The accuracy plot below models each kernel as it compiles: fma
+# for the grid-stride kernels, rounded products for one thread adding one by one.) dot_f64 adds
+# the products in float64, and dot_compensated adds in float32 with a trick that exercise 7 asks
+# you to find: both exact here.
 #
 # **Deterministic, or not.** The last column is the other half of the story. dot1 and dot3 leave one
 # sum per block in its own word, and `dot_sum_partials` adds them in a fixed order: the same bits
@@ -653,8 +676,11 @@ dot.exercises.ordered.check(mine)
 # **How the error grows with N.** The article's data has no cancellation (every product is
 # positive). Random vectors do: the products have both signs and the answer is much smaller than
 # the terms, so the same rounding errors weigh more. Lines: NumPy models of each way of adding,
-# median over 3 random pairs of standard-normal vectors up to 2²²; points: the kernels' own answers on
-# the same vectors (run on this machine's backend, at sizes the emulator runs quickly):
+# median over 3 random pairs of standard-normal vectors (up to 2²⁴ on a GPU, 2²² on the emulator);
+# points: the kernels' own answers on the same vectors, run on this machine's backend. On a GPU the
+# points are at 2²⁰, 2²² and 2²⁴, where one wave gives each thread 4 to 62 products and
+# dot_vec4's 1056 block sums meet in one word; on the emulator, at 2¹⁰ to 2¹⁴, each thread has one
+# product and the tails are short:
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 5))
@@ -662,17 +688,20 @@ dot.draw_errors(ax)
 
 # %% [markdown]
 # One thread adding one by one (blue) loses more as N grows, to about 10⁻⁴ at 2²²: its running sum
-# is big and every product is rounded to its spacing. The orange line models the grid-stride
-# kernels' loop: each thread adds only N / (threads) products in its register, and the per-thread
-# sums are then added in a tree; it stays within a few times the float32 rounding of the exact
-# answer (dashed), which no float32 answer can beat, whatever the order. The kernels do not all end
-# in a tree: dot3 does (a tree per block, then `dot_sum_partials`), but dot2 ends with one atomic
-# per thread on each word of c, and dot_shfl and dot_vec4 add their block sums into one float32
-# word one atomic after another: a short running sum again, of 1056 terms at one wave. At the sizes
-# drawn here the grids are small and that tail is short; at 2²⁴ on a GPU (the error table below) it
-# shows. The points scatter around their lines by up to a factor of ten: each is a median of 3
-# seeds, at sizes where a handful of roundings decides the error. Errors of exactly 0 (the answer
-# came out exact) are drawn on the labelled line at the bottom.
+# is big and every product is rounded to its spacing. The orange line models dot3 as it runs in
+# one wave: each of the wave's 270 336 threads adds its products into its register with an fma,
+# and the per-thread sums are then added in a tree. Up to 2¹⁸ each thread has at most one product,
+# so there the orange line is simply a sum in pairs; from 2²⁰ on each thread's running sum grows
+# longer (62 products at 2²⁴). The line stays 3 to 13 times above the float32 rounding of the
+# exact answer (dashed), which no float32 answer can beat, whatever the order. The kernels do not
+# all end in a tree: dot3 does (a tree per block, then `dot_sum_partials`), but dot2 ends with
+# one atomic per thread on each word of c, and dot_shfl and dot_vec4 add their block sums into one
+# float32 word one atomic after another: a short running sum again, of 1056 terms at one wave. On
+# a GPU, dot_vec4's points against dot3's show what that tail costs (and the error table below
+# measures it over 20 seeds at 2²⁴); on the emulator the grids are small and the tail is short.
+# The points scatter around their lines by up to a factor of ten: each is a median of 3 seeds, and
+# a handful of roundings decides the error. Errors of exactly 0 (the answer came out exact) are
+# drawn on the labelled line at the bottom.
 #
 # **Exercise 7. Fix: an accurate float32 sum per thread.** Each thread of this kernel adds its
 # products in a plain `float` and writes its own sum to `sums[g]`. Make every thread's sum accurate
@@ -682,7 +711,7 @@ dot.draw_errors(ax)
 
 # %%
 mine = r"""
-extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums, int n) {
+extern "C" __global__ void dot_accurate(const float* a, const float* b, float* sums, int n) {
     unsigned int g = blockIdx.x * blockDim.x + threadIdx.x;
     float s = 0;
     for (unsigned int i = g; i < n; i += blockDim.x * gridDim.x) {
@@ -690,14 +719,14 @@ extern "C" __global__ void dot_kahan(const float* a, const float* b, float* sums
     }
     sums[g] = s;
 }"""
-dot.exercises.kahan.check(mine)
+dot.exercises.accurate.check(mine)
 
 # %% [markdown]
 # **Two ways past float32.** `dot_f64` widens each product to double (a float32 × float32 product is
 # exact in double) and adds in double. `dot_compensated` stays in float32 arithmetic but carries every
 # sum as a pair (s, c): each product's rounding error is recovered exactly with an `fma`
-# (TwoProduct), each addition's with six more float operations (TwoSum), and the errors are summed in
-# c. The result is as accurate as a sum in twice the precision (Ogita, Rump and Oishi's *Dot2*, 2005),
+# (TwoProduct), each addition's with five float operations besides the addition itself (TwoSum, six
+# in all), and the errors are summed in c (two adds more). The result is as accurate as a sum in twice the precision (Ogita, Rump and Oishi's *Dot2*, 2005),
 # and the last block merges the blocks' pairs in a fixed order. The two accumulators plug into the
 # same loop as dot_vec4's `Plain`:
 
@@ -708,23 +737,30 @@ dot.struct_source("Wide", "Compensated")
 source.show("dot.cu", "dot_f64", "dot_compensated")
 
 # %% [markdown]
-# Their errors in the plot are about 10⁻¹⁶ (dot_f64) and 10⁻¹⁴ (dot_compensated): 10⁷ to 10⁹ times
-# smaller than any float32 answer, and both answer in float64 (rounding to float32 would throw that
-# away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
+# Their errors in the plot are about 10⁻¹⁶ (dot_f64) and 10⁻¹⁴ (dot_compensated): millions of times
+# smaller than any float32 answer or more, and both answer in float64 (rounding to float32 would
+# throw that away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
 # on the H100 this notebook ran on, all three 16-byte versions read at about the same speed (timing
 # section). On a GPU,
-# the median relative error of every version at N = 2²⁴ over 20 random pairs, against `cupy.dot`'s,
-# and the course's goals for them:
+# the median relative error of every version at N = 2²⁴ over 20 random pairs, against the exact dot
+# (`dot.reference`'s sum; a float64 sum, the usual reference, is itself off by about 10⁻¹⁵ here, as
+# much as dot_f64), beside the library's two float32 dots, `cupy.dot` and cuBLAS's
+# (`cupy.cublas.dot`), and the course's goals:
 
 # %% tags=["nbval-ignore-output"]
 dot.error_table()
 
 # %% [markdown]
-# On the H100 this notebook ran on, `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, the smallest
-# of the float32 answers; the float32 versions' lie between 2·10⁻⁷ (dot3) and 10⁻⁶ (dot_shfl), so
-# `dot_vec4` misses its goal of matching `cupy.dot`: its 1056 block sums meet in one float32 word,
-# one atomic after another. dot_f64's is about 10⁻¹⁵ and dot_compensated's a few 10⁻¹⁴. Why
-# `cupy.dot` adds so well is in *What to call outside this course*.
+# On the H100 this notebook ran on, `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, smaller
+# than every float32 version's here; those lie between 2·10⁻⁷ (dot3) and
+# 10⁻⁶ (dot_shfl). So `dot_vec4` misses its goal of matching `cupy.dot`, for two reasons. Its
+# 1056 block sums meet in one float32 word, one atomic after another: a running sum again. And
+# before that each of its threads adds about 62 products in a running sum of its own, where
+# `cupy.dot`'s reduction leaves 16 to each thread. dot3 has no atomic tail (a tree per block, then
+# its block sums in a fixed order) and still misses, so removing the tail alone would not meet the
+# goal: the per-thread runs would have to be shorter too. dot_f64's and dot_compensated's errors
+# are far below every float32 answer's. Why `cupy.dot` adds so well is in *What to call outside
+# this course*.
 #
 # ## Try it
 #
@@ -784,9 +820,17 @@ dot.launch_table()
 # from step 3 on only one warp adds. dot1 pays one barrier; then 7 warps leave, and one lane makes
 # 64 16-byte loads and 256 dependent adds. Counted by Nsight Compute on this H100 at 2²⁴
 # (`scripts/gpu_facts_dot.py`), a block of dot3 issues about 1000 warp instructions, one of dot1
-# about 720. Neither gets past about two thirds of the copy, because neither spreads that cost over
-# more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays its 9
-# barriers once per block of about a thousand products per thread (at 2²⁸), and reaches
+# about 720. That count is not what sets their times: at 4 warp instructions per clock on each of
+# 132 SMs at 1.98 GHz, the whole launches need at least 63 µs<!-- given: reference --> (dot3) and
+# 45 µs<!-- given: reference --> (dot1) of issue, against the
+# 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> and
+# 76.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> measured, and the ratio
+# of the counts (1.40) is larger than that of the times (1.14). Neither kernel is limited by
+# issuing instructions. dot1's time is its chain of dependent adds in one lane; dot3's includes its
+# warps waiting at barriers (Nsight Compute's barrier stalls per issued instruction: 2.38 for dot3,
+# 1.06 for dot1). Neither gets past about two thirds of the copy, because neither spreads that cost
+# over more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays
+# its 9 barriers once per block of about a thousand products per thread (at 2²⁸), and reaches
 # 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot3 --> of the copy there,
 # as dot2 does. dot1, which has no loop, cannot take that grid.
 #
@@ -796,7 +840,9 @@ dot.launch_table()
 # 2940 GB/s<!-- given: reference --> and a DRAM latency of 350 ns (an idle pointer chase;
 # `course.device().describe()` says where each figure comes from): about 1 MB in flight for the
 # GPU, or about 7.8 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
-# for the reduction). Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
+# for the reduction). The probe's read stream (one simple read kernel) is a floor, not a ceiling:
+# dot_vec4 in the table below reads faster, up to
+# 3120 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 -->. Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
 # times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
 
 # %% tags=["nbval-ignore-output"]
@@ -865,21 +911,28 @@ dot.speed_table(records, 2**28)
 # climbing with the copy's from 2²⁴ on, a little under half as high. About four fifths of its
 # time at 2²⁸ is the multiply (Nsight Compute's kernel times).
 #
-# Yet in the error table it is the most accurate float32 answer, and in the repeat table it gives
-# the same bits on every run. Both follow from the same kernels. Each product is rounded to float32
-# once, as in the float32 kernels here; then CUB adds them in short runs (at 2²⁴ its 4096 blocks of
+# Yet in the error table it is more accurate than every float32 version here, and in the repeat
+# table it gives the same bits on every run. Both follow from the same kernels. The multiply
+# kernel rounds each product to float32 (as dot1 does; the grid-stride kernels fuse it into an fma
+# instead); then CUB adds them in short runs (at 2²⁴ its 4096 blocks of
 # 256 threads leave 16 products to each thread, where dot3's one wave leaves about 62) and in
 # trees: each block's sums, then the 4096 block sums in one block. That is close to a pairwise
 # sum, with no long running sum anywhere. And every partial sum goes to its own word and is added
-# in a fixed order, with no atomics, as in dot3. cuBLAS's `cublasSdot` is what a CUDA C++ program
-# would call; CuPy reaches it as `cupy.cublas.dot(a, b)` (`cupy/cublas.py`), which this notebook
-# does not time.
+# in a fixed order, with no atomics, as in dot3.
 #
-# So: call `cupy.dot` when you want a float32 answer that is accurate and repeats; when a dot
-# product of large float32 vectors is the bottleneck, a one-wave grid-stride loop with 16-byte
-# loads (dot_vec4 here) reads 2.35×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast,
-# because it reads a and b once and writes nothing, and `dot_compensated` keeps that speed with an
-# answer millions of times more accurate that also repeats.
+# cuBLAS's `cublasSdot` is what a CUDA C++ program would call, and CuPy reaches it as
+# `cupy.cublas.dot(a, b)` (`cupy/cublas.py`): one library call that reads a and b once, as the
+# course's kernels do, with no temporary. It is the `cupy.cublas.dot` row of the speed, error and
+# repeat tables above, timed in the same runs; `scripts/gpu_facts_dot.py` lists the kernels it
+# launches. Read its row against cupy.dot's (twice the bytes) and dot_vec4's (the same bytes).
+#
+# So: call `cupy.dot` when you want a float32 answer that is accurate and repeats, and
+# `cupy.cublas.dot` when you want the library's single pass over a and b (its rows above say how
+# fast and how accurate it is here). When a dot product of large float32 vectors is the bottleneck
+# and you write the kernel, a one-wave grid-stride loop with 16-byte loads (dot_vec4 here) reads
+# 2.35×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
+# a and b once and writes nothing, and `dot_compensated` keeps that speed with an answer millions
+# of times more accurate that also repeats.
 #
 # ## Summary
 #
@@ -899,8 +952,9 @@ dot.speed_table(records, 2**28)
 #   adds them) makes the answer repeat.
 # - **The library**: `cupy.dot` on two float32 vectors is a multiply into a temporary array and
 #   then CUB's reduction: it moves twice the bytes of a fused dot product and reaches under half of
-#   the copy's speed, but its short per-thread sums and trees make it the most accurate float32
-#   answer here, and its fixed order repeats its bits. A one-wave loop of 16-byte loads reads more
+#   the copy's speed, but its short per-thread sums and trees make it more accurate than every
+#   float32 version here, and its fixed order repeats its bits. cuBLAS's own dot,
+#   `cupy.cublas.dot`, is one pass over a and b, timed beside it. A one-wave loop of 16-byte loads reads more
 #   than twice as fast, and with a compensated accumulator it is far more accurate and repeats too.
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
