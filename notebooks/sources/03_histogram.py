@@ -202,8 +202,8 @@ print("hist1 matches NumPy:", (histogram.run("hist1", x) == want).all())
 #
 # A GPU issues instructions for a **warp** of 32 threads (lanes) at a time, so one `atomicAdd`
 # instruction asks for 32 additions at once. Lanes that add to different bins can be served side
-# by side; lanes that add to the *same* bin are the read-modify-write the atomic must serialise.
-# The emulator records the address of every lane. Here is the first atomic instruction of warps
+# by side; lanes that add to the *same* bin are the read-modify-write the atomic must serialise
+# (in global memory, as here: shared memory, below, combines them). The emulator records the address of every lane. Here is the first atomic instruction of warps
 # 0 to 3 of block 0, lane by lane: the number is the bin each lane adds 1 to, the colour says how
 # many lanes of that warp hit the same bin:
 
@@ -259,11 +259,11 @@ histogram.global_atomics_timing()
 # 69 ms<!-- given: reference -->, nothing between. The four slow rounds had their 1 KiB of bins
 # starting on a 1 KiB boundary, the four fast ones 512 bytes past one. So the time follows where
 # the eight lines sit; why, the script cannot say (how the L2 maps addresses to its slices is not
-# documented, and each round moved the input too). So a time of `hist1` on uniform bytes is one
-# set of allocations': the table above is one, the GPU table near the end another, and neither
-# need match the script's rounds or each other; all-equal bytes,
-# one word wherever it lands, do not move. Read `hist1`'s uniform figures as "this allocation's",
-# and all-equal against uniform as a few times, not as one ratio.
+# documented, and each round moved the input too). Any one time of `hist1` on uniform bytes
+# belongs to one set of allocations: the table above is one, the GPU table near the end another,
+# and neither need match the script's rounds or each other, while all-equal bytes, one word
+# wherever it lands, do not move. Read `hist1`'s uniform figures as "this allocation's", and
+# all-equal against uniform as a few times, not as one ratio.
 #
 # ## Kernel 1, aggregated: lanes that agree before the global atomic
 #
@@ -315,9 +315,9 @@ histogram.contention_table(["hist1", "hist1_agg"])
 #
 # **Exercise: predict what `hist1_agg`'s atomics do.** One warp of `hist1_agg` counts 32 bytes,
 # lane `l` holding the byte each pattern gives (`//` is integer division, `min(l, 8)` is `l` up to
-# 8 and 8 after). For each, predict how
-# many global atomics the warp makes and the largest number one of them adds. The check traces the
-# warp and names the pattern and the column that are off, never the count.
+# 8 and 8 after). For each, predict how many global atomics the warp makes and the largest number
+# one of them adds. The check traces the warp and names the pattern and the column that are off,
+# never the count.
 
 # %%
 my_guess = {  # (global atomics of the warp, largest number one atomic adds)
@@ -370,8 +370,9 @@ histogram.exercises.aggregate.check(mine)
 # The article says that atomics inside a block are serial (一个block内部的原子操作是串行的). They
 # are not: a warp's shared atomic on 32 different words in 32 different banks is one pass; only
 # lanes on *different words of one bank* take a pass each (a bank conflict, below), and lanes on
-# the *same* word are combined (in the GPU table `hist3_vec` counts all-equal bytes, 32 lanes on
-# one word, at the copy's speed, and uniform bytes slowest).
+# the *same* word are combined, by the atomic instruction itself (kernel 4 shows the machine
+# code; in the GPU table `hist3_vec` counts all-equal bytes, 32 lanes on one word, at the copy's
+# speed, and uniform bytes slowest).
 
 # %%
 source.show("histogram.cu", "hist2_article")
@@ -464,8 +465,8 @@ course.device().describe()
 # the **DRAM latency** (a pointer chase on an idle memory). The H100 this notebook was run on gave
 # about 350 ns and 2940 GB/s<!-- given: reference -->: about 1 MB in flight, some 7.8 KB per SM.
 # On the emulator there is no GPU to measure: its model takes the datasheet peak and 600 ns, so
-# it asks for about twice as many bytes per SM. Either way it is a floor: a memory under load answers later than an idle one.
-# The trace shows how many bytes a thread of each kernel loads before it needs them (its first
+# it asks for about twice as many bytes per SM. Either way it is a floor: a memory under load
+# answers later than an idle one. The trace shows how many bytes a thread of each kernel loads before it needs them (its first
 # atomic needs the byte just loaded): one, for the article's kernels. Launch by launch:
 
 # %% tags=["nbval-ignore-output"]
@@ -525,7 +526,8 @@ histogram.article_timing()
 # article's kernel keeps so few bytes in flight that its time grows as the GPU has fewer SMs (the
 # launch and grid tables above), so on the article's unknown GPU the kernel may have been a much
 # larger share of its 29.22 ms<!-- given: article -->; the table cannot say. Kernel against kernel,
-# the article's shared-memory version is about ten times faster than its global-atomic one, and
+# the article's shared-memory version is ten or more times faster than its global-atomic one
+# (whose uniform time depends on where its bins land, as above), and
 # `hist5_lanes`, below, tens of times faster again.
 #
 # The CPU row is the article's starting point: its loop `hist[buffer[i]]++`, compiled with this
@@ -640,11 +642,11 @@ histogram.exercises.patterns.check(my_guess)
 histogram.sass_table()
 
 # %% [markdown]
-# `REDG.E.ADD` is a global atomic add whose result nobody reads, sent to L2: `hist1`'s count, and
-# the merge of every other kernel. A shared `atomicAdd(&temp[b], 1u)` compiles to
+# `REDG.E.ADD` is a global atomic add whose result nobody reads, sent to L2: the count of `hist1`
+# and `hist1_agg`, and the merge of every other kernel. A shared `atomicAdd(&temp[b], 1u)` compiles to
 # `ATOMS.POPC.INC.32`: one instruction that, for each address, counts the lanes of the warp on it
 # (a population count of their mask) and adds that number once. The hardware already aggregates
-# lanes on one word of shared memory, which is why 32 lanes on one bin cost `hist3_vec` nothing;
+# lanes on one word of shared memory, which is why 32 lanes on one bin cost `hist3_vec` no more;
 # what costs there is lanes on *different* words of one bank. `hist4_warp_agg` replaces that
 # instruction with `MATCH.ANY` (find the lanes holding the same byte), `POPC` (count them) and
 # `ATOMS.ADD` (the lowest lane adds the count): software aggregation in front of an instruction that
