@@ -72,7 +72,7 @@ rounding = Prediction(
         "past 2^24 the spacing is 2: an even sum plus an even product stays exact; which products are odd?",
         "dot.running_sum_table(1024) and the right panel of the running-sum picture do this for 2i²: "
         "read the first row that rounds and why its product does not fit the spacing there, then "
-        "redo that reasoning for each data set (for the ones: what is 2^24 + 1 in float32?)",
+        "redo that reasoning for each data set (for the ones: which integers does float32 hold past 2^24?)",
     ),
 )
 

@@ -512,10 +512,11 @@ dot.article_timings()
 # article's milliseconds were CUDA's start-up, and its comparison of 108 against
 # 90 ms<!-- given: article --> says nothing about the kernels. dot1_article is the longest, at
 # 42.4 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
-# 1024 additions as such: under the article's launch at 2²⁸ (timing section) a block of dot1 does
-# its 256 dependent adds in about a microsecond, so 1024 of them take a few µs. Two things of the
-# article's code cost the rest: the `int` accumulator puts two conversions into every step of the
-# chain (add in float, convert to int, convert back for the next add: three dependent
+# 1024 additions as such: under the article's launch at 2²⁸ (timing section) 1 048 576 blocks of
+# dot1 run 1056 at a time in about a millisecond, so a block, its chain of 256 float adds
+# included, lives about a microsecond, and 1024 such adds take a few µs. Most of the rest comes
+# from two things of the article's code: the `int` accumulator puts two conversions into every
+# step of the chain (add in float, convert to int, convert back for the next add: three dependent
 # instructions per product instead of one), and the device `printf` at the end. The `int` bug costs
 # time as well as accuracy. The timing section below measures the kernels at sizes where they
 # matter.
