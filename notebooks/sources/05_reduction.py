@@ -643,6 +643,7 @@ my_blocks = {  # (threads per block, registers per thread, shared bytes per bloc
     (96, 40, 3072): None,
     (1024, 32, 49152): None,
     (512, 72, 8192): None,
+    (64, 16, 22528): None,
 }
 reduction.exercises.blocks_per_sm.check(my_blocks)
 
