@@ -171,11 +171,11 @@ def _reduction(name: str, n: int, block: int, grid: int | None = None) -> Callab
 
 
 def _kernel(
-    name: str, grid: int, block: tuple[int, ...], make_args: Callable[[np.random.Generator], tuple]
+    name: str, grid: int, block: tuple[int, int], make_args: Callable[[np.random.Generator], tuple]
 ) -> Callable[[], Launch]:
     def build() -> Launch:
         args = make_args(np.random.default_rng(SEED))
-        return Launch(_module().get_function(name), (grid,), block, args)
+        return Launch(_module().get_function(name), (grid, 1, 1), (*block, 1), args)
 
     return build
 
@@ -231,33 +231,33 @@ CASES: tuple[Case, ...] = (
         "tile_column_padded",
         _kernel("tile_column_padded", 8, (32, 32), _floats_in_out(8192, 8192)),
     ),
-    Case("coalesced_read", "strided_read", _kernel("strided_read", 8, (128,), _strided(1)), "stride 1"),
-    Case("stride32_read", "strided_read", _kernel("strided_read", 8, (128,), _strided(32)), "stride 32"),
+    Case("coalesced_read", "strided_read", _kernel("strided_read", 8, (128, 1), _strided(1)), "stride 1"),
+    Case("stride32_read", "strided_read", _kernel("strided_read", 8, (128, 1), _strided(32)), "stride 32"),
     Case(
         "shared_float2",
         "shared_float2",
-        _kernel("shared_float2", 8, (128,), _floats_in_out(2048, 2048)),
+        _kernel("shared_float2", 8, (128, 1), _floats_in_out(2048, 2048)),
         "",
         (r"st\.shared\.v2\.[bfu]32", r"ld\.shared\.v2\.[bfu]32"),
     ),
     Case(
         "shared_float4",
         "shared_float4",
-        _kernel("shared_float4", 8, (128,), _floats_in_out(4096, 4096)),
+        _kernel("shared_float4", 8, (128, 1), _floats_in_out(4096, 4096)),
         "",
         (r"st\.shared\.v4\.[bfu]32", r"ld\.shared\.v4\.[bfu]32"),
     ),
     Case(
         "shared_double",
         "shared_double",
-        _kernel("shared_double", 8, (32,), _floats_in_out(512, 256, np.float64)),
+        _kernel("shared_double", 8, (32, 1), _floats_in_out(512, 256, np.float64)),
         "",
         (r"st\.shared\.[bf]64", r"ld\.shared\.[bf]64"),
     ),
     Case(
         "fused_pair",
         "fused_pair",
-        _kernel("fused_pair", 8, (128,), _floats_in_out(2048, 1024)),
+        _kernel("fused_pair", 8, (128, 1), _floats_in_out(2048, 1024)),
         FUSION_NOTE.format(
             src="4 shared ld wavefronts (two 2-way loads) and 4 global ld requests / 24 sectors",
             ptx="one ld.shared.v2.f32 and one ld.global.v2.f32",
@@ -268,7 +268,7 @@ CASES: tuple[Case, ...] = (
     Case(
         "unrolled_quad",
         "unrolled_quad",
-        _kernel("unrolled_quad", 8, (128,), _floats_in_out(4096, 1024)),
+        _kernel("unrolled_quad", 8, (128, 1), _floats_in_out(4096, 1024)),
         "the source's loop of four 4-way loads would predict 16 shared ld wavefronts per warp; "
         "unrolled and fused into one ld.shared.v4.f32 (conflict-free quarter-warps) the trace predicts 4",
         (r"ld\.shared\.v4\.f32",),
@@ -307,6 +307,7 @@ def _topic_cases() -> tuple[Case, ...]:
             f"{engine.name}: the panel's input, N={engine.topic.panel.n}",
         )
         for engine in TOPICS
+        if engine.topic.panel is not None
         for name in engine.versions()
         if name not in named
     )
