@@ -474,6 +474,37 @@ def metric_value(value: str, unit: str = "") -> float:
     return number * _PREFIX[m[1]] if m else number
 
 
+# unit prefixes of ncu's values (without --print-units base: "Ghz", "Minst", "Kbyte")
+SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+# ncu's time units: with --print-units base it writes "ns" (gpu__time_duration.sum, "1,277,728"
+# ns in dot_ncu_*.csv of the H100 run); without it "nsecond", "usecond", "msecond", "second".
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+SECONDS |= {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
+
+
+def to_base(v: float, unit: str) -> float:
+    """ncu's value in base units: seconds, per second, bytes, instructions ('ns' and 'nsecond'
+    -> s, 'cycle/ns' and 'cycle/nsecond' -> cycles per s, 'Ghz' -> Hz, 'Minst' -> inst).
+
+    >>> to_base(162_800, "ns"), to_base(162.8, "usecond"), to_base(1.979, "cycle/ns")
+    (0.0001628, 0.0001628, 1979000000.0)
+    """
+    u = unit.strip()
+    if "/" in u:  # a rate: cycle/nsecond, cycle/ns, cycle/second
+        per = u.split("/", 1)[1].strip()
+        if per not in SECONDS:
+            raise ValueError(f"ncu rate unit {unit!r}: per what?")
+        return v / SECONDS[per]
+    if u in SECONDS:
+        return v * SECONDS[u]
+    if u.lower().endswith("hz"):
+        return v * SCALE.get(u[:-2].upper() if u[:-2] else "", 1.0)
+    for suffix in ("inst", "byte", "cycle"):
+        if u.endswith(suffix) and u[: -len(suffix)] in SCALE:
+            return v * SCALE[u[: -len(suffix)]]
+    return v
+
+
 def parse_ncu_csv(text: str) -> dict[str, KernelCounters]:
     """Kernel base name -> its counters, from ncu --csv output mixed with other lines (==PROF==,
     the program's own output): only the lines from the header on that look like CSV rows count."""

@@ -86,10 +86,12 @@ def cubin(arch: str) -> bytes:
 
 @step("2. SASS of kernels 3 to 7 (cuobjdump -sass)")
 def sass(out: Path) -> None:
+    from course.sass import disassemble
+
     arch = facts.gpu_arch()
     blob = cubin(arch)
     say(f"- cubin: reduction.cu for {arch} ({len(blob)} bytes)")
-    bodies = facts.sass(blob, keep=out / "reduction_sass.txt")
+    bodies = disassemble(blob, keep=out / "reduction_sass.txt")
     say("| kernel (mangled) | SASS instructions | BAR.SYNC | LDG | SHFL | WARPSYNC |")
     say("|---|---|---|---|---|---|")
     for name, instr in bodies.items():
@@ -117,34 +119,6 @@ def sass(out: Path) -> None:
 
 
 CHILD = "--child"
-SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-# ncu's time units: with --print-units base it writes "ns" (gpu__time_duration.sum, "1,277,728"
-# ns in dot_ncu_*.csv of the H100 run); without it "nsecond", "usecond", "msecond", "second".
-SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-SECONDS |= {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
-
-
-def to_base(v: float, unit: str) -> float:
-    """ncu's value in base units: seconds, per second, bytes, instructions ('ns' and 'nsecond'
-    -> s, 'cycle/ns' and 'cycle/nsecond' -> cycles per s, 'Ghz' -> Hz, 'Minst' -> inst).
-
-    >>> to_base(162_800, "ns"), to_base(162.8, "usecond"), to_base(1.979, "cycle/ns")
-    (0.0001628, 0.0001628, 1979000000.0)
-    """
-    u = unit.strip()
-    if "/" in u:  # a rate: cycle/nsecond, cycle/ns, cycle/second
-        per = u.split("/", 1)[1].strip()
-        if per not in SECONDS:
-            raise ValueError(f"ncu rate unit {unit!r}: per what?")
-        return v / SECONDS[per]
-    if u in SECONDS:
-        return v * SECONDS[u]
-    if u.lower().endswith("hz"):
-        return v * SCALE.get(u[:-2].upper() if u[:-2] else "", 1.0)
-    for suffix in ("inst", "byte", "cycle"):
-        if u.endswith(suffix) and u[: -len(suffix)] in SCALE:
-            return v * SCALE[u[: -len(suffix)]]
-    return v
 
 
 def child() -> None:
@@ -163,6 +137,8 @@ def child() -> None:
 
 @step("3. ncu: SASS warp instructions executed, SM clock, time (N = 2^25, own launches, blocks of 128)")
 def ncu(out: Path) -> None:
+    from course.ncu import to_base
+
     gpu_or_die()
     exe = shutil.which("ncu")
     if not exe:

@@ -20,7 +20,6 @@ Prints everything and writes OUT_DIR/gpu_facts_transpose.md. Whatever cannot run
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # scripts/facts.py, when loaded by path
-import facts  # noqa: E402
 
 # (label, name expression or extern "C" name): the rows of the notebook's in-flight tables
 SASS_KERNELS = (
@@ -75,9 +73,10 @@ def find_tool(name: str) -> str | None:
 def sass_of_course_kernels(arch: str) -> dict[str, list[str]]:
     """transpose.cu (float elements, every template the tables time) for `arch`: each function's SASS."""
     from course import compiler
+    from course.sass import disassemble
 
     opts = compiler.compile_options((f"-arch={arch}", "-DELEM=float"))
-    return facts.sass(
+    return disassemble(
         compiler.compile_cubin(compiler.read_kernel("transpose.cu"), "transpose.cu", opts, TEMPLATES)
     )
 
@@ -92,34 +91,9 @@ def mangled_names() -> dict[str, str]:
     return {label: lowered.get(expr, expr) for label, expr in SASS_KERNELS}
 
 
-def load_batches(code: list[str]) -> dict[str, object]:
-    """LDG / STS / STG / BAR counts, and the loads grouped into batches: a batch ends at the first
-    instruction that uses a register an LDG of the batch wrote (a thread stalls there until that
-    load is back; the loads issued before it were in flight together)."""
-    counts = {
-        op: sum(1 for ins in code if re.search(rf"\b{op}\b", ins)) for op in ("LDG", "STS", "STG", "BAR")
-    }
-    batches: list[int] = []
-    pending: set[str] = set()
-    size = 0
-    for ins in code:
-        body = re.sub(r"^@!?P\d\s+", "", ins)
-        op, _, operands = body.partition(" ")
-        regs = re.findall(r"\bR\d+\b", operands)
-        if op.startswith("LDG"):
-            size += 1
-            pending.add(regs[0])
-            continue
-        used = set(regs[1:] if not op.startswith(("STS", "STG", "ST.", "ST ")) else regs)
-        if size and pending & used:
-            batches.append(size)
-            size, pending = 0, set()
-    if size:
-        batches.append(size)
-    return {**counts, "batches": batches, "before first use": batches[0] if batches else 0}
-
-
 def part_sass() -> None:
+    from course.sass import load_batches
+
     arch, where = gpu_arch()
     say("## 1. Loads in flight together, from the SASS")
     say()
