@@ -235,6 +235,11 @@ class Panel:
         self._show(result)
         return result
 
+    def forget_traces(self) -> None:
+        """Forget the traces kept for the last inputs: the next update traces anew, as the first
+        look at an input does (what scripts/panel_speed.py times)."""
+        self._inspected.clear()
+
     def _inspect(self, version: str, shown: tuple[np.ndarray, ...], block: Any, grid: Any) -> Any:
         """The engine's findings and trace for the picture's input, remembered for the last few
         inputs: a move of N that leaves the picture's input as it was traces nothing again."""
