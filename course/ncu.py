@@ -39,7 +39,7 @@ import numpy as np
 from . import analysis, backend, compiler, reduction
 from .arrays import asarray, zeros
 from .engine import Launch
-from .gpu import Kernel, Module
+from .module import Kernel, Module
 
 SEED = 4
 TOLERANCE = 0.10

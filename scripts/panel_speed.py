@@ -25,8 +25,8 @@ matplotlib.use("Agg")
 
 import course
 from course.draw import use_notebook_style
-from course.engine import panel as panels
 from course.topics import TOPICS
+from course.ui import panel as panels
 
 PARTS = ("run", "inspect", "draw")
 REPEATS = 3  # moves per version; the table gives the median of each part

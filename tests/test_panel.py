@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from course import reduction
-from course.engine import panel as panels
+from course.ui import panel as panels
 
 
 @pytest.fixture

@@ -149,3 +149,29 @@ def test_the_readme_speed_figures_come_from_the_measurement() -> None:
     assert f"({min(seconds)} to {max(seconds)} s per notebook on two cores, measured:" in text
     assert "python scripts/notebook_times.py" in page and ", 2 cores," in page
     assert not re.search(r"about (a|\w+) minutes? (per|on)", text)  # no figure that was never measured
+
+
+def test_the_data_flow_names_modules_that_exist() -> None:
+    """The README's path of a kernel (kernels -> NVRTC -> CuPy | emulator -> trace -> analysis /
+    checker -> drawings -> panel -> notebook) names, for each step, a file that holds it."""
+    text = README.read_text()
+    section = text[text.index("## How a kernel flows through the course") :]
+    section = section[: section.index("\n## ")]
+    steps = re.findall(r"^\d\. \*\*(.+?)\*\*", section, re.M)
+    assert steps == [
+        "Kernels",
+        "NVRTC",
+        "CuPy | emulator",
+        "Trace",
+        "Analysis / checker",
+        "Drawings",
+        "Panel",
+        "Notebook",
+    ]
+    paths = re.findall(r"`((?:course|notebooks)/[^`]+)`", section)
+    assert len(paths) >= 10
+    for path in paths:
+        if "<topic>" in path or "NN_topic" in path:
+            assert list(ROOT.glob(path.replace("<topic>", "*").replace("NN_topic", "*"))), path
+        else:
+            assert (ROOT / path).exists(), path

@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 
 from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
+from ..module import Kernel
 from .story import (
     first_trace,
     index_matrix,

@@ -23,7 +23,7 @@ from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, PanelSpec, Plan, Size, Tiles, Topic, Version
 from ..errors import ArgumentError, InputError
-from ..gpu import Kernel
+from ..module import Kernel
 
 KERNEL_FILE = "transpose.cu"
 C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}  # 4-byte words only
