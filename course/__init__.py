@@ -28,7 +28,7 @@ from .errors import (
     OutOfBoundsError,
     UnsupportedInstruction,
 )
-from .gpu import Kernel, Module
+from .module import Kernel, Module
 from .show import expect_error
 
 

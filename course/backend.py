@@ -105,7 +105,7 @@ class Device:
 
     def describe(self) -> Any:
         """Every limit, its value and where it came from, as a table a notebook shows."""
-        from .source import Table
+        from .table import Table
 
         return Table(
             (

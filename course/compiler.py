@@ -24,7 +24,7 @@ KERNELS = resources.files("course") / "kernels"
 
 
 @dataclass(frozen=True)
-class Compiled:
+class CompiledPtx:
     """What NVRTC produced for one source: PTX and the mangled names of templates."""
 
     source: str
@@ -91,7 +91,7 @@ def compile_ptx(
     filename: str = "kernel.cu",
     options: tuple[str, ...] = (),
     name_expressions: tuple[str, ...] = (),
-) -> Compiled:
+) -> CompiledPtx:
     """Compile `source` to PTX, or raise CompileError with NVRTC's log and the source lines."""
     if not isinstance(source, str) or not source.strip():
         raise TypeError("source must be a non-empty string of CUDA C")
@@ -108,7 +108,7 @@ def compile_ptx(
         compile_it,
         lambda v: isinstance(v, dict) and {"ptx", "lowered_names"} <= v.keys(),
     )
-    return Compiled(source, filename, opts, hit["ptx"], hit["lowered_names"])
+    return CompiledPtx(source, filename, opts, hit["ptx"], hit["lowered_names"])
 
 
 def compile_cubin(source: str, filename: str, opts: tuple[str, ...], names: tuple[str, ...]) -> bytes:
@@ -159,10 +159,10 @@ def _nvrtc(
     from cuda.bindings import nvrtc
 
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], [])
-    _check(err, "nvrtcCreateProgram")
+    _raise_on_nvrtc_error(err, "nvrtcCreateProgram")
     try:
         for name in names:
-            _check(nvrtc.nvrtcAddNameExpression(prog, name.encode())[0], name)
+            _raise_on_nvrtc_error(nvrtc.nvrtcAddNameExpression(prog, name.encode())[0], name)
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         # NVRTC writes into the buffer it is given: never hand it a bytes object (an empty log
         # is one byte, and b" " * 1 is CPython's shared b" ", which it would overwrite)
@@ -185,7 +185,7 @@ def _read_ptx(nvrtc: Any, prog: Any, names: tuple[str, ...]) -> tuple[str, dict[
     lowered = {}
     for name in names:
         err, low = nvrtc.nvrtcGetLoweredName(prog, name.encode())
-        _check(err, name)
+        _raise_on_nvrtc_error(err, name)
         lowered[name] = low.decode()
     return bytes(ptx).decode().rstrip("\x00"), lowered
 
@@ -193,11 +193,11 @@ def _read_ptx(nvrtc: Any, prog: Any, names: tuple[str, ...]) -> tuple[str, dict[
 def _read_cubin(nvrtc: Any, prog: Any, names: tuple[str, ...]) -> bytes:
     _, size = nvrtc.nvrtcGetCUBINSize(prog)
     cubin = bytearray(size)
-    _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+    _raise_on_nvrtc_error(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
     return bytes(cubin)
 
 
-def _check(err: object, what: str) -> None:
+def _raise_on_nvrtc_error(err: object, what: str) -> None:
     from cuda.bindings import nvrtc
 
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:

@@ -24,7 +24,7 @@ from .backend import Device, device
 from .errors import InputError
 
 if TYPE_CHECKING:
-    from .gpu import Kernel
+    from .module import Kernel
 
 REGISTER_UNIT = 256  # registers are allocated to a warp in units of 256 (compute capability 3 to 9)
 SUB_PARTITIONS = 4  # an SM's register file is split between its four schedulers

@@ -1,16 +1,16 @@
-"""Show the CUDA C of a kernel, straight from its `.cu` file, and print small tables.
+"""Show the CUDA C of a kernel, straight from its `.cu` file.
 
-Notebooks display code and numbers with these, so what the learner reads is always the
-code that runs, and the same text comes out on a GPU and on the emulator.
+Notebooks display code with these, so what the learner reads is always the code that runs.
+(`Table` and `table`, which print small tables, are course/table.py's; `course.source.Table`
+is kept for the code that imports it from here.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from .compiler import read_kernel
+from .table import Table, table  # noqa: F401  (their old home)
 
 
 def kernel_source(filename: str, name: str) -> str:
@@ -66,40 +66,3 @@ class Code:
 def show(filename: str, *names: str) -> Code:
     """The named functions of a kernel file, for display in a notebook cell."""
     return Code("\n\n".join(kernel_source(filename, n) for n in names))
-
-
-def table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Rows of dicts as an aligned plain-text table (floats to 3 significant digits)."""
-    rows = list(rows)
-    if not rows:
-        return "(no rows)"
-    cols = list(columns or rows[0].keys())
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.3g}"
-        return str(v)
-
-    cells = [[fmt(r.get(c, "")) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    head = "  ".join(c.rjust(w) for c, w in zip(cols, widths))
-    body = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
-    return "\n".join([head, "  ".join("-" * w for w in widths), *body])
-
-
-class Table(list):  # type: ignore[type-arg]
-    """Rows of dicts that a notebook shows as an aligned text table (the same text on every
-    backend); an empty table shows its `note` instead (e.g. why there is nothing to time)."""
-
-    def __init__(
-        self, rows: Iterable[Mapping[str, Any]] = (), *, note: str = "", columns: Sequence[str] | None = None
-    ):
-        super().__init__(rows)
-        self.note = note
-        self.columns = columns
-
-    def __repr__(self) -> str:
-        return table(self, self.columns) if self else self.note or "(no rows)"
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(repr(self))

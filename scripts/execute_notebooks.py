@@ -2,6 +2,7 @@
 
     python scripts/execute_notebooks.py                                 # every notebook, in order
     python scripts/execute_notebooks.py notebooks/05_reduction.ipynb   # the ones named
+    python scripts/execute_notebooks.py --dry-run                       # which, without running them
 
 No cell may fail (a cell that shows an error on purpose catches it with `course.expect_error()`,
 so Run All goes on in every front end). The widgets' state is stored with the notebook, so a
@@ -12,6 +13,7 @@ nothing. The exercises' progress goes to a fresh file: the notebooks are committ
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -51,11 +53,20 @@ def as_javascript_writes(value: Any) -> Any:
     return value
 
 
-def main(args: list[str]) -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to execute (default: every one)")
+    parser.add_argument("--dry-run", action="store_true", help="print the notebooks, execute none")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("*.ipynb"))
+    if args.dry_run:
+        print("\n".join(map(str, paths)))
+        return 0
     os.environ["COURSE_PROGRESS_FILE"] = os.path.join(tempfile.mkdtemp(), "progress.json")
-    for path in [Path(a) for a in args] or sorted(NOTEBOOKS.glob("*.ipynb")):
+    for path in paths:
         execute(path)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -1,15 +1,11 @@
 """What every `scripts/gpu_facts_<topic>.py` shares: a report of numbered steps (each one reports,
-none stops the others) written to OUT/gpu_facts_<topic>.md, and the SASS of a course kernel file as
-NVRTC compiles it for this GPU, read with cuobjdump. (Not a facts script itself: `gpu_session.sh
-facts` runs `gpu_facts_*.py` only.)
+none stops the others) written to OUT/gpu_facts_<topic>.md, and which GPU this is. (Reading the
+SASS of a cubin is course/sass.py's. Not a facts script itself: `gpu_session.sh facts` runs
+`gpu_facts_*.py` only.)
 """
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,39 +88,3 @@ def gpu_arch() -> str:
 
         return f"sm_{cupy.cuda.Device().compute_capability}"
     return "sm_90"
-
-
-def sass(cubin: bytes, keep: Path | None = None) -> dict[str, list[str]]:
-    """cuobjdump -sass of a cubin: each function's instructions, by its name in the cubin; the
-    whole listing kept in `keep` if given. Raises, saying so, without cuobjdump or functions."""
-    if not shutil.which("cuobjdump"):
-        raise RuntimeError("NO cuobjdump on PATH: the SASS cannot be read")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernels.cubin"
-        path.write_bytes(cubin)
-        res = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True, timeout=60)
-    if keep is not None:
-        keep.write_text(res.stdout + "\n" + res.stderr)
-    bodies = sass_functions(res.stdout)
-    if not bodies:
-        raise RuntimeError(
-            f"cuobjdump printed no functions (rc {res.returncode}): {res.stderr.strip()[-300:]}"
-        )
-    return bodies
-
-
-def sass_functions(text: str) -> dict[str, list[str]]:
-    """Each function's SASS instructions (without the trailing ';'), by its name, from cuobjdump's text."""
-    bodies = {}
-    for f in re.split(r"\n\s*Function : ", "\n" + text)[1:]:
-        name = f.split("\n", 1)[0].strip()
-        bodies[name] = [i.strip() for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", f)]
-    return bodies
-
-
-def opcode(instr: str) -> str:
-    """The opcode of one SASS instruction, without its predicate (@P0 ...)."""
-    parts = instr.split()
-    if parts and parts[0].startswith("@"):
-        parts = parts[1:]
-    return parts[0] if parts else ""

@@ -83,10 +83,12 @@ def cubin(arch: str) -> bytes:
 
 @step("2. SASS of dot1, dot3, dot_shfl, dot_vec4 (cuobjdump -sass)")
 def sass(out: Path) -> None:
+    from course.sass import disassemble
+
     arch = facts.gpu_arch()
     blob = cubin(arch)
     say(f"- cubin: dot.cu for {arch} ({len(blob)} bytes)")
-    bodies = facts.sass(blob, keep=out / "dot_sass.txt")
+    bodies = disassemble(blob, keep=out / "dot_sass.txt")
     ops = ("LDS.128", "LDS", "BAR.SYNC", "SHFL", "LDG.E.128", "LDG", "ATOM", "RED")
     say("| kernel | SASS instructions | " + " | ".join(ops) + " |")
     say("|---|---|" + "---|" * len(ops))

@@ -141,7 +141,6 @@ def spread_facts(rounds: int = 8, runs: int = 5, n: int = 2**28) -> None:
     import cupy
 
     from course import bench, histogram
-    from course.histogram.story import _bytes
 
     say(f"## 2. hist1 on 2^28 uniform bytes: the spread between rounds ({rounds} rounds of {runs} runs)")
     say()
@@ -149,7 +148,7 @@ def spread_facts(rounds: int = 8, runs: int = 5, n: int = 2**28) -> None:
     say("address, in other L2 slices) and times `runs` launches with CUDA events; the same launch as the")
     say("notebook's GPU table (hist1's own: one wave of blocks of 1024).")
     say()
-    host = _bytes(n, "uniform")
+    host = histogram.histogram_bytes(n, "uniform", np.random.default_rng(0))
     rows, meds = [], []
     keep = []  # allocations kept alive, so the next round gets other addresses
     for r in range(rounds):
@@ -178,18 +177,18 @@ def spread_facts(rounds: int = 8, runs: int = 5, n: int = 2**28) -> None:
 
 
 def wide_facts(n: int = 2**27, runs: int = 10) -> None:
-    from course import arrays, backend, bench
-    from course.histogram.story import _device_copies, _study_module, wide_keys
+    from course import Module, arrays, backend, bench
+    from course.histogram import wide_keys
     from course.histogram.wide import WIDE_BINS, wide_plan
 
     say(f"## 3. hist_wide on 2^27 16-bit keys, {WIDE_BINS} bins: what its time on uniform keys is made of")
     say()
-    module = _study_module()
+    module = Module.from_file("histogram.cu", options=("-DLOAD_BYTES=16",))  # the study kernels
     plain, load = module.get_function("hist_wide_plain"), module.get_function("hist_wide_load")
     rows = []
     copy = float(np.median(bench.time_copy(2 * n, runs=runs)))
     for data in ("uniform", "all-equal", "real"):
-        xs = _device_copies(wide_keys(n, data, WIDE_BINS))
+        xs = bench.rotated_copies(wide_keys(n, data, WIDE_BINS))
         launches = [wide_plan(x, WIDE_BINS).launches[0] for x in xs]
         grid, block = launches[0].grid, launches[0].block
         shared = 4 * WIDE_BINS
@@ -234,7 +233,6 @@ def cub_facts(n: int = 2**28, runs: int = 10) -> None:
     from cupy._core import _accelerator
 
     from course import bench, histogram
-    from course.histogram.story import _bytes, _device_copies
 
     say(
         "## 4. CUB's DeviceHistogram (through cupy.histogram, CUB accelerator on) beside the course, 2^28 bytes"
@@ -246,7 +244,7 @@ def cub_facts(n: int = 2**28, runs: int = 10) -> None:
         copy = float(np.median(bench.time_copy(n, runs=runs)))
         rows = []
         for data in ("uniform", "all-equal"):
-            xs = _device_copies(_bytes(n, data))
+            xs = bench.rotated_copies(histogram.histogram_bytes(n, data, np.random.default_rng(0)))
             want = np.bincount(cupy.asnumpy(xs[0]), minlength=256)
             got = cupy.asnumpy(cupy.histogram(xs[0], bins=256, range=(0, 256))[0])
             cub = float(np.median(bench.time_runs([lambda x=x: cupy.histogram(x, bins=256, range=(0, 256))
@@ -274,12 +272,13 @@ def cub_facts(n: int = 2**28, runs: int = 10) -> None:
 def cpu_loop_facts(n: int = 100 * 2**20, runs: int = 3) -> None:
     """The article's loop in C, as notebook 03's article_timing times it (course.histogram.cpu),
     beside np.bincount warmed up on intp bytes (what stands in where no C compiler is found)."""
-    from course.histogram import cpu
-    from course.histogram.story import _bytes
+    import numpy as np
+
+    from course.histogram import cpu, histogram_bytes
 
     say(f"## 5. The article's CPU loop on {n // 2**20} MiB of uniform bytes, on this host (one core)")
     say()
-    host = _bytes(n, "uniform")
+    host = histogram_bytes(n, "uniform", np.random.default_rng(0))
     loop, what = cpu.loop_ms(host, runs)
     if what != cpu.C_LABEL:
         PROBLEMS.append("no C compiler: the article's loop was not timed")

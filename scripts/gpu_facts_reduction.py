@@ -96,10 +96,12 @@ def cubin(arch: str) -> bytes:
 
 @step("2. SASS of kernels 3 to 7 (cuobjdump -sass)")
 def sass(out: Path) -> None:
+    from course.sass import disassemble
+
     arch = facts.gpu_arch()
     blob = cubin(arch)
     say(f"- cubin: reduction.cu for {arch} ({len(blob)} bytes)")
-    bodies = facts.sass(blob, keep=out / "reduction_sass.txt")
+    bodies = disassemble(blob, keep=out / "reduction_sass.txt")
     say("| kernel (mangled) | SASS instructions | BAR.SYNC | LDG | SHFL | WARPSYNC |")
     say("|---|---|---|---|---|---|")
     for name, instr in bodies.items():
@@ -127,34 +129,6 @@ def sass(out: Path) -> None:
 
 
 CHILD = "--child"
-SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
-# ncu's time units: with --print-units base it writes "ns" (gpu__time_duration.sum, "1,277,728"
-# ns in dot_ncu_*.csv of the H100 run); without it "nsecond", "usecond", "msecond", "second".
-SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-SECONDS |= {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
-
-
-def to_base(v: float, unit: str) -> float:
-    """ncu's value in base units: seconds, per second, bytes, instructions ('ns' and 'nsecond'
-    -> s, 'cycle/ns' and 'cycle/nsecond' -> cycles per s, 'Ghz' -> Hz, 'Minst' -> inst).
-
-    >>> to_base(162_800, "ns"), to_base(162.8, "usecond"), to_base(1.979, "cycle/ns")
-    (0.0001628, 0.0001628, 1979000000.0)
-    """
-    u = unit.strip()
-    if "/" in u:  # a rate: cycle/nsecond, cycle/ns, cycle/second
-        per = u.split("/", 1)[1].strip()
-        if per not in SECONDS:
-            raise ValueError(f"ncu rate unit {unit!r}: per what?")
-        return v / SECONDS[per]
-    if u in SECONDS:
-        return v * SECONDS[u]
-    if u.lower().endswith("hz"):
-        return v * SCALE.get(u[:-2].upper() if u[:-2] else "", 1.0)
-    for suffix in ("inst", "byte", "cycle"):
-        if u.endswith(suffix) and u[: -len(suffix)] in SCALE:
-            return v * SCALE[u[: -len(suffix)]]
-    return v
 
 
 def child() -> None:
@@ -173,6 +147,8 @@ def child() -> None:
 
 @step("3. ncu: SASS warp instructions executed, SM clock, time (N = 2^25, own launches, blocks of 128)")
 def ncu(out: Path) -> None:
+    from course.ncu import to_base
+
     gpu_or_die()
     exe = shutil.which("ncu")
     if not exe:
@@ -221,9 +197,8 @@ def ncu(out: Path) -> None:
 def spread() -> None:
     gpu_or_die()
     from course import bench, reduction
-    from course.reduction import story
 
-    xs = story._inputs(N)
+    xs = bench.rotated_copies(np.arange(1, N + 1, dtype=np.uint32))  # the article's input
     say("| kernel | min µs | median µs | max µs |")
     say("|---|---|---|---|")
     for name in KERNELS:
@@ -241,13 +216,11 @@ def library() -> None:
     from cupy._core import _accelerator
 
     from course import bench
-    from course.bench import cub
-    from course.reduction import story
 
     say(f"- CUPY_ACCELERATORS={os.environ.get('CUPY_ACCELERATORS', '(unset)')}; "
         f"reduction accelerators: {_accelerator.get_reduction_accelerators()}; "
         f"routine accelerators: {getattr(_accelerator, 'get_routine_accelerators', lambda: '?')()}")  # fmt: skip
-    xs = story._inputs(N)
+    xs = bench.rotated_copies(np.arange(1, N + 1, dtype=np.uint32))  # the article's input
     say(f"- cupy.sum of uint32 returns {cupy.sum(xs[0]).dtype} (a promoted sum: CuPy's cub.pyx sends "
         "a sum to DeviceReduce only without promotion)")  # fmt: skip
     before = _accelerator.get_reduction_accelerators()
@@ -259,7 +232,8 @@ def library() -> None:
         say(f"| cupy.sum, reduction accelerators {acc or 'none (CuPy own kernel)'} | {us:.4g} |")
     _accelerator.set_reduction_accelerators([{1: "cub", 2: "cutensor"}.get(a, a) for a in before])
     try:  # CuPy's wrapper may refuse a dtype it does not list: say so, keep the rows above
-        c = cub._cub()
+        import cupy.cuda.cub as c
+
         us = bench.median_us([lambda x=x: c.device_reduce(x, c.CUPY_CUB_SUM, (0,), ()) for x in xs], runs=20)
         say(f"| cub::DeviceReduce::Sum on the uint32 (32-bit sum, wraps) | {us:.4g} |")
     except Exception as exc:
@@ -274,7 +248,7 @@ def per_block() -> None:
     from course import backend, bench, reduction
     from course.reduction import story
 
-    xs = story._inputs(N)
+    xs = bench.rotated_copies(np.arange(1, N + 1, dtype=np.uint32))
     sms = backend.device().sm_count
     say("| kernel | blocks | waves | µs | µs per wave | µs, one element | per wave | article blocks | article µs "
         "| µs per extra (empty) wave |")  # fmt: skip
@@ -302,12 +276,11 @@ def whole_sum() -> None:
     import cupy
 
     from course import bench, reduction
-    from course.reduction import story
 
     say("| N | kernel 7 block sums µs | kernel 7 whole sum µs | cupy.sum µs |")
     say("|---|---|---|---|")
     for n in (2**22, 2**25):
-        xs = story._inputs(n)
+        xs = bench.rotated_copies(np.arange(1, n + 1, dtype=np.uint32))
         plans = [reduction.ENGINE.plan("reduce7", x, block=BLOCK) for x in xs]
         first = bench.median_us([p.launches[0] for p in plans], runs=20)
         whole = bench.median_us(

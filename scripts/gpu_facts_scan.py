@@ -56,6 +56,7 @@ import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from course.sass import disassemble, opcode  # noqa: E402
 
 BUDGET_S = 85  # the lead's limit is 90 s for the whole script
 MODEL_ACCEPTS = {64, 128}  # scan.exercises.block on the emulator (tests/test_scan.py holds it there)
@@ -64,7 +65,6 @@ TABLE_SIZES = (2**20, 2**24, 2**28)
 REPORT = facts.Report()
 say, step = REPORT.say, REPORT.step
 on_gpu, gpu_or_die, arch = facts.on_gpu, facts.gpu_or_die, facts.gpu_arch
-sass_bodies, opcode = facts.sass_functions, facts.opcode
 
 
 def left() -> float:
@@ -137,7 +137,7 @@ def sass(out: Path) -> None:
     a = arch()
     blob = cubin(a)
     say(f"- cubin: scan.cu for {a} ({len(blob)} bytes)")
-    bodies = facts.sass(blob, keep=out / "scan_sass.txt")
+    bodies = disassemble(blob, keep=out / "scan_sass.txt")
     kinds = (
         "SHFL.UP",
         "SHFL.IDX",

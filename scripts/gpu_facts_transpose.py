@@ -24,7 +24,6 @@ Prints everything and writes OUT_DIR/gpu_facts_transpose.md. Whatever cannot run
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # scripts/facts.py, when loaded by path
-import facts  # noqa: E402
 
 # (label, name expression or extern "C" name): the rows of the notebook's in-flight tables
 SASS_KERNELS = (
@@ -80,9 +78,10 @@ def sass_of_course_kernels(arch: str, keep: Path | None = None) -> dict[str, lis
     """transpose.cu (float elements, every template the tables time) for `arch`: each function's
     SASS (the whole listing, with the encodings, kept in `keep` if given)."""
     from course import compiler
+    from course.sass import disassemble
 
     opts = compiler.compile_options((f"-arch={arch}", "-DELEM=float"))
-    return facts.sass(
+    return disassemble(
         compiler.compile_cubin(compiler.read_kernel("transpose.cu"), "transpose.cu", opts, TEMPLATES),
         keep=keep,
     )
@@ -98,101 +97,9 @@ def mangled_names() -> dict[str, str]:
     return {label: lowered.get(expr, expr) for label, expr in SASS_KERNELS}
 
 
-def outstanding_by_order(code: list[str]) -> int:
-    """The most global loads a thread has issued and not yet used, at any point of the program: a
-    load counts from its LDG to the first instruction that reads (or overwrites) its register."""
-    out: set[str] = set()
-    most = 0
-    for ins in code:
-        body = re.sub(r"^@!?P\d\s+", "", ins)
-        op, _, operands = body.partition(" ")
-        regs = re.findall(r"\bR\d+\b", operands)
-        stores = op.startswith(("STS", "STG", "ST.", "ST "))
-        out -= set(regs if stores else regs[1:]) | (set() if stores or not regs else {regs[0]})
-        if op.startswith("LDG"):
-            out.add(regs[0])
-            most = max(most, len(out))
-    return most
-
-
-def control(hi: int) -> dict[str, int]:
-    """The scheduling fields of an sm_70+ instruction, from the high 64 bits of its 128-bit word:
-    bits 105-125 of the instruction (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
-    Microbenchmarking", 2018): stall cycles, yield, the scoreboard a variable-latency result sets
-    (write barrier, 7 = none), the one a source read releases, and the mask of scoreboards the
-    instruction waits for. Checked here against the registers: every use of a loaded register
-    waits on that load's scoreboard (`outstanding_by_scoreboard` says when it does not)."""
-    c = hi >> 41
-    return {"stall": c & 0xF, "write": (c >> 5) & 7, "read": (c >> 8) & 7, "wait": (c >> 11) & 0x3F}
-
-
-def sass_with_control(text: str) -> dict[str, list[tuple[str, int]]]:
-    """Each function's (instruction, high 64 bits of its encoding) from cuobjdump -sass's listing."""
-    out = {}
-    for f in re.split(r"\n\s*Function : ", "\n" + text)[1:]:
-        name = f.split("\n", 1)[0].strip()
-        pairs = re.findall(
-            r"/\*[0-9a-f]{4,}\*/\s+([^;]*);\s*/\* 0x[0-9a-f]{16} \*/\s*/\* (0x[0-9a-f]{16}) \*/", f
-        )
-        out[name] = [(ins.strip(), int(hi, 16)) for ins, hi in pairs]
-    return out
-
-
-def outstanding_by_scoreboard(code: list[tuple[str, int]]) -> tuple[int, bool]:
-    """(the most global loads on their way at once, by the scoreboards the code waits on; whether
-    the decoding agrees with the registers: each instruction that reads a loaded register waits on,
-    or has already waited on, that load's scoreboard). DEPBAR.LE SBk, N lowers SBk's count to N."""
-    board: dict[int, list[str]] = {}  # scoreboard -> the registers of the loads still counted on it
-    most, agrees = 0, True
-    for ins, hi in code:
-        ctl = control(hi)
-        body = re.sub(r"^@!?P\d\s+", "", ins)
-        op, _, operands = body.partition(" ")
-        regs = re.findall(r"\bR\d+\b", operands)
-        for sb in range(6):
-            if ctl["wait"] >> sb & 1:
-                board.pop(sb, None)
-        if op.startswith("DEPBAR") and (m := re.search(r"SB(\d),\s*(\d+)", operands)):
-            sb, keep = int(m[1]), int(m[2])
-            board[sb] = board.get(sb, [])[len(board.get(sb, [])) - keep :] if keep else []
-        read = set(regs if op.startswith(("STS", "STG", "ST.", "ST ")) else regs[1:])
-        if any(r in read for regs_on in board.values() for r in regs_on):
-            agrees = False
-        if op.startswith("LDG") and ctl["write"] != 7:
-            board.setdefault(ctl["write"], []).append(regs[0])
-            most = max(most, sum(map(len, board.values())))
-    return most, agrees
-
-
-def load_batches(code: list[str]) -> dict[str, object]:
-    """LDG / STS / STG / BAR counts, and the loads grouped into batches: a batch ends at the first
-    instruction that uses a register an LDG of the batch wrote (a thread stalls there until that
-    load is back; the loads issued before it were in flight together)."""
-    counts = {
-        op: sum(1 for ins in code if re.search(rf"\b{op}\b", ins)) for op in ("LDG", "STS", "STG", "BAR")
-    }
-    batches: list[int] = []
-    pending: set[str] = set()
-    size = 0
-    for ins in code:
-        body = re.sub(r"^@!?P\d\s+", "", ins)
-        op, _, operands = body.partition(" ")
-        regs = re.findall(r"\bR\d+\b", operands)
-        if op.startswith("LDG"):
-            size += 1
-            pending.add(regs[0])
-            continue
-        used = set(regs[1:] if not op.startswith(("STS", "STG", "ST.", "ST ")) else regs)
-        if size and pending & used:
-            batches.append(size)
-            size, pending = 0, set()
-    if size:
-        batches.append(size)
-    return {**counts, "batches": batches, "before first use": batches[0] if batches else 0,
-            "most out": outstanding_by_order(code)}  # fmt: skip
-
-
 def part_sass() -> None:
+    from course.sass import load_batches, outstanding_by_scoreboard, sass_with_control
+
     arch, where = gpu_arch()
     say("## 1. Loads in flight together, from the SASS")
     say()

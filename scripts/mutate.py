@@ -116,7 +116,10 @@ TESTS.update(
     {str(p.relative_to(REPO)): EMULATOR_TESTS for p in sorted((REPO / "course" / "emulator").rglob("*.py"))}
 )
 TESTS.update(
-    {f"course/engine/{m}.py": ENGINE_TESTS for m in ("engine", "launch", "topic", "canvas", "panel")}
+    {
+        f"course/{m}.py": ENGINE_TESTS
+        for m in ("engine/engine", "engine/launch", "engine/topic", "ui/canvas", "ui/panel")
+    }
 )
 
 SWAP = {

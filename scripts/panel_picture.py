@@ -3,6 +3,7 @@ from the browser test's screenshot, so the picture shows the panel as it is toda
 
     python scripts/panel_picture.py              # run the browser test on 05_reduction, copy its picture
     python scripts/panel_picture.py --copy-only  # copy the picture the last `pytest --browser` run saved
+    python scripts/panel_picture.py --copy-only --screenshot shot.png --out /tmp/panel.png
 
 The browser test (tests/browser/test_learner_path.py) needs the `browser` extra and Chromium; it
 saves the panel's cell after Run All, with JupyterLab's news pop-up turned off. The copy is reduced
@@ -42,6 +43,16 @@ def copy_picture(screenshot: Path = SCREENSHOT, picture: Path = PICTURE) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copy-only", action="store_true", help="copy the last browser run's screenshot")
+    parser.add_argument(
+        "--screenshot", type=Path, default=SCREENSHOT,
+        help=f"the browser test's screenshot of {NOTEBOOK} (default: {SCREENSHOT.relative_to(ROOT)})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=PICTURE,
+        help=f"the picture to write (default: {PICTURE.relative_to(ROOT)})",
+    )
     args = parser.parse_args(argv)
     if not args.copy_only:
         stem = NOTEBOOK.removesuffix(".ipynb")
@@ -50,10 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(command, cwd=ROOT).returncode != 0:
             print("the browser test failed: the README's picture is unchanged", file=sys.stderr)
             return 1
-    size = copy_picture()
-    print(
-        f"{PICTURE.relative_to(ROOT)}: {Image.open(PICTURE).size[0]} x {Image.open(PICTURE).size[1]} px, {size} bytes"
-    )
+    try:
+        size = copy_picture(args.screenshot, args.out)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    width, height = Image.open(args.out).size
+    print(f"{args.out}: {width} x {height} px, {size} bytes")
     return 0
 
 

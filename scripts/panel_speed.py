@@ -25,8 +25,8 @@ matplotlib.use("Agg")
 
 import course
 from course.draw import use_notebook_style
-from course.engine import panel as panels
 from course.topics import TOPICS
+from course.ui import panel as panels
 
 PARTS = ("run", "inspect", "draw")
 REPEATS = 3  # moves per version; the table gives the median of each part
@@ -51,7 +51,7 @@ def _whole_updates(p: Any, spent: dict[str, float]) -> list[dict[str, float]]:
     top = min(2**16, p.n_typed.max)
     timed = []
     for k in range(1, REPEATS + 1):
-        p._inspected.clear()
+        p.forget_traces()
         spent.clear()
         started = time.process_time()
         p.n_typed.value = top - k if p.n_typed.value != top - k else top - k - REPEATS

@@ -127,11 +127,9 @@ def resident(name: str, block: int, load_bytes: int = 16, shared_mem: int = 0) -
     k = kernel(name, load_bytes)
     if not DRY:
         try:
-            from cupy_backends.cuda.api import driver
+            from course.occupancy import resident_blocks
 
-            return int(
-                driver.occupancyMaxActiveBlocksPerMultiprocessor(k._cupy().kernel.ptr, block, shared_mem)
-            )
+            return resident_blocks(k, block, shared_mem)  # on a GPU: the CUDA occupancy API
         except Exception as exc:  # an older CuPy: count the limits below instead
             print(f"(occupancy from Hopper's limits: the driver call failed: {exc})", file=sys.stderr)
     # Hopper's limits, registers aside: 2048 threads, 32 blocks, 228 KiB of shared memory (1 KiB a block)

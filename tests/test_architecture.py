@@ -107,9 +107,9 @@ def test_no_module_reads_a_private_attribute_of_another_course_module() -> None:
                 raise AssertionError(f"{name}: {node.value.id}.{node.attr} (line {node.lineno})")
 
 
-def test_the_engine_and_the_benchmark_name_no_topic() -> None:
+def test_the_engine_the_panel_and_the_benchmark_name_no_topic() -> None:
     for name, path in MODULES.items():
-        if not name.startswith(("course.engine", "course.bench")) or name == "course.bench.cli":
+        if not name.startswith(("course.engine", "course.ui", "course.bench")) or name == "course.bench.cli":
             continue
         imported = {m for m, _ in _imports(path)}
         topics = {m for m in imported if m.split(".")[-1] in TOPIC_NAMES or "topics" in m}
@@ -150,3 +150,105 @@ def test_every_instruction_builder_cites_the_ptx_isa() -> None:
                 builders.add(f)
     assert len(builders) > 50
     assert not sorted(f"{f.__module__}.{f.__name__}" for f in builders if "PTX ISA" not in (f.__doc__ or ""))
+
+
+SCRIPTS = sorted((ROOT.parent / "scripts").glob("*.py"))
+TESTS = sorted((ROOT.parent / "tests").rglob("*.py"))
+LOADERS = ("spec_from_file_location", "run_path", "SourceFileLoader", "path.insert", "path.append")
+
+
+def _loaded_paths(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of each call that loads a file by path or puts a folder on sys.path, its
+    arguments written out with what the names in them were assigned in the same file."""
+    assigned: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = assigned.get(target.id, "") + " " + ast.unparse(node.value)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(LOADERS):
+            text = " ".join(ast.unparse(a) for a in node.args)
+            names = {n.id for a in node.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+            out.append((node.lineno, text + " " + " ".join(assigned.get(n, "") for n in names)))
+    return out
+
+
+def test_no_test_loads_a_script() -> None:
+    """scripts/ holds command lines: what a test needs of one is in the package (or in tests/), and
+    a test runs a script only as a command (subprocess)."""
+    assert len(TESTS) > 30
+    loads = [
+        f"{path.relative_to(ROOT.parent)}:{line}: {text.strip()}"
+        for path in TESTS
+        for line, text in _loaded_paths(ast.parse(path.read_text()))
+        if "scripts" in text
+    ]
+    assert not loads
+
+
+def test_a_test_loading_a_script_by_path_is_seen() -> None:
+    """The rule above, on the ways a test has loaded a script."""
+    sources = [
+        'spec = importlib.util.spec_from_file_location("x", ROOT / "scripts" / "claims.py")',
+        'SCRIPT = ROOT / "scripts" / "ncu_agreement.py"\n\ndef f():\n    return spec_from_file_location("n", SCRIPT)',
+        'sys.path.insert(0, str(Path(__file__).parents[1] / "scripts"))',
+        'runpy.run_path("scripts/readme_images.py")',
+    ]
+    assert all(any("scripts" in text for _, text in _loaded_paths(ast.parse(s))) for s in sources)
+    assert not _loaded_paths(ast.parse('subprocess.run([sys.executable, "scripts/claims.py"])'))
+
+
+def _private_names(tree: ast.AST) -> list[str]:
+    """Private names of the course a file uses: imported from a course module, or read as an
+    attribute of anything but `self` and `cls` (a script has no business with another's privates)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course"):
+            found += [f"line {node.lineno}: from {node.module} import {a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]  # fmt: skip
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_scripts_call_only_public_names() -> None:
+    assert len(SCRIPTS) > 10
+    found = {
+        str(p.relative_to(ROOT.parent)): names
+        for p in SCRIPTS
+        if (names := _private_names(ast.parse(p.read_text())))
+    }
+    assert not found
+
+
+def test_a_private_name_in_a_script_is_seen() -> None:
+    for source in (
+        "k._cupy()",
+        "course.backend._cupy_device().name",
+        "from course.histogram.story import _bytes",
+    ):
+        assert _private_names(ast.parse(source)), source
+    assert not _private_names(ast.parse("from cupy._core import _accelerator\nself._x = 1"))
+
+
+def test_the_old_module_names_are_the_moved_modules() -> None:
+    """Renamed for their layer, kept importable under their old names (notebooks and topic code use
+    them): the old name is the very module, so a setting made through it holds."""
+    import importlib
+
+    for old, new in (
+        ("course.gpu", "course.module"),
+        ("course.engine.panel", "course.ui.panel"),
+        ("course.engine.canvas", "course.ui.canvas"),
+    ):
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    from course import module, source, table
+
+    assert source.Table is table.Table and course.gpu.LAUNCH_NOTES is module.LAUNCH_NOTES  # type: ignore[attr-defined]

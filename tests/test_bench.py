@@ -161,6 +161,15 @@ def test_rotating_sets_fit_the_memory_budget() -> None:
         bench.rotation_sets(0, 50 * MiB)
 
 
+def test_rotated_copies_are_the_input_as_many_times_as_the_sets(emulator_backend) -> None:
+    host = np.arange(2**16, dtype=np.float32)
+    xs = bench.rotated_copies(host)
+    assert len(xs) == bench.rotation_sets(host.nbytes, course.device().l2_cache_bytes) > 1
+    assert len({id(x) for x in xs}) == len(xs) and all(
+        (course.asnumpy(x) == host).all() for x in xs[:: len(xs) - 1]
+    )
+
+
 def test_the_default_budget_is_most_of_an_80_gb_gpu() -> None:
     """Enough for 3 x an L2 far larger than today's (1 GiB), and never more than the GPU holds."""
     assert bench.rotation_sets(MiB, 2**30) == 3 * 2**10  # 3 GiB of 1 MiB sets

@@ -12,8 +12,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from course.engine import canvas
-from course.engine.canvas import LabelCanvas
+from course.ui import canvas
+from course.ui.canvas import LabelCanvas
 
 
 def labelled(canvas_class: type, color: str = "red") -> FigureCanvasAgg:

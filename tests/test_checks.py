@@ -1,39 +1,27 @@
 """The bug checker: each kind of bug found on the right line, nothing found in correct kernels,
-and the sanitizer cross-check script's non-GPU parts (programs, checker column, table)."""
+the catalogue of buggy programs (checker_programs.py) and the sanitizer cross-check's non-GPU parts
+(course.sanitizer, and scripts/sanitizer_crosscheck.py's checker column and table)."""
 
 from __future__ import annotations
 
-import importlib.util
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import checker_programs as cp
 import numpy as np
 import pytest
 
 import course
-from course import checks, reduction
+from course import checks, reduction, sanitizer
 from course.checks import Finding, Findings
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_crosscheck() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "sanitizer_crosscheck", ROOT / "scripts" / "sanitizer_crosscheck.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cc = _load_crosscheck()
-SMALL = [p for p in cc.programs() if p.source]
+CROSSCHECK = ROOT / "scripts" / "sanitizer_crosscheck.py"  # the command line, run as one
+SMALL = [p for p in cp.programs() if p.source]
 BUGGY = [p for p in SMALL if p.expected]
 TWINS = [p for p in SMALL if not p.expected]
 CORRECT_VERSIONS = [v.name for v in reduction.VERSIONS if not v.bug]
@@ -72,7 +60,7 @@ ALSO = {"early_return": {"uninitialized"}}  # the early-returned threads also le
 
 @pytest.mark.parametrize("prog", BUGGY, ids=lambda p: p.name)
 def test_each_buggy_kernel_is_flagged_with_its_kind_and_line(prog: Any) -> None:
-    found = cc.checker_findings(prog)
+    found = cp.checker_findings(prog)
     assert found.kinds() == {prog.expected} | ALSO.get(prog.name, set()), str(found)
     lines = {n for f in found.of(prog.expected) for n in f.lines}
     assert set(prog.bug_lines()) <= lines, (prog.bug_lines(), str(found))
@@ -83,12 +71,12 @@ def test_each_buggy_kernel_is_flagged_with_its_kind_and_line(prog: Any) -> None:
 
 @pytest.mark.parametrize("prog", TWINS, ids=lambda p: p.name)
 def test_each_fixed_twin_is_clean(prog: Any) -> None:
-    found = cc.checker_findings(prog)
+    found = cp.checker_findings(prog)
     assert found == [], str(found)
 
 
 def test_off_by_one_names_buffer_element_thread_and_bounds() -> None:
-    (f,) = cc.checker_findings(cc.program("off_by_one"))
+    (f,) = cp.checker_findings(cp.program("off_by_one"))
     assert (f.kind, f.buffer, f.space, f.elements, f.count) == ("out-of-bounds", "x", "global", (1000,), 1)
     assert f.blocks == ((7, 0, 0),) and f.threads == ((104, 0, 0),)  # i = 7 * 128 + 104 = 1000
     assert "1000 elements" in f.explanation and "999" in f.explanation
@@ -102,28 +90,28 @@ def test_races_say_between_whom() -> None:
         "block_counter": ("global", "count", "between blocks"),
     }
     for name, (space, buffer, scope) in scopes.items():
-        (f,) = cc.checker_findings(cc.program(name))
+        (f,) = cp.checker_findings(cp.program(name))
         assert (f.space, f.buffer, f.scope) == (space, buffer, scope), str(f)
         assert any("reads" in e and "writes" in e for e in f.examples), f.examples
     # the volatile warp reduction: lane 0 reads s[16] while lane 16 updates it, with no __syncwarp()
-    (f,) = cc.checker_findings(cc.program("volatile_warp"))
+    (f,) = cp.checker_findings(cp.program("volatile_warp"))
     assert 16 in f.elements or f.element_count >= 16
     assert "__syncwarp" in f.explanation
 
 
 def test_half_loaded_shared_array_lists_the_unwritten_elements() -> None:
-    (f,) = cc.checker_findings(cc.program("half_loaded"))
+    (f,) = cp.checker_findings(cp.program("half_loaded"))
     assert (f.kind, f.space, f.buffer, f.element_count, f.count) == ("uninitialized", "shared", "s", 32, 64)
     assert f.elements == (32, 33, 34)
     assert f.threads[0] == (31, 0, 0)  # thread 31 reads s[63 - 31] = s[32]
 
 
 def test_barrier_in_if_names_who_arrives_and_who_left() -> None:
-    (f,) = cc.checker_findings(cc.program("barrier_in_if"))
+    (f,) = cp.checker_findings(cp.program("barrier_in_if"))
     assert f.count == 2 and f.blocks == ((0, 0, 0), (1, 0, 0))
     assert "threads 0-63 reach" in f.examples[0] and "threads 64-127 never do" in f.examples[0]
     assert f.element_count == 0 and str(f).splitlines()[0].endswith(": 2 blocks")  # no elements involved
-    (g,) = cc.checker_findings(cc.program("split_barrier"))  # the emulator's BarrierError, as a finding
+    (g,) = cp.checker_findings(cp.program("split_barrier"))  # the emulator's BarrierError, as a finding
     assert "threads 0-31 wait at line" in g.examples[0] and "threads 32-63 wait at line" in g.examples[0]
 
 
@@ -152,7 +140,7 @@ extern "C" __global__ void rounds(float* y, const int* trips) {
 
 
 def test_misaligned_access_names_the_byte() -> None:
-    (f,) = cc.checker_findings(cc.program("misaligned"))
+    (f,) = cp.checker_findings(cp.program("misaligned"))
     assert (f.kind, f.buffer, f.count) == ("misaligned", "bytes", 32)
     assert "4 bytes at byte 1 of bytes" in f.examples[0]
 
@@ -609,7 +597,7 @@ def test_an_extern_shared_array_without_dynamic_shared_memory() -> None:
 
 
 def test_a_finding_spells_out_a_few_examples_however_many_line_pairs_race() -> None:
-    (f,) = cc.checker_findings(cc.program("volatile_warp"))
+    (f,) = cp.checker_findings(cp.program("volatile_warp"))
     assert len(f.lines) - 1 > checks.EXAMPLES + 1  # more racing line pairs than examples shown
     assert len(f.examples) == checks.EXAMPLES + 1  # one for each of the first line pairs, no more
     assert len(set(f.examples)) == len(f.examples)
@@ -969,7 +957,7 @@ def test_checking_a_64_block_256_thread_reduction_takes_well_under_a_second() ->
 
 
 def test_findings_print_as_text_and_html_and_compare_as_lists() -> None:
-    found: Findings = cc.checker_findings(cc.program("early_return"))
+    found: Findings = cp.checker_findings(cp.program("early_return"))
     assert issubclass(Findings, list) and found.kinds() == {"barrier-divergence", "uninitialized"}
     assert [f.kind for f in found] == ["uninitialized", "barrier-divergence"]  # in the order of KINDS
     text = str(found)
@@ -990,7 +978,7 @@ def test_findings_print_as_text_and_html_and_compare_as_lists() -> None:
 
 
 def test_crosscheck_programs_cover_the_course_and_every_kind() -> None:
-    progs = cc.programs()
+    progs = cp.programs()
     names = [p.name for p in progs]
     assert len(names) == len(set(names))
     assert set(BY_NAME) <= set(names)
@@ -1001,28 +989,35 @@ def test_crosscheck_programs_cover_the_course_and_every_kind() -> None:
         elif p.expected:
             assert p.bug_lines(), p.name
             assert f"{p.name}_fixed" in names, p.name
-    default = cc.programs(twins=False)
+    default = cp.programs(twins=False)
     assert not any(p.twin for p in default) and len(default) == len(progs) - len(TWINS)
 
 
 def test_crosscheck_commands_and_sanitizer_reports() -> None:
-    cmd = cc.sanitizer_command("/opt/cs", "racecheck", "off_by_one")
+    cmd = sanitizer.sanitizer_command("/opt/cs", "racecheck", ["python3", "run.py", "off_by_one"])
     assert cmd[:5] == ["/opt/cs", "--tool", "racecheck", "--error-exitcode", "99"]
-    assert cmd[-3:] == [str(cc.SCRIPT), "--run", "off_by_one"] and sys.executable in cmd
-    assert cc.sanitizer_command("cs", "memcheck", "x", pool=False)[-1] == "--no-pool"
+    assert cmd[-3:] == ["python3", "run.py", "off_by_one"]
     log = (
         "========= COMPUTE-SANITIZER\n"
         "========= Invalid __global__ read of size 4 bytes\n"
         "=========     at copy+0x80 in kernel.cu:3\n"
         "========= ERROR SUMMARY: 1 error\n"
     )
-    assert cc.first_report(log) == "Invalid __global__ read of size 4 bytes (ERROR SUMMARY: 1 error)"
+    assert sanitizer.first_report(log) == "Invalid __global__ read of size 4 bytes (ERROR SUMMARY: 1 error)"
     assert (
-        cc.first_report("Traceback...\nCUDARuntimeError: misaligned address")
+        sanitizer.first_report("Traceback...\nCUDARuntimeError: misaligned address")
         == "CUDARuntimeError: misaligned address"
     )
-    cells = [cc.ToolResult(rc).cell for rc in (99, 0, 3, None)]
-    assert cells == ["**flagged**", "clean", f"program failed (rc {cc.APP_FAILED})", "timeout"]
+    cells = [sanitizer.ToolResult(rc).cell for rc in (99, 0, 3, None)]
+    assert cells == ["**flagged**", "clean", f"program failed (rc {sanitizer.APP_FAILED})", "timeout"]
+
+
+def crosscheck(*args: str) -> None:
+    """scripts/sanitizer_crosscheck.py, run with `args`; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, str(CROSSCHECK), *args], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
 
 
 HEADER = "| program | expected bug | memcheck | racecheck | synccheck | initcheck | course checker |"
@@ -1030,10 +1025,7 @@ HEADER = "| program | expected bug | memcheck | racecheck | synccheck | initchec
 
 def test_crosscheck_checker_only_table(tmp_path: Path) -> None:
     out = tmp_path / "docs" / "table.md"
-    assert (
-        cc.main([str(out), "--checker-only", "--programs", "reduce3,reduce4_article,off_by_one,half_loaded"])
-        == 0
-    )
+    crosscheck(str(out), "--checker-only", "--programs", "reduce3,reduce4_article,off_by_one,half_loaded")
     text = out.read_text()
     assert HEADER in text and "--checker-only" in text and "not run" in text
     rows = {ln.split("|")[1].strip(" `"): ln for ln in text.splitlines() if ln.startswith("| `")}
@@ -1056,19 +1048,14 @@ def test_crosscheck_with_a_stand_in_sanitizer(tmp_path: Path) -> None:
     )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     out = tmp_path / "table.md"
-    assert (
-        cc.main(
-            [
-                str(out),
-                "--sanitizer",
-                str(fake),
-                "--programs",
-                "off_by_one,reduce3",
-                "--tools",
-                "memcheck,initcheck",
-            ]
-        )
-        == 0
+    crosscheck(
+        str(out),
+        "--sanitizer",
+        str(fake),
+        "--programs",
+        "off_by_one,reduce3",
+        "--tools",
+        "memcheck,initcheck",
     )
     text = out.read_text()
     assert "compute-sanitizer Version 2099.1.0" in text and "--tool TOOL --error-exitcode 99" in text

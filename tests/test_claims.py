@@ -1,20 +1,16 @@
-"""The claims check (scripts/claims.py) on the committed notebooks, and on small made-up ones."""
+"""The claims check (course/claims.py, `python -m course.claims`) on the committed notebooks, and on
+small made-up ones."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from course import claims
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("claims", ROOT / "scripts" / "claims.py")
-assert _spec and _spec.loader
-claims = importlib.util.module_from_spec(_spec)
-sys.modules["claims"] = claims  # its dataclass looks its module up there
-_spec.loader.exec_module(claims)
 problems, tables = claims.problems, claims.tables
 
 
@@ -86,3 +82,23 @@ def test_update_rewrites_the_figures_in_the_source_as_the_text_rounds_them(tmp_p
     assert claims.update(notebook) == ["90.5 -> 90.1  (latency_table: µs @ blocks=1056)"]
     assert "in 90.1 µs<!-- from latency_table: µs @ blocks=1056 -->" in source.read_text()
     assert "9 %<!--" in source.read_text()  # 8.77 rounds to 9: as written
+
+
+def test_the_command_names_each_figure_that_disagrees(tmp_path: Path) -> None:
+    """`python -m course.claims NOTEBOOK`: 1 and the drifted figure, 0 once the text agrees."""
+    import subprocess
+    import sys
+
+    notebook = tmp_path / "01_x.ipynb"
+    notebook.write_text(
+        json.dumps({"cells": _notebook("in 90.5 µs<!-- from latency_table: µs @ blocks=1056 -->")})
+    )
+    command = [sys.executable, "-m", "course.claims", str(notebook)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "01_x: cell 0: the text says 90.5" in done.stdout, (
+        done.stdout + done.stderr
+    )
+    notebook.write_text(
+        json.dumps({"cells": _notebook("in 90.1 µs<!-- from latency_table: µs @ blocks=1056 -->")})
+    )
+    assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0

@@ -9,7 +9,7 @@ import pytest
 
 import course.topics
 from course import reduction
-from course.engine import panel as panels
+from course.ui import panel as panels
 
 COLUMN_PX = 1000  # JupyterLab's output column at its default width, about
 

@@ -133,7 +133,7 @@ def test_the_articles_buggy_versions_are_vetted_before_a_gpu_only(
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 100, 1000, 4096, 65_536, 1 << 26])
 def test_panel_sizes_are_powers_of_two_their_neighbours_and_halfway_and_round_numbers(limit: int) -> None:
-    from course.engine.panel import log_sizes
+    from course.ui.panel import log_sizes
 
     sizes = log_sizes(limit)
     assert sizes == sorted(set(sizes)) and sizes[0] == 1 and sizes[-1] <= limit
@@ -200,7 +200,7 @@ def test_the_panel_says_how_long_an_update_took(emulator_backend: Any) -> None:
 
 def test_the_panels_checker_line_says_clean_or_names_each_finding() -> None:
     from course.checks import Finding
-    from course.engine.panel import _checker_verdict
+    from course.ui.panel import _checker_verdict
 
     assert _checker_verdict([]) == "✓ checker: no bugs found"
     found = [Finding("race", (3, 4), "why"), Finding("out-of-bounds", (7,), "why")]

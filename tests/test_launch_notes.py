@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import course
-from course import gpu
+from course import module
 
 # threads past n return before the barrier: the last block passes it with part of its threads
 RETURN_BEFORE_BARRIER = r"""
@@ -36,7 +36,7 @@ extern "C" __global__ void reverse(const float* x, float* y) {
 @pytest.fixture
 def notes(monkeypatch, emulator_backend):
     """Set the launch-notes mode for one test."""
-    return lambda mode: monkeypatch.setattr(gpu, "LAUNCH_NOTES", mode)
+    return lambda mode: monkeypatch.setattr(module, "LAUNCH_NOTES", mode)
 
 
 def sum_launch(kernel: course.Kernel) -> np.ndarray:
@@ -87,7 +87,7 @@ def test_check_mode_names_the_race(notes, capsys):
 
 def test_check_mode_past_its_size_falls_back_to_the_pointer(notes, capsys, monkeypatch):
     notes("check")
-    monkeypatch.setattr(gpu, "CHECK_THREADS", 32)
+    monkeypatch.setattr(module, "CHECK_THREADS", 32)
     reverse_launch(course.Module(code=MISSING_BARRIER).get_function("reverse"))
     assert capsys.readouterr().out.startswith("note: reverse uses shared memory")
 

@@ -1,31 +1,22 @@
-"""scripts/ncu_agreement.py without a GPU: the emulator's predictions for kernels whose answers are
-known by hand, the parsing of Nsight Compute's CSV, the 10 % rule and the Markdown table."""
+"""course.ncu (and its command line, scripts/ncu_agreement.py) without a GPU: the emulator's
+predictions for kernels whose answers are known by hand, the parsing of Nsight Compute's CSV, the
+10 % rule and the Markdown table."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import stat
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from course import ncu as na
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "ncu_agreement.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ncu_agreement", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-na = _load()
+RUNNER = [sys.executable, str(SCRIPT), "run"]
 
 
 @pytest.fixture(scope="module")
@@ -244,19 +235,19 @@ def test_measure_case_runs_ncu_and_keeps_the_case_kernel(tmp_path, monkeypatch):
     fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'out.csv'}\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     assert na.find_ncu(str(fake)) == str(fake)
-    m = na.measure_case(str(fake), na.BY_NAME["reduce6"], raw=tmp_path / "raw")
+    m = na.measure_case(str(fake), na.BY_NAME["reduce6"], RUNNER, raw=tmp_path / "raw")
     assert m.error == "" and m.counters is not None
     assert m.counters.metrics[na.METRICS["global_ld_sectors"]] == 4096
     assert (tmp_path / "raw" / "reduce6.txt").read_text().startswith("==WARNING==")
-    missing = na.measure_case(str(fake), na.BY_NAME["tile_column"])
+    missing = na.measure_case(str(fake), na.BY_NAME["tile_column"], RUNNER)
     assert missing.counters is None and "no tile_column" in missing.error
 
 
 def test_ncu_command_asks_for_the_six_metrics():
-    cmd = na.ncu_command("ncu", "reduce3")
+    cmd = na.ncu_command("ncu", "reduce3", RUNNER)
     assert cmd[:2] == ["ncu", "--csv"]
     assert cmd[cmd.index("--metrics") + 1].split(",") == list(na.METRICS.values())
-    assert cmd[-3:] == [str(na.SCRIPT), "run", "reduce3"]
+    assert cmd[-4:] == [*RUNNER, "reduce3"]
     assert "--set" not in cmd
 
 
@@ -305,9 +296,13 @@ def test_markdown_table_has_every_case_and_a_summary(predictions):
     assert "(no value)" in text and "ERR_NVGPUCTRPERM" in text
 
 
-def test_predict_command_prints_every_case(capsys):
-    assert na.main(["predict", "tile_column", "fused_pair"]) == 0
-    out = capsys.readouterr().out
+def test_predict_command_prints_every_case():
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "predict", "tile_column", "fused_pair"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "| tile_column | 8192 | 256 | 1024 | 256 | 1024 | 256 | 0 |" in out
     assert "| fused_pair |" in out and "reduce1" not in out
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from course import reduction
-from course.engine import panel as panels
+from course.ui import panel as panels
 
 
 @pytest.fixture
@@ -231,6 +231,9 @@ def test_moving_n_over_one_picture_input_traces_it_once(emulator_backend, monkey
     assert calls == ["lookback"] and p.last["ok"]
     p.version.value = "scan_then_propagate"
     assert calls == ["lookback", "scan_then_propagate"]
+    p.forget_traces()  # the next look at the same input traces it again
+    p.n_typed.value = 30_000
+    assert calls == ["lookback", "scan_then_propagate", "scan_then_propagate"]
 
 
 def test_a_reduction_tree_traces_one_blocks_share(emulator_backend, monkeypatch):

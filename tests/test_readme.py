@@ -6,10 +6,8 @@ import re
 import shlex
 from pathlib import Path
 
-import matplotlib
 import pytest
 
-import course
 from course.topics import TOPICS, notebook
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -125,23 +123,21 @@ def test_the_readme_points_at_files_that_exist() -> None:
         assert f"(course/kernels/{topic}.cu)" in text
 
 
-def test_readme_images_draws_a_picture(tmp_path: Path, capsys) -> None:
-    import importlib.util
+def test_readme_images_draws_a_picture(tmp_path: Path) -> None:
+    import subprocess
+    import sys
 
-    spec = importlib.util.spec_from_file_location("readme_images", ROOT / "scripts" / "readme_images.py")
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert list(script.PICTURES) == [nb.stem for nb in NOTEBOOKS]
-    previous = course.device().backend
-    try:
-        with matplotlib.rc_context():
-            assert script.main(["01_dot", "--out", str(tmp_path)]) == 0
-    finally:
-        course.set_backend(previous)
+    script = [sys.executable, str(ROOT / "scripts" / "readme_images.py")]
+    refused = subprocess.run([*script, "06_none"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2  # and it names its pictures: one per notebook
+    assert f"there are {[nb.stem for nb in NOTEBOOKS]}" in refused.stderr, refused.stderr
+    drawn = subprocess.run(
+        [*script, "01_dot", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert drawn.returncode == 0, drawn.stderr
     png = tmp_path / "01_dot.png"
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 150_000
-    assert "01_dot.png" in capsys.readouterr().out
+    assert "01_dot.png" in drawn.stdout
 
 
 def test_the_readme_speed_figures_come_from_the_measurement() -> None:
@@ -153,3 +149,29 @@ def test_the_readme_speed_figures_come_from_the_measurement() -> None:
     assert f"({min(seconds)} to {max(seconds)} s per notebook on two cores, measured:" in text
     assert "python scripts/notebook_times.py" in page and ", 2 cores," in page
     assert not re.search(r"about (a|\w+) minutes? (per|on)", text)  # no figure that was never measured
+
+
+def test_the_data_flow_names_modules_that_exist() -> None:
+    """The README's path of a kernel (kernels -> NVRTC -> CuPy | emulator -> trace -> analysis /
+    checker -> drawings -> panel -> notebook) names, for each step, a file that holds it."""
+    text = README.read_text()
+    section = text[text.index("## How a kernel flows through the course") :]
+    section = section[: section.index("\n## ")]
+    steps = re.findall(r"^\d\. \*\*(.+?)\*\*", section, re.M)
+    assert steps == [
+        "Kernels",
+        "NVRTC",
+        "CuPy | emulator",
+        "Trace",
+        "Analysis / checker",
+        "Drawings",
+        "Panel",
+        "Notebook",
+    ]
+    paths = re.findall(r"`((?:course|notebooks)/[^`]+)`", section)
+    assert len(paths) >= 10
+    for path in paths:
+        if "<topic>" in path or "NN_topic" in path:
+            assert list(ROOT.glob(path.replace("<topic>", "*").replace("NN_topic", "*"))), path
+        else:
+            assert (ROOT / path).exists(), path

@@ -381,13 +381,9 @@ def test_the_tree_drawing_fits_two_digit_sums(emulator_backend):
 
 
 def test_fact_script_reads_ncu_units():
-    import importlib.util
-    from pathlib import Path
+    """course.ncu.to_base, which scripts/gpu_facts_reduction.py reads ncu's values with."""
+    from course import ncu as mod
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_reduction.py"
-    spec = importlib.util.spec_from_file_location("gpu_facts_reduction", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     assert mod.to_base(1.98, "cycle/nsecond") == pytest.approx(1.98e9)
     assert mod.to_base(80, "usecond") == pytest.approx(80e-6)
     assert mod.to_base(3, "Minst") == 3e6 and mod.to_base(1.5, "Ghz") == 1.5e9

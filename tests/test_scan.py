@@ -583,19 +583,10 @@ def test_exercise_kernels_are_timed_on_a_gpu(cupy_backend):
 # ---------------------------------------------------------------- scripts/gpu_facts_scan.py
 
 
-def _facts():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_scan.py"
-    spec = importlib.util.spec_from_file_location("gpu_facts_scan", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_fact_script_reads_sass():
-    facts = _facts()
+    """course.sass, which scripts/gpu_facts_scan.py reads the SASS with."""
+    from course import sass
+
     text = """
         Function : _Z10scan_tilesILi128ELi32EEvPKfPfS2_i
         /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;   /* 0x000 */
@@ -607,8 +598,8 @@ def test_fact_script_reads_sass():
         /*0060*/                   SHFL.UP PT, R5, R4, 0x10, RZ ;     /* 0x000 */
         /*0070*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;      /* 0x000 */
     """
-    (body,) = facts.sass_bodies(text).values()
-    ops = [facts.opcode(i) for i in body]
+    (body,) = sass.functions(text).values()
+    ops = [sass.opcode(i) for i in body]
     assert ops[:3] == ["LDG.E.128", "SHFL.UP", "FADD"] and ops[-1].startswith("BAR.SYNC")
 
 

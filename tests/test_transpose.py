@@ -645,16 +645,12 @@ def test_the_exercises_time_on_a_gpu(cupy_backend):
 
 
 def test_the_sass_reader_finds_batches():
-    """scripts/gpu_facts_transpose.py: loads grouped into batches that end where a loaded register
-    is used (a snippet in cuobjdump's format: 4 loads, a store of the first, 4 more)."""
-    import importlib.util
-    from pathlib import Path
+    """course.sass (scripts/gpu_facts_transpose.py reads the SASS with it): loads grouped into batches
+    that end where a loaded register is used (a snippet in cuobjdump's format: 4 loads, a store of
+    the first, 4 more)."""
+    from course import sass
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_transpose.py"
-    spec = importlib.util.spec_from_file_location("gpu_facts_transpose", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    sass = "\n".join(
+    listing = "\n".join(
         ["        Function : k"]
         + [f"        /*00{i:02x}*/              @!P{i % 4} LDG.E.CONSTANT R{10 + i}, desc[UR4][R2.64] ;" for i in range(4)]
         + ["        /*0100*/              @!P0 STS [R0], R10 ;"]
@@ -662,8 +658,8 @@ def test_the_sass_reader_finds_batches():
         + ["        /*0200*/                   STS [R0+0x80], R11 ;", "        /*0210*/   STS [R0+0x100], R20 ;",
            "        /*0220*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;", "        /*0230*/   EXIT ;"]
     )  # fmt: skip
-    (code,) = script.facts.sass_functions(sass).values()  # scripts/facts.py, which the script reads SASS with
-    got = script.load_batches(code)
+    (code,) = sass.functions(listing).values()
+    got = sass.load_batches(code)
     assert got["batches"] == [4, 4] and got["before first use"] == 4
     assert (got["LDG"], got["STS"], got["BAR"]) == (8, 3, 1)
     assert got["most out"] == 7  # R11-R13 still out when R20-R23 are issued
@@ -672,13 +668,7 @@ def test_the_sass_reader_finds_batches():
 def test_the_sass_reader_follows_the_scoreboards():
     """The control bits of sm_70+ SASS: 4 loads on scoreboards 2, 4, 5, 5; a store waits on 2 alone;
     4 more loads; then the rest: 7 loads out at once; a use that does not wait is caught."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_transpose.py"
-    spec = importlib.util.spec_from_file_location("gpu_facts_transpose", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    from course import sass as script
 
     def hi(write: int = 7, wait: int = 0) -> int:
         return ((wait << 11) | (7 << 8) | (write << 5)) << 41

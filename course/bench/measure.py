@@ -80,11 +80,11 @@ def topic_sizes(topic: Benchable, mode: str = "full") -> tuple[Size, ...]:
 
 def bytes_moved(topic: Benchable, size: Size, dtype: Any) -> int:
     """The bytes a kernel must move at the least: what effective bandwidth divides by time."""
-    _check_size(topic, size)
+    _validate_size(topic, size)
     return int(_spec(topic).moved(size, np.dtype(dtype)))
 
 
-def _check_size(topic: Benchable, size: Size) -> None:
+def _validate_size(topic: Benchable, size: Size) -> None:
     shaped = _spec(topic).shaped
     ok = (
         isinstance(size, tuple) and len(size) == 2 and all(isinstance(s, int) and s > 0 for s in size)
@@ -98,7 +98,7 @@ def _check_size(topic: Benchable, size: Size) -> None:
 
 def host_inputs(topic: Benchable, size: Size, dtype: Any, dist: str | None = None, seed: int = 0) -> tuple:
     """The topic's input arrays as NumPy arrays (the same for a given seed)."""
-    _check_size(topic, size)
+    _validate_size(topic, size)
     return tuple(_spec(topic).generate(size, np.dtype(dtype), dist, np.random.default_rng(seed)))
 
 
@@ -202,7 +202,7 @@ def run(
     timings. On the emulator: nothing is timed; each kernel's trace-derived counts instead.
     """
     spec = _spec(topic)
-    _check_size(topic, size)
+    _validate_size(topic, size)
     if runs < MIN_RUNS:
         raise ValueError(
             f"runs must be at least {MIN_RUNS}: the harness reports a median of {MIN_RUNS} or more"
@@ -210,7 +210,7 @@ def run(
     env = environment()
     combos = [(d, s) for d in (dtypes or spec.dtypes) for s in (dists or spec.dists)]
     if env["backend"] != "cupy":
-        _check_emulator_size(topic, size)
+        _validate_emulator_size(topic, size)
         return [r for d, s in combos for r in _count_inputs(topic, size, d, s, kernels, seed, env)]
     records: list[Record] = []
     try:
@@ -225,7 +225,7 @@ def run(
     return records
 
 
-def _check_emulator_size(topic: Benchable, size: Size) -> None:
+def _validate_emulator_size(topic: Benchable, size: Size) -> None:
     """On the emulator every kernel is traced: refuse, before starting, a size that would take minutes."""
     if int(np.prod(size)) > EMULATOR_MAX_ELEMENTS:
         raise InputError(

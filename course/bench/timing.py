@@ -2,6 +2,7 @@
 
 ms = time_runs([run_on_set_0, run_on_set_1, ...], runs=20)   # one callable per input set
 sets = rotation_sets(set_bytes, device().l2_cache_bytes)
+xs = rotated_copies(host)                                     # or the sets themselves, on the device
 copy_ms = time_copy(nbytes)                                   # the ceiling, timed the same way
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import asarray
 from ..backend import device
 
 Step = Callable[[], Any]
@@ -56,6 +58,13 @@ def rotation_sets(
         return 1
     wanted = math.ceil(factor * l2_bytes / set_bytes)
     return max(1, min(wanted, max_sets, budget // set_bytes))
+
+
+def rotated_copies(host: np.ndarray) -> list[Any]:
+    """`host` on the device, with as many copies as rotation_sets asks for, so that runs cycling
+    through them find none of their input in L2."""
+    first = asarray(host)
+    return [first] + [first.copy() for _ in range(rotation_sets(host.nbytes, device().l2_cache_bytes) - 1)]
 
 
 _SPIN_SOURCE = r"""

@@ -23,7 +23,7 @@ import numpy as np
 from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
+from ..module import Kernel
 from . import pictures
 from .story import atomic_table, block_work
 from .topic import ENGINE, article_inputs

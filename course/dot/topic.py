@@ -25,7 +25,7 @@ from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
-from ..gpu import Kernel, Module
+from ..module import Kernel, Module
 from . import accuracy
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two (dot3's tree), multiples of 32 (block_sum)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelFault
-from .link import Compiled, Program
+from .link import LinkedKernel, Program
 from .memory import (
     LOCAL_WINDOW,
     SHARED_WINDOW,
@@ -56,7 +56,7 @@ class MemoryAccess:
     # the machine's state this part reads (machine.Machine sets it; see its docstring)
     name: str
     program: Program
-    compiled: Compiled
+    compiled: LinkedKernel
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     block_lanes: int

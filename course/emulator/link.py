@@ -1,7 +1,7 @@
 """Linking: a parsed PTX module becomes code the SIMT machine can run.
 
 `Program` holds a module (and its module-scope variables, which live across launches); for each
-kernel it asks `Linker` once for a `Compiled`: the kernel and every device function it calls laid
+kernel it asks `Linker` once for a `LinkedKernel`: the kernel and every device function it calls laid
 out in one list of built instructions (`ops.Op`), with shared, local and .param variables given
 their offsets and every register its storage type. The linker is the `ctx` (`ops.Builder`) the
 instruction builders ask for names, addresses and labels.
@@ -37,7 +37,7 @@ class SharedVar:
 
 
 @dataclass
-class Compiled:
+class LinkedKernel:
     """One entry and the functions it calls, built into closures once."""
 
     name: str
@@ -70,7 +70,7 @@ class Program:
             raise
         except Exception as exc:
             raise defect(exc, "parsing the PTX of this module") from exc
-        self._compiled: dict[str, Compiled] = {}
+        self._compiled: dict[str, LinkedKernel] = {}
         self.module_vars: dict[str, tuple[int, np.ndarray, Variable]] = {}
         base = MODULE_VARS_BASE
         for v in self.module.variables:
@@ -93,7 +93,7 @@ class Program:
     def required_block(self, name: str) -> list[int] | None:
         return self.entry(name).directives.get("reqntid")
 
-    def compiled(self, name: str) -> Compiled:
+    def compiled(self, name: str) -> LinkedKernel:
         if name not in self._compiled:
             builder = Linker(self, self.entry(name))
             try:
@@ -176,7 +176,7 @@ class Linker:
                         names.add(op[1])
         return names
 
-    def build(self) -> Compiled:
+    def build(self) -> LinkedKernel:
         offset = 0
         used = self._referenced()
         module_shared = [v for v in self.program.module.variables if v.space == "shared" and v.name in used]
@@ -225,7 +225,7 @@ class Linker:
                 self.index = len(code)
                 self.current = ins
                 code.append(ops.build(ins, self))
-        return Compiled(
+        return LinkedKernel(
             name=self.entry.name, code=code, storage=self.reg_types, shared=self.shared,
             static_shared=static, dynamic_offset=dyn_off, dynamic_names=frozenset(dynamic[:1] and [dynamic[0].split("$")[0]]),
             local_size=local, param_vars=self.param_vars, ret_maps=self.ret_maps, frames=self.frames,

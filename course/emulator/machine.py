@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import BarrierError, CourseError, InstructionBudgetExceeded, KernelFault
 from . import ops
 from .access import Fault, MemoryAccess
-from .link import Compiled, Program, defect
+from .link import LinkedKernel, Program, defect
 from .memory import Memory, Region
 from .ptx import Instr
 from .trace import LANES, Trace, TraceRecorder, id_ranges
@@ -387,7 +387,7 @@ class Machine(MemoryAccess):
         """The lanes that run next, grouped by pc: in each warp, the running lanes at its lowest pc
         (see Group). Called on every step of divergent code, so it keeps to a few whole-array steps."""
         if self.n_waiting:
-            self._check_waiting()
+            self._raise_if_a_warp_waits_forever()
         pcr = np.where(self.lane_state == RUN, self.pc, NO_PC).reshape(self.n_warps, LANES)
         wmin = pcr.min(axis=1)
         live = wmin != NO_PC
@@ -637,7 +637,7 @@ class Machine(MemoryAccess):
         bits = np.uint64(1) << np.arange(LANES, dtype=np.uint64)
         return (lanes.reshape(self.n_warps, LANES) * bits).sum(axis=1).astype(np.uint32)
 
-    def _check_waiting(self) -> None:
+    def _raise_if_a_warp_waits_forever(self) -> None:
         """A warp whose lanes all wait (or have exited, or wait at a __syncthreads) never moves again."""
         st = self.lane_state.reshape(self.n_warps, LANES)
         stuck = (st == WAIT).any(axis=1) & ~(st == RUN).any(axis=1)
@@ -746,7 +746,7 @@ class Machine(MemoryAccess):
 class _RegisterNames:
     """The kernel's registers by their resolved names (ops.Names), to write one after the fact."""
 
-    def __init__(self, compiled: Compiled):
+    def __init__(self, compiled: LinkedKernel):
         self.compiled = compiled
 
     def reg(self, name: str) -> str:

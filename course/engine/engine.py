@@ -23,13 +23,13 @@ from .. import arrays, backend, occupancy
 from ..checks import Findings
 from ..emulator import Trace
 from ..errors import ArgumentError, InputError
-from ..gpu import Kernel, Module
+from ..module import Kernel, Module
 from .launch import Call, Launch, Plan, Step
 from .topic import BenchSpec, Block, Residency, Topic, Version
 
 if TYPE_CHECKING:
     from ..bench import Inputs
-    from .panel import Panel
+    from ..ui.panel import Panel
 
 STOPPING = ("out-of-bounds", "misaligned")  # findings after which a multi-launch check goes no further
 VET_MAX = 1 << 18  # the largest input of a buggy version run() checks on the emulator before a GPU (seconds)
@@ -161,7 +161,7 @@ class Engine:
     def panel(self, **state: Any) -> Panel:
         """The interactive panel: version, block size and N; the answer checked, the picture and
         numbers read from the trace. Keyword arguments set where it starts (version, n, block)."""
-        from .panel import Panel
+        from ..ui.panel import Panel
 
         return Panel(self, **state)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import arrays
-from ..gpu import Kernel
+from ..module import Kernel
 
 if TYPE_CHECKING:
     from ..checks import Findings

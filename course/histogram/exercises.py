@@ -20,7 +20,7 @@ import numpy as np
 from .. import analysis, arrays, backend, exercises
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
+from ..module import Kernel
 from . import pictures
 from .data import BINS, histogram_bytes
 from .story import blocks_per_sm, first_trace

@@ -30,11 +30,11 @@ KEYS_PER_TRIP = 8  # 16-byte loads of 2-byte keys
 def wide_prepare(keys: Any, bins: Any = WIDE_BINS, block: Any = None) -> tuple[np.ndarray, int, int]:
     """keys (a 1-D uint16 array, copied), bins and block, once each was found to be allowed."""
     k = arrays.asnumpy(keys) if arrays.is_device_array(keys) else np.asarray(keys)
-    _check_keys(k.dtype, k.shape)
+    _validate_keys(k.dtype, k.shape)
     return (np.array(k, copy=True), *_bins_and_block(bins, block))
 
 
-def _check_keys(dtype: Any, shape: tuple[int, ...]) -> None:
+def _validate_keys(dtype: Any, shape: tuple[int, ...]) -> None:
     if np.dtype(dtype) != np.uint16:
         raise ArgumentError(f"wide counts uint16 keys; got {np.dtype(dtype)}")
     if len(shape) != 1 or not 1 <= shape[0] <= MAX_N:
@@ -55,7 +55,7 @@ def _bins_and_block(bins: Any, block: Any) -> tuple[int, int]:
 def wide_plan(keys: Any, bins: int = WIDE_BINS, *, block: int | None = None, grid: int | None = None) -> Plan:
     """The launch of hist_wide on device array `keys`, not yet run: one wave of blocks of
     `block` threads (1024 by default: the sweep's best on all-equal keys, within 3 % elsewhere)."""
-    _check_keys(keys.dtype, tuple(keys.shape))
+    _validate_keys(keys.dtype, tuple(keys.shape))
     bins, block = _bins_and_block(bins, block)
     n = int(keys.size)
     shared = 4 * bins

@@ -21,7 +21,7 @@ import numpy as np
 from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
+from ..module import Kernel
 from .topic import ENGINE
 
 OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")

@@ -20,7 +20,7 @@ import numpy as np
 from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel, Module
+from ..module import Kernel, Module
 from . import pictures
 from .story import code_labels, steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS

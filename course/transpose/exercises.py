@@ -22,8 +22,8 @@ from matplotlib.patches import Rectangle
 
 from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
-from ..gpu import Kernel
-from .pictures import draw_bank_access
+from ..module import Kernel
+from .bank_picture import draw_bank_access
 from .story import (
     first_trace,
     index_matrix,

@@ -24,7 +24,8 @@ from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, PanelSpec, Plan, Size, Tiles, Topic, Version
 from ..errors import ArgumentError, InputError
-from ..gpu import Kernel
+from ..module import Kernel
+from .bank_picture import draw_bank_access
 
 KERNEL_FILE = "transpose.cu"
 C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}  # 4-byte words only
@@ -360,11 +361,9 @@ def picture(ax: Any, t: Trace, v: Version) -> Any:
     """One warp instruction of block 0 up close (`draw.warp_access`): its 32 lanes onto the
     shared-memory banks of the tile read (a tower of 32 words in one bank is a 32-way conflict),
     or, for the naive versions, onto the 32-byte sectors of their strided access. A tile read
-    is drawn as the notebook draws it (`pictures.draw_bank_access`: all 32 words of a tower)."""
+    is drawn as the notebook draws it (`bank_picture.draw_bank_access`: all 32 words of a tower)."""
     event = picture_event(t, v)
     if t.space[event] == "shared":
-        from .pictures import draw_bank_access  # pictures imports this module: not at the top
-
         return draw_bank_access(ax, t, event)
     return draw.warp_access(ax, t, event)
 

@@ -582,8 +582,8 @@ reduction.g80_floor()
 #
 # So for kernels 3 to 6 neither the DRAM round trip nor the bytes a wave carries set the time; the
 # number of blocks does. Every block pays a fixed price: it is launched onto an SM, stores its
-# elements in shared memory, runs its tree (a chain of barriers and dependent shared-memory steps,
-# seven at blocks of 128), writes its sum and retires, and only then does its slot take the next
+# elements in shared memory, runs its tree (seven dependent shared-memory steps at blocks of 128,
+# with barriers or warp syncs between them), writes its sum and retires, and only then does its slot take the next
 # block. Kernel 4 halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each
 # block issues but keep the blocks, and the time stays. The way out is fewer blocks, each doing
 # more: kernel 7.

@@ -1,7 +1,7 @@
 """Claims that hold: every GPU figure a notebook's markdown quotes is tied to the table it reads.
 
-    python scripts/claims.py            # each marked figure: written, printed, and what disagrees
-    python scripts/claims.py --update notebooks/01_dot.ipynb   # rewrite its disagreeing figures in its
+    python -m course.claims             # each marked figure: written, printed, and what disagrees
+    python -m course.claims --update notebooks/01_dot.ipynb   # rewrite its disagreeing figures in its
                                         # source notebooks/sources/01_dot.py (default: every notebook)
                                         # (then re-read each sentence, and jupytext --update)
 
@@ -18,7 +18,8 @@ from no run says where it comes from: `<!-- given: article -->` (or datasheet, m
 Every number followed by µs, ms, GB/s, TB/s or "% of (the) copy" carries one of the two markers.
 
 The notebooks are checked as committed (executed on a GPU), so a re-run that moves a figure past
-the sentence's rounding fails here until the sentence is read again.
+the sentence's rounding fails here until the sentence is read again (tests/test_claims.py runs
+this check in the test suite). It reads the repository's notebooks, so it runs from a checkout.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]  # the repository (an editable install)
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 GIVEN = ("article", "datasheet", "model", "reference")
 
@@ -191,7 +192,7 @@ def update(path: Path) -> list[str]:
         pattern = re.compile(
             rf"(?<![\d.]){re.escape(written)}({UNIT_AFTER}<!--\s*from\s*:?\s*{re.escape(body)}\s*-->)"
         )
-        text, n = pattern.subn(lambda m, new=new: new + m.group(1), text)
+        text, n = pattern.subn(new + r"\g<1>", text)  # the new figure, then what followed the old
         if n:
             changed.append(f"{written} -> {new}  ({body})")
     source.write_text(text)
