@@ -319,7 +319,7 @@ class Choice(Exercise):
 def grid_form(blocks: Any) -> str:
     """ "" when `blocks` can be a 1-D grid (a whole number from 1 to 2^31 - 1), else what is wrong."""
     if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or not 1 <= blocks <= 2**31 - 1:
-        return f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
+        return f"a grid is a number of blocks (a whole number: an int) from 1 to 2^31 - 1; got {blocks!r}"
     return ""
 
 

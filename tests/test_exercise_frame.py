@@ -284,7 +284,7 @@ def test_grid_form_takes_whole_block_counts(blocks: Any) -> None:
 
 @pytest.mark.parametrize("blocks", [0, -1, 2**31, True, 2.0, "4", None, (4,)])
 def test_grid_form_refuses_what_is_not_a_block_count(blocks: Any) -> None:
-    assert exercises.grid_form(blocks) == f"a grid is a number of blocks from 1 to 2^31 - 1; got {blocks!r}"
+    assert exercises.grid_form(blocks) == f"a grid is a number of blocks (a whole number: an int) from 1 to 2^31 - 1; got {blocks!r}"
 
 
 def test_a_timed_choice_passes_within_its_tolerance_of_the_fastest() -> None:
