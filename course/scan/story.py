@@ -439,14 +439,14 @@ def tuning_steps() -> Table:
     return rows
 
 
-# the tuning run's H200 (docs/tuning/scan.md), for Little's law beside this device: its datasheet
-# bandwidth and the course's model latency (no probe ran there)
+# an H200 like the tuning run's (docs/tuning/scan.md), for Little's law beside this device: the read
+# stream and idle DRAM latency course.probe measured on one on 2026-11-27 (docs/scan-h200.md)
 TUNING_GPU = (
-    "H200 of the tuning run (recorded)",
-    4800.0,
-    600.0,
+    "H200 (recorded)",
+    4181.0,
+    340.0,
     132,
-    "datasheet; the course's model latency",
+    "course.probe on an H200, 2026-11-27 (docs/scan-h200.md)",
 )
 
 

@@ -1042,11 +1042,11 @@ scan.tuning_steps()
 # **Little's law** says why the two GPUs differ. The DRAM stays busy only if enough loads are on
 # their way at every moment: bytes in flight = bandwidth × latency. The table below computes it
 # for this device (on a GPU from the read stream and the idle DRAM latency that `course.probe`
-# measured, as `course.occupancy.bytes_needed_per_sm()` does) and for the tuning run's H200
-# (its datasheet's 4.8 TB/s<!-- given: datasheet --> and the course's model latency of 600 ns). On
-# this H100 that was 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some 8 KB per SM; on
-# the H200 about 2.9 MB, some 22 KB per SM: nearly three times as much to keep in flight, with the
-# same 16 KB tiles and the same blocks per SM. Under load the latency grows well past the idle
+# measured, as `course.occupancy.bytes_needed_per_sm()` does) and for an H200 (the read stream and
+# idle latency `course.probe` measured on one, recorded in `docs/scan-h200.md`). On this H100 that
+# was 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some 8 KB per SM; on the H200 about
+# 1.4 MB, some 11 KB per SM: about 40 % more to keep in flight, with the same 16 KB tiles and the
+# same blocks per SM. Under load the latency grows well past the idle
 # pointer chase, so an SM needs more than that. A block loads its 16 KB tile at once, then scans it
 # and looks back, and while it waits it holds its registers and has nothing in flight: a GPU that
 # needs more in flight feels each wait more. So the H200's steps are (1) cheaper
