@@ -307,7 +307,7 @@ def grid_exercise() -> None:
     gpu_or_die()
     from course.reduction import exercises as ex
 
-    speeds = ex._gpu_grid_speeds(ex.GRID_N, ex.GRID_BLOCK, 20)
+    speeds = ex.grid_speeds(ex.GRID_N, ex.GRID_BLOCK, 20)
     best = max(speeds.values())
     say("| blocks per SM | bytes in flight per SM | GB/s | % of the fastest |")
     say("|---|---|---|---|")

@@ -520,7 +520,7 @@ def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     dev = backend.device()
     head = f"{per_sm} block{'s' * (per_sm != 1)} of {block} per SM ({per_sm * dev.sm_count} blocks)"
     if dev.backend == "cupy":
-        speeds = _gpu_grid_speeds(n, block, runs)
+        speeds = grid_speeds(n, block, runs)
         best = max(speeds.values())
         fewest = next(p for p in GRID_PER_SM if speeds[p] >= FULL_SPEED * best)
         lines = [f"{head}: {speeds[per_sm]:.0f} GB/s; the fastest of the {len(speeds)} grids: {best:.0f} GB/s "
@@ -546,13 +546,12 @@ def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
                           f"this device ({occupancy.bytes_needed_per_sm()} B)", note])  # fmt: skip
 
 
-def _gpu_grid_speeds(n: int, block: int, runs: int) -> dict[int, float]:
+def grid_speeds(n: int, block: int, runs: int) -> dict[int, float]:
     """GB/s of kernel 7 (uint32 in, long long sums, blocks of `block`) on n elements with SMs × p
     blocks for each p of GRID_PER_SM (GPU only; inputs rotated past L2)."""
     from .. import bench
-    from .story import _inputs
 
-    xs = _inputs(n)
+    xs = bench.rotated_copies(np.arange(1, n + 1, dtype=np.uint32))  # the article's input 1..n
     sms = backend.device().sm_count
     speeds = {}
     for p in GRID_PER_SM:
