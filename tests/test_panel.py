@@ -62,7 +62,7 @@ def test_divergence_and_bank_conflicts_show_in_the_metrics(panel):
     interleaved = panel.last["metrics"]
     panel.version.value = "reduce3"
     sequential = panel.last["metrics"]
-    idle = [int(m["warp instructions with idle lanes"].split()[0]) for m in (interleaved, sequential)]
+    idle = [int(m["memory instructions with idle lanes"].split()[0]) for m in (interleaved, sequential)]
     assert idle[0] > idle[1]  # tid % (2s) keeps every warp busy with idle lanes
     panel.version.value = "reduce2"
     assert int(panel.last["metrics"]["worst bank conflict"].split("-")[0]) > int(

@@ -33,7 +33,7 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
     div = analysis.divergence(t)
     if len(div):
         partial = div.active < div.possible
-        out["warp instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
+        out["memory instructions with idle lanes"] = f"{int(partial.sum())} of {len(div)}"
     glob = analysis.sectors(t.where(op="ld"))
     if len(glob):
         out["global sectors per load"] = round(float(glob.sectors.sum()) / len(glob), 2)

@@ -890,7 +890,7 @@ print(reduction.run("reduce_single_pass", x) == reduction.reference(x))
 # - **shared requests**, **shared wavefronts** and how many of those **bank conflicts** add (an
 #   8-byte `long long` access takes two wavefronts with no conflict at all), the **worst bank
 #   conflict**;
-# - **warp instructions with idle lanes**: divergence, counted over the instructions the trace
+# - **memory instructions with idle lanes**: divergence, counted over the instructions the trace
 #   records (shared and global memory accesses and barriers, not the arithmetic between them);
 #   **global sectors per load**: coalescing;
 # - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
