@@ -20,7 +20,7 @@ for what in "$@"; do
       python3 -c "import cupy, course; print('CuPy', cupy.__version__, '|', course.device())" | tee -a "$OUT/gpu-tests.log"
       timeout 560 python3 -m pytest -m gpu tests -q -p no:cacheprovider -p no:benchmark -n 12 2>&1 | tail -25 | tee -a "$OUT/gpu-tests.log" ;;
     bench)
-      timeout 560 python3 -m course.bench --quick --out "$OUT/bench" 2>&1 | tail -3 ;;
+      timeout 560 python3 -m course.bench ${BENCH_TOPICS:-} --quick --out "$OUT/bench" 2>&1 | tail -3 ;;  # BENCH_TOPICS="scan ...": some
     notebooks)
       for nb in ${NOTEBOOKS:-notebooks/*.ipynb}; do  # NOTEBOOKS="notebooks/01_dot.ipynb ...": some
         cp "$nb" "$OUT/" && timeout 560 python3 scripts/execute_notebooks.py "$OUT/$(basename "$nb")"
