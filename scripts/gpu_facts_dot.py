@@ -362,10 +362,11 @@ def fma_in_ptx() -> None:
 def article_chain() -> None:
     gpu_or_die()
     import course
-    from course import bench, compiler, dot, gpu
-    from course.dot.story import _quiet
+    from course import bench, compiler, dot
+    from course.dot.story import muted_printf
     from course.dot.topic import options
     from course.engine import Launch
+    from course.module import Module
 
     n = 1024
     a, b = (course.asarray(x) for x in dot.article_inputs(n))
@@ -374,7 +375,7 @@ def article_chain() -> None:
     quiet = code.replace('printf("sum Calculated on Device: %.6g\\n", *c);', "")
     assert quiet != code, "dot1_article's printf line not found in dot.cu"
     opts = (*options(np.dtype(np.float32)), f"-DARTICLE_N={n}")
-    plain = gpu.Module(code=quiet, options=opts).get_function("dot1_article")
+    plain = Module(code=quiet, options=opts).get_function("dot1_article")
     launches = {
         "dot1_article (int sum, printf)": Launch(dot.article_kernel("dot1_article", n), (1, 1, 1), (n, 1, 1), (a, b, c)),
         "dot1_article without its printf (int sum)": Launch(plain, (1, 1, 1), (n, 1, 1), (a, b, c)),
@@ -383,7 +384,7 @@ def article_chain() -> None:
         "dot2_article, 4 blocks of 256 (the launch floor)": Launch(
             dot.article_kernel("dot2_article", n), (4, 1, 1), (256, 1, 1), (a, b, c)),
     }  # fmt: skip
-    with _quiet():  # dot1_article's printf, once per launch; nothing said in here (stdout is muted)
+    with muted_printf():  # dot1_article's printf, once per launch; nothing said in here (stdout is muted)
         us = {label: bench.median_us([launch], runs=20) for label, launch in launches.items()}
     say("| kernel | µs (median of 20) |")
     say("|---|---|")

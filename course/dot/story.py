@@ -81,7 +81,7 @@ def int_accumulator(products: np.ndarray) -> int:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[io.StringIO]:
+def muted_printf() -> Iterator[io.StringIO]:
     """What kernels print while the block runs goes into the StringIO it yields, not into the cell:
     the emulator's printf (Python's stdout) and, on a GPU, CUDA's device printf, which the driver
     writes to the process's file descriptor 1 when the kernel is synchronised (there it is dropped:
@@ -114,7 +114,7 @@ def _article_dot1(a: np.ndarray, b: np.ndarray) -> tuple[float, str]:
     zeroed). Its answer c[0], and what its printf printed (on the emulator; "" on a GPU)."""
     n = a.size
     c = arrays.empty(n, F32)
-    with _quiet() as printed:
+    with muted_printf() as printed:
         article_kernel("dot1_article", n)((1,), (n,), (arrays.asarray(a), arrays.asarray(b), c))
         got = float(arrays.asnumpy(c)[0])
     return got, printed.getvalue()
@@ -125,7 +125,7 @@ def article_program(n: int = 1024) -> Printed:
     (`"sum Calculated on Device: %.6g"` of *c) and the host's `"GPU results: %.6g ==  %.6g"` of c[0]
     and the float32 closed form. The kernel's line is rebuilt from c[0] with the same format
     (the emulator's own printf prints exactly that; on a GPU the device printf would go to the
-    process's stdout, the terminal that started Jupyter, and `_quiet` drops it)."""
+    process's stdout, the terminal that started Jupyter, and `muted_printf` drops it)."""
     a, b = article_inputs(n)
     got, _ = _article_dot1(a, b)
     return Printed(f"sum Calculated on Device: {got:.6g}\nGPU results: {got:.6g} ==  {article_check(n):.6g}")
@@ -257,7 +257,7 @@ def check(version: str, *inputs: Any, block: Any = None, grid: int | None = None
     """The checker's findings on every launch `version` makes, on the emulator (`Engine.check`),
     with what the kernels print kept out of the cell: the article's first kernel printf's its sum
     on every run the checker makes."""
-    with _quiet():
+    with muted_printf():
         return ENGINE.check(version, *inputs, block=block, grid=grid)
 
 
@@ -710,7 +710,7 @@ def article_timings(runs: int = 20) -> Table:
     n = 1024
     a, b = article_inputs(n)
     rows = Table()
-    with _quiet():  # dot1_article's printf, once per launch
+    with muted_printf():  # dot1_article's printf, once per launch
         for name, article_ms in ARTICLE_MS.items():
             grid, block = ARTICLE_LAUNCH[name]
             k = article_kernel(name, n)

@@ -653,7 +653,8 @@ dot.repeat_table()
 # the counter `blocks_done`, which every block bumps once; the counter must be back at 0 when the
 # launch ends, ready for the next one. The check runs six launches (N from 1 to 77 777, one to eight
 # blocks), refuses any atomic on a float, counts one atomic on the counter per block, reads the
-# compiled code for the counter's reset, and compares the answer with the exact dot.
+# trace for the order the block sums are read in and the compiled code for the counter's reset,
+# and compares the answer with the exact dot.
 
 # %%
 mine = r"""
@@ -810,7 +811,8 @@ dot.launch_table()
 # there the atomics, not the launch, set its time (dot1 and dot3, launched with the same 4096
 # blocks, take about a quarter of that). Divided by the atomics on each word of c, 4096 at 2²⁰ and
 # 65 536 at 2²⁴ (647 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot2 -->), that is
-# about 10 ns per atomic at both sizes: the atomics on one word, one after another, measured. Launched as one wave the same kernel reaches
+# about 10 ns per atomic at both sizes: the atomics on one word, one after another, measured.
+# Launched as one wave the same kernel reaches
 # 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot2 --> of the copy at 2²⁸.
 #
 # Now dot1 against dot3, both under the article's launch. At 2²⁴ and 2²⁸ the serial dot1 beats the
@@ -924,10 +926,11 @@ dot.speed_table(records, 2**28)
 # in a fixed order, with no atomics, as in dot3.
 #
 # cuBLAS's `cublasSdot` is what a CUDA C++ program would call, and CuPy reaches it as
-# `cupy.cublas.dot(a, b)` (`cupy/cublas.py`): one library call that reads a and b once, as the
-# course's kernels do, with no temporary. It is the `cupy.cublas.dot` row of the speed, error and
-# repeat tables above, timed in the same runs; `scripts/gpu_facts_dot.py` lists the kernels it
-# launches. Read its row against cupy.dot's (twice the bytes) and dot_vec4's (the same bytes).
+# `cupy.cublas.dot(a, b)` (`cupy/cublas.py`): one library call with no temporary of N products,
+# so it need read a and b only once, as the course's kernels do (`scripts/gpu_facts_dot.py` lists
+# the kernels it launches and the bytes they read and write). It is the `cupy.cublas.dot` row of
+# the speed, error and repeat tables above, timed in the same runs: read its row against
+# cupy.dot's (twice the bytes) and dot_vec4's (the same bytes).
 #
 # So: call `cupy.dot` when you want a float32 answer that is accurate and repeats, and
 # `cupy.cublas.dot` when you want the library's single pass over a and b (its rows above say how
