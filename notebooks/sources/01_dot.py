@@ -694,8 +694,9 @@ dot.draw_errors(ax)
 # one wave: each of the wave's 270 336 threads adds its products into its register with an fma,
 # and the per-thread sums are then added in a tree. Up to 2¹⁸ each thread has at most one product,
 # so there the orange line is simply a sum in pairs; from 2²⁰ on each thread's running sum grows
-# longer (62 products at 2²⁴). The line stays 3 to 13 times above the float32 rounding of the
-# exact answer (dashed), which no float32 answer can beat, whatever the order. The kernels do not
+# longer (62 products at 2²⁴). The line stays within about 13 times the float32 rounding of the
+# exact answer (dashed; from 1 to 13 times at the sizes drawn), which no float32 answer can beat,
+# whatever the order. The kernels do not
 # all end in a tree: dot3 does (a tree per block, then `dot_sum_partials`), but dot2 ends with
 # one atomic per thread on each word of c, and dot_shfl and dot_vec4 add their block sums into one
 # float32 word one atomic after another: a short running sum again, of 1056 terms at one wave. On
