@@ -653,4 +653,4 @@ grid = Choice(
     ),
 )
 
-EXERCISES = (rounding, block_cost, atomics, stride, vec4, ordered, accurate, grid)
+EXERCISES = (rounding, block_cost, stride, atomics, vec4, ordered, accurate, grid)  # notebook order

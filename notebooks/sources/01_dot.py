@@ -281,7 +281,7 @@ dot.exercises.block_cost.check(my_costs)
 # with **atomicAdd** (threads of different blocks add into the same word), and the host adds the
 # 256 words of c.
 #
-# **Exercise 4. Fix: the stride.** Before reading the article's loop, write its stride yourself.
+# **Exercise 3. Fix: the stride.** Before reading the article's loop, write its stride yourself.
 # This kernel adds a · b into `out[0]` with `block_sum` (the block's sum in registers, from the
 # course's shared header: *Beyond the article* shows it) and one atomic per block, but its loop's
 # stride is wrong. It is right with one block; find out what goes wrong with several, and fix it.
@@ -364,7 +364,7 @@ dot.draw_slot_atomics(axes, n=2048, block=64, grid=4)
 # lands them in whatever order its blocks get there, and that order changes from run to run: the
 # accuracy section comes back to it.)
 #
-# **Exercise 3. Predict, then check: the atomics of three launches.** N = 10 000 (not a multiple of
+# **Exercise 4. Predict, then check: the atomics of three launches.** N = 10 000 (not a multiple of
 # 256), blocks of 256, the article's data. For each launch, predict three numbers: the atomics that
 # reach memory, how many of them land on the busiest word (a slot of c for dot2, out[0] for
 # dot_shfl, which adds each block's sum once: it comes later, under *Beyond the article*), and the
