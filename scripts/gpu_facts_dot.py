@@ -314,9 +314,11 @@ def issue_bound(times: dict[str, list[float]]) -> None:
 
     runtime = cupy.cuda.runtime
     sms = runtime.deviceGetAttribute(16, 0)  # cudaDevAttrMultiProcessorCount
-    khz = runtime.getDeviceProperties(0).get("clockRate") or runtime.deviceGetAttribute(
-        13, 0
-    )  # cudaDevAttrClockRate
+    try:  # cudaDeviceProp.clockRate, else cudaDevAttrClockRate (13)
+        khz = runtime.getDeviceProperties(0).get("clockRate") or runtime.deviceGetAttribute(13, 0)
+    except Exception as exc:  # a CUDA without either: say so, keep the rest of the step
+        say(f"- issue bound: no SM clock from this CUDA ({type(exc).__name__}: {exc})")
+        return
     clock_ghz = khz / 1e6  # the boost clock: the fastest issue can go
     say(
         f"- issue bound at {ISSUE_PER_CLOCK} warp instructions per clock per SM, {sms} SMs, {clock_ghz:.2f} GHz:"
