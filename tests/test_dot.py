@@ -602,7 +602,9 @@ def test_the_grid_stride_kernels_fuse_each_product_and_dot1_rounds_it(emulator_b
     def ops(name):
         ptx = dot.ENGINE.kernel(name, np.float32).module.compiled.ptx
         body = re.search(rf"\.entry\s+{name}\s*\(.*?\n\}}\n", ptx, re.S).group(0)
-        return len(re.findall(r"fma\.rn(\.ftz)?\.f32", body)), len(re.findall(r"\bmul(\.rn)?(\.ftz)?\.f32", body))
+        return len(re.findall(r"fma\.rn(\.ftz)?\.f32", body)), len(
+            re.findall(r"\bmul(\.rn)?(\.ftz)?\.f32", body)
+        )
 
     for name in ("dot2", "dot3", "dot_shfl", "dot_vec4"):
         fma, mul = ops(name)
@@ -744,3 +746,22 @@ def test_the_ordered_exercise_reads_the_counters_reset_from_the_compiled_code(em
 def test_printf_is_kept_out_on_a_gpu(cupy_backend, capfd):
     assert "7.14779e+08" in repr(dot.article_program(1024))
     assert "sum Calculated" not in capfd.readouterr().out
+
+
+def test_the_fact_script_reads_the_fma_from_the_ptx_without_a_gpu(tmp_path):
+    """scripts/gpu_facts_dot.py as a command line: its PTX step runs anywhere and shows what the
+    accuracy text says (the grid-stride kernels fuse, dot1 rounds); the GPU steps say they failed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gpu_facts_dot.py"
+    env = {**os.environ, "COURSE_BACKEND": os.environ.get("COURSE_BACKEND", "emulator")}
+    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300, env=env)  # fmt: skip
+    report = (tmp_path / "gpu_facts_dot.md").read_text()
+    ptx = report.split("## 6.")[1].split("## 7.")[0]
+    assert "| dot2 | 1 | 0 |" in ptx and "| dot1 | 0 | 1 |" in ptx, ptx
+    if r.returncode:  # no GPU here: the failed steps are named
+        assert "FAILED" in report
