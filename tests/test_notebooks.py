@@ -3,12 +3,14 @@ code cell of each installs the course on Google Colab and does nothing anywhere 
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 import shutil
 import subprocess
 import sys
 import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,10 +157,19 @@ PUBLISHED = "https://github.com/someone/gpu-patterns-course"  # an address that 
 
 
 def _run_cell(
-    monkeypatch: pytest.MonkeyPatch, *, colab: bool, nvidia_smi: str | None, url: str = PUBLISHED
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    colab: bool,
+    nvidia_smi: str | None,
+    url: str = PUBLISHED,
+    copies: Sequence[str] = (),
 ) -> list[list[str]]:
-    """Run the cell's source, with the repository at `url`; return the commands it ran (none really run)."""
+    """Run the cell's source, with the repository at `url` and `copies` as what /content/*/pyproject.toml
+    finds; return the commands it ran (none really run)."""
     calls: list[list[str]] = []
+    monkeypatch.setattr(
+        glob, "glob", lambda pattern: list(copies) if pattern == "/content/*/pyproject.toml" else []
+    )
 
     def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         calls.append(cmd)
@@ -218,7 +229,26 @@ def test_the_colab_cell_says_one_line_while_the_address_is_a_placeholder(
         pytest.skip("the repository has its published address")
     assert _run_cell(monkeypatch, colab=True, nvidia_smi=_smi("12.4"), url=url) == []
     out, err = capfd.readouterr()
-    assert out.count("\n") == 1 and "not published" in out and err == ""
+    assert out.count("\n") == 1 and "not published" in out and "upload" in out and err == ""
+
+
+@pytest.mark.parametrize("url", [PUBLISHED, "https://github.com/OWNER/gpu-patterns-course"])
+def test_the_colab_cell_installs_a_copy_uploaded_to_content(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], tmp_path: Path, url: str
+) -> None:
+    mine = tmp_path / "gpu-patterns-course"
+    mine.mkdir()
+    (mine / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    other = tmp_path / "someone-elses"
+    other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "something-else"\n')
+    calls = _run_cell(
+        monkeypatch, colab=True, nvidia_smi=_smi("13.0"), url=url,
+        copies=[str(other / "pyproject.toml"), str(mine / "pyproject.toml")],
+    )  # fmt: skip
+    pip = [sys.executable, "-m", "pip", "install", "-q", f"gpu-patterns-course[gpu] @ file://{mine}"]
+    assert calls == [["nvidia-smi"], pip]  # the copy wins over the address; another project is not it
+    assert capfd.readouterr() == ("", "")
 
 
 def test_without_a_gpu_the_device_note_is_one_line(

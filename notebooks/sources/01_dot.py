@@ -42,15 +42,18 @@
 import sys
 
 if "google.colab" in sys.modules:
-    import importlib, re, shutil, subprocess
+    import glob, importlib, os, pathlib, re, shutil, subprocess
 
     repo = "https://github.com/OWNER/gpu-patterns-course"
-    if "/OWNER/" in repo:  # the placeholder: the course has no public address yet
-        print(f"Not installed: the course is not published at {repo} yet; upload it and `pip install -e .` there.")
+    # a copy of the repository uploaded (or git-cloned) into /content installs as well as the address
+    copies = [p for p in glob.glob("/content/*/pyproject.toml") if 'name = "gpu-patterns-course"' in pathlib.Path(p).read_text()]
+    source = "file://" + os.path.dirname(copies[0]) if copies else None if "/OWNER/" in repo else "git+" + repo
+    if source is None:  # the placeholder address and no copy: nothing to install from
+        print(f"Not installed: the course is not published at {repo} yet; upload its folder to /content, run again.")
     else:
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
         cuda = int(re.search(r"CUDA Version: (\d+)", smi)[1]) if "CUDA Version" in smi else 0  # 0: no GPU
-        spec = "gpu-patterns-course{} @ git+" + repo
+        spec = "gpu-patterns-course{} @ " + source
         wanted = [spec.format("[gpu]")] if cuda >= 13 else [spec.format(""), *(["cupy-cuda12x"] if cuda else [])]
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *wanted], check=True)
         importlib.invalidate_caches()
@@ -511,7 +514,7 @@ dot.article_timings()
 # On a GPU the kernels take microseconds and the host's part about a tenth of a millisecond: the
 # article's milliseconds were CUDA's start-up, and its comparison of 108 against
 # 90 ms<!-- given: article --> says nothing about the kernels. dot1_article is the longest, at
-# 42.4 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
+# 42.3 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
 # 1024 additions as such: under the article's launch at 2²⁸ (timing section) 1 048 576 blocks of
 # dot1 run 1056 at a time in about a millisecond, so a block, its chain of 256 float adds
 # included, lives about a microsecond, and 1024 such adds take a few µs. Most of the rest comes
@@ -808,16 +811,16 @@ dot.launch_table()
 # %% [markdown]
 # Start with dot2. Under the article's launch it is the slowest row at every N, a small fraction of
 # the copy: every product is an atomic, and the atomics on one word of c wait for each other. Even
-# at 2²⁰, where 8 MB take the copy a few µs, it takes 43.3 µs<!-- from launch_table: article µs @ N=1048576, kernel=dot2 -->:
+# at 2²⁰, where 8 MB take the copy a few µs, it takes 43.2 µs<!-- from launch_table: article µs @ N=1048576, kernel=dot2 -->:
 # there the atomics, not the launch, set its time (dot1 and dot3, launched with the same 4096
 # blocks, take about a quarter of that). Divided by the atomics on each word of c, 4096 at 2²⁰ and
 # 65 536 at 2²⁴ (647 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot2 -->), that is
 # about 10 ns per atomic at both sizes: the atomics on one word, one after another, measured.
 # Launched as one wave the same kernel reaches
-# 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot2 --> of the copy at 2²⁸.
+# 93.4 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot2 --> of the copy at 2²⁸.
 #
 # Now dot1 against dot3, both under the article's launch. At 2²⁴ and 2²⁸ the serial dot1 beats the
-# tree dot3 (76.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> against
+# tree dot3 (74.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> against
 # 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> at 2²⁴, and faster in each
 # of five repeats on this H100; at 2²⁰ dot3 is a little ahead): the tree's 8 steps do not make it
 # faster. With one element per thread a block has only 256 products, and what it pays per block
@@ -830,14 +833,14 @@ dot.launch_table()
 # 132 SMs at 1.98 GHz, the whole launches need at least 63 µs<!-- given: reference --> (dot3) and
 # 45 µs<!-- given: reference --> (dot1) of issue, against the
 # 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> and
-# 76.7 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> measured, and the ratio
+# 74.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> measured, and the ratio
 # of the counts (1.40) is larger than that of the times (1.14). Neither kernel is limited by
 # issuing instructions. dot1's time is its chain of dependent adds in one lane; dot3's includes its
 # warps waiting at barriers (Nsight Compute's barrier stalls per issued instruction: 2.38 for dot3,
 # 1.06 for dot1). Neither gets past about two thirds of the copy, because neither spreads that cost
 # over more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays
 # its 9 barriers once per block of about a thousand products per thread (at 2²⁸), and reaches
-# 93.1 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot3 --> of the copy there,
+# 93.2 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot3 --> of the copy there,
 # as dot2 does. dot1, which has no loop, cannot take that grid.
 #
 # **How many blocks?** A load from DRAM takes hundreds of nanoseconds. To keep the memory busy,
@@ -848,7 +851,7 @@ dot.launch_table()
 # GPU, or about 7.8 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
 # for the reduction). The probe's read stream (one simple read kernel) is a floor, not a ceiling:
 # dot_vec4 in the table below reads faster, up to
-# 3120 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 -->. Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
+# 3110 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 -->. Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
 # times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
 
 # %% tags=["nbval-ignore-output"]
@@ -856,9 +859,9 @@ dot.wave_table()
 
 # %% [markdown]
 # One block per SM (16 KB in flight per SM, twice Little's 7.8 KB) reaches only
-# 89.4 %<!-- from wave_table: % of copy @ blocks per SM=1 --> of the copy; two (32 KB)
+# 89.5 %<!-- from wave_table: % of copy @ blocks per SM=1 --> of the copy; two (32 KB)
 # 102 %<!-- from wave_table: % of copy @ blocks per SM=2 -->, four
-# 104 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight about the same: past two
+# 103 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight about the same: past two
 # blocks per SM, more change little. Little's figure was a floor, for two reasons. 350 ns is how
 # long an idle memory takes to answer one load; with every SM's loads queued in the memory system,
 # a load takes longer. And the column counts what a thread issues at once, not what it keeps in
@@ -891,9 +894,9 @@ dot.speed_table(records, 2**28)
 
 # %% [markdown]
 # Below 2²⁰ every version is launch-bound (a few µs): read the plot from 2²² on. At 2²⁸, in the
-# table: dot1 reaches 67.2 %<!-- from speed_table: % of copy @ kernel=dot1 --> of the copy, held by its
+# table: dot1 reaches 67.4 %<!-- from speed_table: % of copy @ kernel=dot1 --> of the copy, held by its
 # serial sum in every block of 256. dot2, dot3 and dot_shfl reach about nine tenths of it (dot_shfl
-# 93.4 %<!-- from speed_table: % of copy @ kernel=dot_shfl -->): one float per lane and 8 bytes in
+# 93.3 %<!-- from speed_table: % of copy @ kernel=dot_shfl -->): one float per lane and 8 bytes in
 # flight per thread, 16 KB per SM at one wave, as little as dot_vec4 with one block per SM in the
 # wave table, leave the memory short of requests. The 16-byte versions just beat the copy
 # (dot_vec4 103 %<!-- from speed_table: % of copy @ kernel=dot_vec4 -->), and the accurate ones cost
@@ -937,7 +940,7 @@ dot.speed_table(records, 2**28)
 # `cupy.cublas.dot` when you want the library's single pass over a and b (its rows above say how
 # fast and how accurate it is here). When a dot product of large float32 vectors is the bottleneck
 # and you write the kernel, a one-wave grid-stride loop with 16-byte loads (dot_vec4 here) reads
-# 2.35×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
+# 2.34×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
 # a and b once and writes nothing, and `dot_compensated` keeps that speed with an answer millions
 # of times more accurate that also repeats.
 #

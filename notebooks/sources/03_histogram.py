@@ -47,15 +47,18 @@
 import sys
 
 if "google.colab" in sys.modules:
-    import importlib, re, shutil, subprocess
+    import glob, importlib, os, pathlib, re, shutil, subprocess
 
     repo = "https://github.com/OWNER/gpu-patterns-course"
-    if "/OWNER/" in repo:  # the placeholder: the course has no public address yet
-        print(f"Not installed: the course is not published at {repo} yet; upload it and `pip install -e .` there.")
+    # a copy of the repository uploaded (or git-cloned) into /content installs as well as the address
+    copies = [p for p in glob.glob("/content/*/pyproject.toml") if 'name = "gpu-patterns-course"' in pathlib.Path(p).read_text()]
+    source = "file://" + os.path.dirname(copies[0]) if copies else None if "/OWNER/" in repo else "git+" + repo
+    if source is None:  # the placeholder address and no copy: nothing to install from
+        print(f"Not installed: the course is not published at {repo} yet; upload its folder to /content, run again.")
     else:
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
         cuda = int(re.search(r"CUDA Version: (\d+)", smi)[1]) if "CUDA Version" in smi else 0  # 0: no GPU
-        spec = "gpu-patterns-course{} @ git+" + repo
+        spec = "gpu-patterns-course{} @ " + source
         wanted = [spec.format("[gpu]")] if cuda >= 13 else [spec.format(""), *(["cupy-cuda12x"] if cuda else [])]
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *wanted], check=True)
         importlib.invalidate_caches()

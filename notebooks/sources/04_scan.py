@@ -46,15 +46,18 @@
 import sys
 
 if "google.colab" in sys.modules:
-    import importlib, re, shutil, subprocess
+    import glob, importlib, os, pathlib, re, shutil, subprocess
 
     repo = "https://github.com/OWNER/gpu-patterns-course"
-    if "/OWNER/" in repo:  # the placeholder: the course has no public address yet
-        print(f"Not installed: the course is not published at {repo} yet; upload it and `pip install -e .` there.")
+    # a copy of the repository uploaded (or git-cloned) into /content installs as well as the address
+    copies = [p for p in glob.glob("/content/*/pyproject.toml") if 'name = "gpu-patterns-course"' in pathlib.Path(p).read_text()]
+    source = "file://" + os.path.dirname(copies[0]) if copies else None if "/OWNER/" in repo else "git+" + repo
+    if source is None:  # the placeholder address and no copy: nothing to install from
+        print(f"Not installed: the course is not published at {repo} yet; upload its folder to /content, run again.")
     else:
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
         cuda = int(re.search(r"CUDA Version: (\d+)", smi)[1]) if "CUDA Version" in smi else 0  # 0: no GPU
-        spec = "gpu-patterns-course{} @ git+" + repo
+        spec = "gpu-patterns-course{} @ " + source
         wanted = [spec.format("[gpu]")] if cuda >= 13 else [spec.format(""), *(["cupy-cuda12x"] if cuda else [])]
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *wanted], check=True)
         importlib.invalidate_caches()
@@ -941,12 +944,12 @@ scan.one_block_table()
 
 # %% [markdown]
 # Read the µs column against the copy's first row. On this H100 the copy of 4 KB (8 KB moved) takes
-# 3.36 µs<!-- from one_block_table: µs @ version=device copy -->, about what any launch costs, so
-# read each kernel by what it takes above that. Kogge-Stone takes 4.42
-# µs<!-- from one_block_table: µs @ version=kogge_stone -->, 1.1 above the copy's; its
+# 3.52 µs<!-- from one_block_table: µs @ version=device copy -->, about what any launch costs, so
+# read each kernel by what it takes above that. Kogge-Stone takes 4.38 µs<!-- from one_block_table: µs @ version=kogge_stone -->,
+# 0.9 above the copy's; its
 # double-buffered form 3.97 µs<!-- from one_block_table: µs @ version=kogge_stone_double_buffer -->,
-# 0.6 above it, the fastest of the one-block kernels; Brent-Kung 4.64
-# µs<!-- from one_block_table: µs @ version=brent_kung -->, 1.3 above it. The double buffer's lead
+# 0.5 above it, the fastest of the one-block kernels; Brent-Kung 4.61 µs<!-- from one_block_table: µs @ version=brent_kung -->,
+# 1.1 above it. The double buffer's lead
 # is the one difference the counts predict: half Kogge-Stone's barriers (10 against 20 at N = 1024,
 # the steps-against-work table), and every barrier is a wait for every warp of the block; its steps
 # and additions are Kogge-Stone's. Brent-Kung passes as many barriers as Kogge-Stone (20, over twice
@@ -956,10 +959,10 @@ scan.one_block_table()
 # warp of the block, are what the three differ in. Blelloch, with its
 # second launch, takes 7.01 µs<!-- from one_block_table: µs @ version=blelloch -->: the second launch costs more than any of
 # these differences. This is one run of each, medians without their spread, so differences of a few
-# tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes 7.97
-# µs<!-- from one_block_table: µs @ version=cupy.cumsum -->, slower here than every course kernel
-# but the naive one. The naive scan takes several times longer, 18.5
-# µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a row,
+# tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes 8.08 µs<!-- from one_block_table: µs @ version=cupy.cumsum -->,
+# slower here than every course kernel
+# but the naive one. The naive scan takes several times longer,
+# 18.6 µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a row,
 # each addition waiting for a load. And one block uses one of the GPU's SMs (`course.device()` says
 # how many there are). That is why the article's kernels are where a scan starts, not where it ends.
 #
@@ -976,7 +979,7 @@ scan.plot_speed(ax, records)
 
 # %% [markdown]
 # Read the big sizes first. At 2^28 the single pass is the course's fastest scan and the closest to
-# the copy, 97.7 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy on
+# the copy, 97.6 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy on
 # this H100; scan-then-propagate stays under half of the copy at the table's three sizes
 # (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of the copy at
 # 2^28; not for its bytes alone: see "Bytes set a bound" above), and `cupy.cumsum`, at 2^28, is
@@ -985,7 +988,7 @@ scan.plot_speed(ax, records)
 # there y is 16 MB, and its second pass likely finds much of it still in the H100's 50 MB L2
 # cache. Below 2^22 everything takes microseconds and the look-back's round trips show: the single
 # pass falls further behind a copy that is itself far from the memory's peak
-# (64.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
+# (65.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
 #
 # **Where the time goes, pass by pass.** Two bounds the text argues from, timed in this run at
 # 2^28: each launch of scan-then-propagate alone, and beside them the whole of it and `lookback`.
@@ -1008,7 +1011,7 @@ scan.pass_table()
 # Its rows in the table are the bar for `lookback`: the `× CUB` column says how many times faster
 # than CUB each row is (above 1: faster). On this H100 `lookback` clears it at the table's three
 # sizes, 1.07 to 1.19 times CUB's speed, and in the plot at every size; CUB reaches
-# 82.1 %<!-- from speed_table: % of copy @ N=2^28, kernel=cub::DeviceScan::InclusiveSum --> of the copy
+# 81.9 %<!-- from speed_table: % of copy @ N=2^28, kernel=cub::DeviceScan::InclusiveSum --> of the copy
 # at 2^28. That is one build of CUB, the one CuPy 14 ships, on one GPU: not a ranking of
 # the algorithm.
 # In CUDA C++, `cub::DeviceScan::InclusiveSum` (or `ExclusiveSum`, or `InclusiveScan` with any
@@ -1034,7 +1037,7 @@ scan.tuning_steps()
 # 97.4 %<!-- from tuning_steps: % of copy @ × cupy.cumsum=3.77 --> of the copy, the final kernel at
 # 88.2 %<!-- from tuning_steps: % of copy @ × cupy.cumsum=3.41 --> of the copy: there the waits cost
 # about nine points. This H100 tells another story: the same kernel reaches
-# 97.7 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy at 2^28 (the GPU
+# 97.6 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy at 2^28 (the GPU
 # table above), which leaves no nine points to lose; at that size the waits cost little or nothing
 # the table can show, and the pass table above sets `lookback` beside `scan_tiles` alone in the
 # same run. (`docs/scan-h200.md` follows up why the H200 stays near 88 %.)

@@ -45,15 +45,18 @@
 import sys
 
 if "google.colab" in sys.modules:
-    import importlib, re, shutil, subprocess
+    import glob, importlib, os, pathlib, re, shutil, subprocess
 
     repo = "https://github.com/OWNER/gpu-patterns-course"
-    if "/OWNER/" in repo:  # the placeholder: the course has no public address yet
-        print(f"Not installed: the course is not published at {repo} yet; upload it and `pip install -e .` there.")
+    # a copy of the repository uploaded (or git-cloned) into /content installs as well as the address
+    copies = [p for p in glob.glob("/content/*/pyproject.toml") if 'name = "gpu-patterns-course"' in pathlib.Path(p).read_text()]
+    source = "file://" + os.path.dirname(copies[0]) if copies else None if "/OWNER/" in repo else "git+" + repo
+    if source is None:  # the placeholder address and no copy: nothing to install from
+        print(f"Not installed: the course is not published at {repo} yet; upload its folder to /content, run again.")
     else:
         smi = subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout if shutil.which("nvidia-smi") else ""
         cuda = int(re.search(r"CUDA Version: (\d+)", smi)[1]) if "CUDA Version" in smi else 0  # 0: no GPU
-        spec = "gpu-patterns-course{} @ git+" + repo
+        spec = "gpu-patterns-course{} @ " + source
         wanted = [spec.format("[gpu]")] if cuda >= 13 else [spec.format(""), *(["cupy-cuda12x"] if cuda else [])]
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *wanted], check=True)
         importlib.invalidate_caches()
@@ -526,13 +529,13 @@ reduction.issue_table()
 # %% [markdown]
 # Read it from left to right. Kernels 4, 5 and 6 cut the instructions per element, and the issue
 # floor falls with them. On this H100 the time follows only part of the way. Kernel 4 runs in about
-# half kernel 3's time (86.5 µs<!-- from issue_table: µs @ kernel=reduce4 --> against
-# 163 µs<!-- from issue_table: µs @ kernel=reduce3 -->), but it has half the waves *and* about half
+# half kernel 3's time (86.2 µs<!-- from issue_table: µs @ kernel=reduce4 --> against
+# 162 µs<!-- from issue_table: µs @ kernel=reduce3 -->), but it has half the waves *and* about half
 # the instructions, so that step alone cannot tell the bounds apart. Kernels 5 and 6 can: they
 # cut kernel 4's floor by a third and by nearly half (from 45.3 µs<!-- from issue_table: issue floor µs @ kernel=reduce4 -->
 # to 30.2 µs<!-- from issue_table: issue floor µs @ kernel=reduce5 --> and
 # 25.5 µs<!-- from issue_table: issue floor µs @ kernel=reduce6 -->), yet run barely faster than
-# kernel 4 (82.9 µs<!-- from issue_table: µs @ kernel=reduce5 --> and
+# kernel 4 (82.8 µs<!-- from issue_table: µs @ kernel=reduce5 --> and
 # 82.8 µs<!-- from issue_table: µs @ kernel=reduce6 -->), with the same waves. The **time per
 # wave** column barely moves from kernel 3 to kernel 6 (1.31 µs<!-- from issue_table: µs per wave @ kernel=reduce3 -->
 # to 1.39 µs<!-- from issue_table: µs per wave @ kernel=reduce4 -->; over five repeats the times
@@ -572,9 +575,9 @@ reduction.g80_floor()
 # trip per wave? The article's launch answers that. It runs kernels 4 to 6 (the same fixed code)
 # with twice their blocks, and in the second half of those blocks every thread has `i ≥ n` and
 # loads nothing. Those empty blocks cost what loading blocks cost: at 32 M elements kernel 4 takes
-# 166 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> under the article's
-# launch against 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 --> under
-# its own, and kernel 6 162 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce6 -->
+# 165 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> under the article's
+# launch against 86.2 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 --> under
+# its own, and kernel 6 161 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce6 -->
 # against 82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> (the timing
 # table at the end): twice the blocks, twice the time, though the extra half loads nothing. The
 # issue table's last two columns make the same control at each kernel's own grid: a wave of blocks
@@ -718,20 +721,20 @@ reduction.latency_table()
 
 # %% [markdown]
 # On this H100, read the bandwidth against the bytes in flight. The first two doublings of the
-# blocks per SM nearly double the GB/s (348 GB/s<!-- from latency_table: GB/s @ blocks=132 -->,
-# 681 GB/s<!-- from latency_table: GB/s @ blocks=264 -->, 1290 GB/s<!-- from latency_table: GB/s @ blocks=528 -->),
+# blocks per SM nearly double the GB/s (350 GB/s<!-- from latency_table: GB/s @ blocks=132 -->,
+# 683 GB/s<!-- from latency_table: GB/s @ blocks=264 -->, 1290 GB/s<!-- from latency_table: GB/s @ blocks=528 -->),
 # because each doubles the loads waiting; the next two gain less, 1.7× and then 1.25×, up to
 # 2740 GB/s<!-- from latency_table: GB/s @ blocks=2112 --> at a full wave,
 # 94.2 %<!-- from latency_table: % of copy @ blocks=2112 --> of the copy. Past one wave nothing
 # more is in flight (the SMs are full; later blocks wait for a slot), and the bandwidth stays put:
-# 2770 GB/s<!-- from latency_table: GB/s @ blocks=4224 --> and
+# 2780 GB/s<!-- from latency_table: GB/s @ blocks=4224 --> and
 # 2780 GB/s<!-- from latency_table: GB/s @ blocks=8448 --> at two and four waves. The implied
-# latency is not a constant. At 1/16 of a wave it is 388<!-- from latency_table: implied latency ns @ blocks=132 --> ns,
+# latency is not a constant. At 1/16 of a wave it is 386<!-- from latency_table: implied latency ns @ blocks=132 --> ns,
 # near the 350 ns the idle pointer chase measured; it grows as the grid fills the GPU, to
 # 789<!-- from latency_table: implied latency ns @ blocks=2112 --> ns at a full wave, because
 # queues form in the memory system under load, and stays there past it. That is why Little's law
 # with the idle latency underestimates what a full GPU needs: at 8192 B in flight per SM, just
-# above Little's figure with the idle latency (the `littles_law` table), kernel 7 reaches 75.1 %<!-- from latency_table: % of copy @ blocks=1056 --> of
+# above Little's figure with the idle latency (the `littles_law` table), kernel 7 reaches 75.0 %<!-- from latency_table: % of copy @ blocks=1056 --> of
 # the copy, and the speed keeps rising past Little's figure. Even a full wave, twice those bytes,
 # stays short of the copy: the 16-byte loads beyond the article are the way past that.
 #
@@ -934,22 +937,22 @@ table
 #
 # **The article's launch: three plateaus.** The article concludes that the optimisations come in
 # "three plateaus" (三个台阶). Its column shows them: at 32 M, kernel 1 takes
-# 300 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce1 -->, kernel 2
-# 222 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce2 --> (no divergence), and
+# 298 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce1 -->, kernel 2
+# 220 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce2 --> (no divergence), and
 # kernels 3 to 7 all sit at 162 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce5 -->
-# to 166 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> (no conflicts; 4 M
+# to 165 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> (no conflicts; 4 M
 # shows the same). The third plateau is the article's launch, not the kernels: with N / 128 blocks,
 # half the blocks of kernels 4 to 7 have nothing to add and kernel 7's loop never loops, and every
 # block pays its price whether it loads or not (the kernels 4–6 section).
 #
 # **The fixed launches.** On this H100 kernel 4 nearly doubles kernel 3 at 32 M
-# (163 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce3 --> to
-# 86.6 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 -->; 1.7× at 4 M: half the
+# (162 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce3 --> to
+# 86.2 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce4 -->; 1.7× at 4 M: half the
 # blocks), kernels 5 and 6 add next to nothing (fewer instructions, the same blocks), and kernel 7
 # over one wave gains again, 1.6× over kernel 6 at 32 M
 # (82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> to
-# 51.4 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce7 -->) and 1.4× at 4 M
-# (13.9 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce6 --> to
+# 51.3 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce7 -->) and 1.4× at 4 M
+# (13.8 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce6 --> to
 # 10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->). That jump is the
 # climax of Harris's deck, and the article's table never shows it. The `cupy.sum (generic)` rows
 # are slower than the fixed kernel 7 at 4 M and 32 M: kernel 7's block sums take less time than
@@ -960,7 +963,7 @@ table
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
-# reaches 83.4 %<!-- from g80_comparison: % of peak @ kernel=device copy --> of it:
+# reaches 83.6 %<!-- from g80_comparison: % of peak @ kernel=device copy --> of it:
 
 # %% tags=["nbval-ignore-output"]
 reduction.g80_comparison(table)
