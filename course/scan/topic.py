@@ -241,7 +241,8 @@ def _cupy_cumsum(inputs: Inputs) -> Callable[[], Any]:
 # the goals of issue #15 (the single pass at 2^28 float32 near the copy and 3x cupy.cumsum), and of
 # #31: at least CUB's speed at every N >= 2^22, and >= 95 % of the copy at 2^28 float32
 GOALS = (
-    Goal("scan", 2**28, "float32", min_pct_of_copy=95, min_x_cupy=3.0, kernel="lookback"),
+    Goal("scan", 2**28, "float32", min_pct_of_copy=95, kernel="lookback"),  # H200: not met, docs/scan-h200.md
+    Goal("scan", 2**28, "float32", min_x_cupy=3.0, kernel="lookback"),
     *(Goal("scan", 2**k, dtype, min_x_cub=1.0) for k in (22, 24, 28) for dtype in ("float32", "int32")),
 )
 
