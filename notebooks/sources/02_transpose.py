@@ -689,8 +689,8 @@ transpose.in_flight_speed()
 #    block: 1024 threads, 32 warps that all wait at the barrier for the block's slowest load, and
 #    past it the block only stores, with no load in flight; an SM holds 2 such blocks. Nsight
 #    Compute on this H100 (`scripts/gpu_facts_transpose.py`) measures that difference: more warps
-#    waiting at the barrier per instruction issued at 32 × 32 than at 32 × 8 (7.8 against 5.2),
-#    with as many warps active (87 % and 86 % of the SM's slots), so the SM is not short of warps:
+#    waiting at the barrier per instruction issued at 32 × 32 than at 32 × 8 (7.9 against 5.2),
+#    with as many warps active (87 % of the SM's slots in both), so the SM is not short of warps:
 #    more of them are waiting at the barrier. `transpose_rows` 32 × 32, one word per thread in
 #    blocks of 1024 too, lands beside `transpose_padded` 32 × 32. Blocks of 1024 cost the copy
 #    kernel too, which has no barrier (a warp stores as soon as its own load is back):
@@ -716,11 +716,12 @@ transpose.in_flight_speed()
 #    phase of step 3 comes half as often per byte.
 # 5. **Batched, checked in the SASS.** `transpose_vec` 32 × 16 against `transpose_rows` 64 × 8: the
 #    same 64 × 64 tile, the same 512 threads, the same 8 words per thread; vec issues its 8 loads at
-#    once, rows 4 and then, once the first is back, 4 more. On this H100 they tie: vec
+#    once, rows 4 and then, once the first is back, 4 more. On this H100 they are level, rows a
+#    hair ahead: vec
 #    95.9 %<!-- from in_flight_speed: % of copy @ kernel=transpose_vec 32×16 --> of the copy, rows
 #    96.3 %<!-- from in_flight_speed: % of copy @ kernel=transpose_rows 64×8 -->, and three repeated
-#    runs of `scripts/gpu_facts_transpose.py` move each by up to 0.7 points, with rows ahead in
-#    every one by 0.2 to 0.3. Past 32 KB in flight per SM, the second batch costs nothing
+#    runs of `scripts/gpu_facts_transpose.py` move each by 0.3 points at most, with rows ahead in
+#    every one by 0.2 to 0.4. Past 32 KB in flight per SM, the second batch costs nothing
 #    measurable here (on the H200 of an earlier run, vec was the faster by 1.8 points).
 #
 # What is left to the copy, about 4 points, the order of the tiles was meant to take, next.
@@ -730,7 +731,7 @@ transpose.in_flight_speed()
 #
 # **Exercise 7. Measure and choose.** Pick the block of `transpose_rows` for an **int32 matrix of
 # 4096 × 16384**, from (16, 16), (32, 16), (64, 16), (32, 4) and (64, 4): block (bx, by) moves a
-# bx × bx tile, bx / by words per thread (of these, only 32 × 16 is in the tables above). On a GPU
+# bx × bx tile, bx / by words per thread (of these, only 32 × 16 is timed above). On a GPU
 # the check times every one of them at that shape and passes yours within 10 % of the fastest.
 # Without one it can only rule blocks out, with the two lessons of the measured table: the bytes
 # your launch keeps in flight per SM at most (loaded per thread before the barrier, times the
@@ -776,8 +777,8 @@ transpose.draw_tile_order(axes)
 # no difference at 8192²:
 # 96.0 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_vec --> of the copy in the
 # 2-D order (`transpose_vec`), 95.9 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->
-# down whole tile columns (`transpose_grouped`), and at 16384² the order gains
-# 0.6 points (96.0 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_vec --> against
+# down whole tile columns (`transpose_grouped`), and at 16384² the order gains under a
+# point (96.0 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_vec --> against
 # 96.7 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_grouped -->). Which order
 # the memory prefers depends on the GPU; what is left to the copy here is not the order.
 #
@@ -822,7 +823,7 @@ transpose.launch_table()
 # %% [markdown]
 # At 1111 × 113 no launch fills the GPU even once (waves below 1: `transpose_grouped` keeps 36 of
 # 132 SMs busy), so no kernel can reach the memory's bandwidth, and the timings differ by a
-# microsecond or two. At 8192² (512 MB moved) every grid fills the GPU 31 to 248 times and the
+# microsecond or two. At 8192² (512 MiB moved) every grid fills the GPU 31 to 248 times and the
 # bandwidth lesson shows. The article's single event-timed launch of this matrix measures the
 # launch, not the kernel.
 #
@@ -918,7 +919,7 @@ transpose.speed_table()
 # 2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× faster than
 # `cupy.ascontiguousarray(a.T)`, which moves the same bytes at about
 # 33 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.ascontiguousarray(a.T) --> of the
-# copy. The 16384² rows read the same, with `transpose_grouped` the fastest by 0.6 points there. At
+# copy. The 16384² rows read the same, with `transpose_grouped` the fastest there, by under a point. At
 # 1111 × 113 every row is a few microseconds again.
 #
 # **What to call outside the course.** `cupy.ascontiguousarray(a.T)` is what CuPy gives you: an
@@ -931,7 +932,12 @@ transpose.speed_table()
 # the coalescing section guessed at). cuBLAS has a transpose of its own:
 # `cupy.cublas.geam("T", "N", 1.0, a, 0.0, out, out=out)` computes `out = 1·aᵀ + 0·out`, for
 # float32 and float64 only (so no row at the int32 size), timed in the table as
-# `cupy.cublas.geam`.<!-- GPU run: read the geam row here against transpose_grouped and CuPy -->
+# `cupy.cublas.geam`. On this H100 it runs level with `transpose_grouped`, a point or less behind:
+# 95 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.cublas.geam --> of the copy
+# against 96 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped --> at
+# 8192², 96 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=cupy.cublas.geam --> against
+# 97 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_grouped --> at 16384², and
+# 2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=cupy.cublas.geam -->× CuPy at 8192².
 # For a transpose that matters, use a tiled kernel like `transpose_grouped`, cuBLAS's `geam`, or
 # a library's tensor permutation (cuTENSOR's `cutensorPermute`, which CuPy reaches through
 # `cupyx.cutensor` where cuTENSOR is installed; not measured here), rather than an elementwise
