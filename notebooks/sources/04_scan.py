@@ -461,7 +461,7 @@ scan.plot_steps_vs_work(a, b, work)
 # log2 N (10 at 1024), Brent-Kung close under 2 log2 N (19), the naive scan N − 1. Neither tree
 # wins outright: at N = 1024 Kogge-Stone takes about half Brent-Kung's steps (10 against 19) for 4.5
 # times the additions. Not half the barriers, though: Kogge-Stone's two a step make 20, as many as
-# Brent-Kung's one a step over twice the steps; only the double buffer halves them (10). Inside one
+# Brent-Kung's one a step across nearly twice the steps (19); only the double buffer halves them (10). Inside one
 # block every thread is there anyway: Kogge-Stone's extra additions fill lanes that would idle, but
 # each of its steps is a barrier every warp of the block waits at.
 #
@@ -952,8 +952,8 @@ scan.one_block_table()
 # 1.1 above it. The double buffer's lead
 # is the one difference the counts predict: half Kogge-Stone's barriers (10 against 20 at N = 1024,
 # the steps-against-work table), and every barrier is a wait for every warp of the block; its steps
-# and additions are Kogge-Stone's. Brent-Kung passes as many barriers as Kogge-Stone (20, over twice
-# the steps) for under a quarter of the additions, and takes no less. Additions cannot be what
+# and additions are Kogge-Stone's. Brent-Kung passes as many barriers as Kogge-Stone (20, across
+# nearly twice the steps: 19 against 10) for under a quarter of the additions, and takes no less. Additions cannot be what
 # these times are made of: Kogge-Stone's 9217 are 288 warp instructions on one SM, which issues
 # four a cycle, well under 0.1 µs<!-- given: model -->; steps and barriers, each a wait for every
 # warp of the block, are what the three differ in. Blelloch, with its
@@ -1001,16 +1001,23 @@ scan.plot_speed(ax, records)
 scan.pass_table()
 
 # %% [markdown]
-# Read `lookback`'s row against `scan_tiles` alone: the gap between them is what the look-back's
-# waits cost on this GPU at 2^28. Then the passes of scan-then-propagate: the two big ones, each
-# against a copy of its own bytes, say which of them keeps the whole from the half-copy speed its
-# 4N bytes allow, and the small launches of the totals what the recursion adds.
+# Read `lookback`'s row against `scan_tiles` alone: on this H100 at 2^28 the tiles scanned without
+# a look-back keep pace with the copy, 99.9 %<!-- from pass_table: % of copy @ µs=714 --> of it,
+# and `lookback` in the same run a few points below: the look-back's waits cost a few points
+# here, where the H200 of the tuning run lost about nine (below). Then the passes of
+# scan-then-propagate, each against a copy of its own bytes: the first, `scan_tiles`, is as fast
+# as the copy, and the propagate pass, `add_tile_prefix`, is not: it takes about a fifth longer
+# than the copy's 713 µs<!-- from pass_table: µs @ pass=read + write copy of 2N elements -->. So it
+# is the simplest launch, the add, that keeps the whole from the half-copy speed its 4N bytes
+# allow; the three small launches of the totals add about 1 % to the whole.
 #
 # **What to call outside the course.** CUB's `DeviceScan` is the production single pass: the same
 # decoupled look-back (Merrill and Garland wrote both), tuned by NVIDIA for each GPU generation.
 # Its rows in the table are the bar for `lookback`: the `× CUB` column says how many times faster
 # than CUB each row is (above 1: faster). On this H100 `lookback` clears it at the table's three
-# sizes, 1.07 to 1.19 times CUB's speed, and in the plot at every size; CUB reaches
+# sizes, 1.09<!-- from speed_table: × CUB @ N=2^24, kernel=lookback --> to
+# 1.19<!-- from speed_table: × CUB @ N=2^28, kernel=lookback --> times CUB's speed, and in the plot
+# at every size; CUB reaches
 # 81.9 %<!-- from speed_table: % of copy @ N=2^28, kernel=cub::DeviceScan::InclusiveSum --> of the copy
 # at 2^28. That is one build of CUB, the one CuPy 14 ships, on one GPU: not a ranking of
 # the algorithm.
@@ -1038,18 +1045,24 @@ scan.tuning_steps()
 # 88.2 %<!-- from tuning_steps: % of copy @ × cupy.cumsum=3.41 --> of the copy: there the waits cost
 # about nine points. This H100 tells another story: the same kernel reaches
 # 97.6 %<!-- from speed_table: % of copy @ N=2^28, kernel=lookback --> of the copy at 2^28 (the GPU
-# table above), which leaves no nine points to lose; at that size the waits cost little or nothing
-# the table can show, and the pass table above sets `lookback` beside `scan_tiles` alone in the
-# same run. (`docs/scan-h200.md` follows up why the H200 stays near 88 %.)
+# table above), which leaves no nine points to lose: the pass table above, which sets `lookback`
+# beside `scan_tiles` alone in the same run, puts the waits' cost here at a few points.
+# (`docs/scan-h200.md` follows up why the H200 stays near 88 %.)
 #
 # **Little's law** says why the two GPUs differ. The DRAM stays busy only if enough loads are on
 # their way at every moment: bytes in flight = bandwidth × latency. The table below computes it
 # for this device (on a GPU from the read stream and the idle DRAM latency that `course.probe`
 # measured, as `course.occupancy.bytes_needed_per_sm()` does) and for an H200 (the read stream and
 # idle latency `course.probe` measured on one, recorded in `docs/scan-h200.md`). On this H100 that
-# was 2940 GB/s<!-- given: reference --> × 350 ns ≈ 1.0 MB, some 8 KB per SM; on the H200 about
-# 1.4 MB, some 11 KB per SM: about 40 % more to keep in flight, with the same 16 KB tiles and the
-# same blocks per SM. Under load the latency grows well past the idle
+# is 2890 GB/s<!-- from little_table: GB/s @ from=measured by course.probe --> ×
+# 352<!-- from little_table: latency ns @ from=measured by course.probe --> ns ≈
+# 1.02<!-- from little_table: in flight MB @ from=measured by course.probe --> MB, some
+# 7.7<!-- from little_table: per SM KB @ from=measured by course.probe --> KB per SM; on the H200,
+# 4181 GB/s<!-- from little_table: GB/s @ GPU=H200 (recorded) --> ×
+# 340<!-- from little_table: latency ns @ GPU=H200 (recorded) --> ns ≈
+# 1.42<!-- from little_table: in flight MB @ GPU=H200 (recorded) --> MB, some
+# 10.8<!-- from little_table: per SM KB @ GPU=H200 (recorded) --> KB per SM: about 40 % more to
+# keep in flight, with the same 16 KB tiles and the same blocks per SM. Under load the latency grows well past the idle
 # pointer chase, so an SM needs more than that. A block loads its 16 KB tile at once, then scans it
 # and looks back, and while it waits it holds its registers and has nothing in flight: a GPU that
 # needs more in flight feels each wait more. So the H200's steps are (1) cheaper
