@@ -512,7 +512,7 @@ print(reduction.run("reduce6", x) == reduction.reference(x))
 # An SM has four warp schedulers, and each issues at most one warp instruction a cycle. So the
 # whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on this H100:
 # 132 SMs at 1.98 GHz, the clock the driver reports (`cudaDevAttrClockRate`) and the one Nsight
-# Compute measured while kernels 3 to 7 ran (1.978 GHz: `scripts/gpu_facts_reduction.py`, whose H100 report is
+# Compute measured while kernels 3 to 7 ran (1.99 GHz: `scripts/gpu_facts_reduction.py`, whose H100 report is
 # `docs/notes/reduction-gpu-facts.md`). A kernel that must issue `I` warp
 # instructions per element takes at least `I × N / 1.05e12` seconds: its **issue floor**. The table
 # computes it from the device (its SMs, and its clock: the GPU's on a GPU, the device model's on
@@ -580,8 +580,10 @@ reduction.g80_floor()
 # its own, and kernel 6 161 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce6 -->
 # against 82.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce6 --> (the timing
 # table at the end): twice the blocks, twice the time, though the extra half loads nothing. The
-# issue table's last two columns make the same control at each kernel's own grid: a wave of blocks
-# costs about the same whether its threads load none, one or two elements.
+# issue table's last two columns make the same control at the own grids of kernels 3 to 6: a wave of
+# their blocks costs about the same whether its threads load none, one or two elements. Kernel 7's
+# row is the contrast: its one wave with nothing to load takes about a tenth of its time with data,
+# for its time is its loads.
 #
 # So for kernels 3 to 6 neither the DRAM round trip nor the bytes a wave carries set the time; the
 # number of blocks does. Every block pays a fixed price: it is launched onto an SM, stores its
@@ -605,7 +607,7 @@ reduction.g80_floor()
 reduction.littles_law()
 
 # %% [markdown]
-# On this run's H100 that is about 1 MB in flight for the whole GPU, some 7.8 KB per SM. It is a
+# On this run's H100 that is about 1 MB in flight for the whole GPU, some 7.7 KB per SM. It is a
 # floor: under load the latency grows (the latency table below).
 #
 # ### Occupancy: how many blocks an SM holds
@@ -939,7 +941,7 @@ table
 # "three plateaus" (三个台阶). Its column shows them: at 32 M, kernel 1 takes
 # 298 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce1 -->, kernel 2
 # 220 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce2 --> (no divergence), and
-# kernels 3 to 7 all sit at 162 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce5 -->
+# kernels 3 to 7 all sit at 161 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce6 -->
 # to 165 µs<!-- from article_table: article µs @ N=33554432, kernel=reduce4 --> (no conflicts; 4 M
 # shows the same). The third plateau is the article's launch, not the kernels: with N / 128 blocks,
 # half the blocks of kernels 4 to 7 have nothing to add and kernel 7's loop never loops, and every
@@ -955,11 +957,15 @@ table
 # (13.8 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce6 --> to
 # 10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->). That jump is the
 # climax of Harris's deck, and the article's table never shows it. The `cupy.sum (generic)` rows
-# are slower than the fixed kernel 7 at 4 M and 32 M: kernel 7's block sums take less time than
-# the generic kernel's whole sum, and its second pass, over 2112 block sums, adds a few
-# microseconds (`scripts/gpu_facts_reduction.py` times the whole sums side by side). Outside the
-# course, call `DeviceReduce` on a type it sums without promotion (the plot below), or widen the
-# input first.
+# take longer than the fixed kernel 7's, but they are a whole sum and kernel 7's are its block
+# sums: its second pass, over 2112 block sums, is one more small launch, a few microseconds (the
+# size of the launch-bound 131 072 rows; no cell times it alone). At 32 M that leaves kernel 7's
+# whole sum ahead of the generic kernel's (51.3 µs<!-- from article_table: fixed µs @ N=33554432, kernel=reduce7 -->
+# against 65.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=cupy.sum (generic) -->); at 4 M
+# the second pass may take the whole gap (10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->
+# against 13.8 µs<!-- from article_table: fixed µs @ N=4194304, kernel=cupy.sum (generic) -->).
+# Outside the course, call `DeviceReduce` on a type it sums without promotion (the plot below), or
+# widen the input first.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
