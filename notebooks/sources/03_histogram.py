@@ -252,7 +252,7 @@ histogram.global_atomics_timing()
 # is in one line however far apart the others are) and makes uniform bytes several times faster
 # on this H100: on uniform bytes the eight lines, not global atomics as such, were `hist1`'s limit.
 # On all-equal bytes the queue is one word's, and only fewer atomics help: that is what `hist1_agg`
-# does, some thirty times faster than `hist1` there, and less than a tenth faster on uniform bytes.
+# does, some thirty times faster than `hist1` there, and hardly faster on uniform bytes.
 # How much each change gains is this GPU's.
 #
 # **Where the bins land.** `hist1`'s time on uniform bytes also depends on its allocation.
@@ -466,7 +466,7 @@ course.device().describe()
 # %% [markdown]
 # On a GPU the course measures both with `course.probe`: the **DRAM read stream** (bandwidth) and
 # the **DRAM latency** (a pointer chase on an idle memory). The H100 this notebook was run on gave
-# about 350 ns and 2940 GB/s<!-- given: reference -->: about 1 MB in flight, some 7.8 KB per SM.
+# about 350 ns and 2.9 TB/s<!-- given: reference -->: about 1 MB in flight, some 7.7 KB per SM.
 # On the emulator there is no GPU to measure: its model takes the datasheet peak and 600 ns, so
 # it asks for about twice as many bytes per SM. Either way it is a floor: a memory under load
 # answers later than an idle one. The trace shows how many bytes a thread of each kernel loads before it needs them (its first
@@ -529,7 +529,7 @@ histogram.article_timing()
 # article's kernel keeps so few bytes in flight that its time grows as the GPU has fewer SMs (the
 # launch and grid tables above), so on the article's unknown GPU the kernel may have been a much
 # larger share of its 29.22 ms<!-- given: article -->; the table cannot say. Kernel against kernel,
-# the article's shared-memory version is ten or more times faster than its global-atomic one
+# the article's shared-memory version is some ten times faster than its global-atomic one
 # (whose uniform time depends on where its bins land, as above), and
 # `hist5_lanes`, below, tens of times faster again.
 #
@@ -957,11 +957,11 @@ table
 # `hist2_article` runs the same counting as `hist2` many times slower: its launch (blocks = SMs of
 # 256) is the difference, not its code (the grid table above runs it with a full wave at `hist2`'s
 # speed). `hist1` and `hist1_article` are the slowest on every kind of data, and all-equal bytes
-# slow them most, several times their uniform time (one word, one line in L2; how many times
+# slow them most, a few times their uniform time (one word, one line in L2; how many times
 # depends on where the uniform run's bins landed, as the section after the contention pictures
 # showed). `hist1_agg`,
 # whose lanes agree, cuts `hist1`'s all-equal time some thirty-fold, its skewed and real times
-# about two-fold, and its uniform time by less than a tenth. Agreement pays where many lanes queue
+# about two-fold, and its uniform time by little. Agreement pays where many lanes queue
 # on one global word and gains little where they do not; in shared memory (`hist4_warp_agg`) it
 # costs everywhere.
 #
@@ -972,10 +972,11 @@ table
 # counters). Like `hist3_vec` it privatises per block in shared memory, with tuned loads; unlike the
 # course's kernels it takes any number of bins, any key type, ranges and several channels. Compare
 # its row with `hist5_lanes` and `hist3_vec` on each kind of data: the difference is what a general
-# kernel costs against kernels written for 256 bins of bytes, and it is up to about two times,
-# not an order of magnitude (on an H200, `scripts/gpu_facts_cub.py` put the course's best ahead of
-# this build by 1.2 to 1.9 times from 2^22 to 2^28 bytes, most on uniform bytes at 2^28:
-# `docs/benchmarks/cub-histogram-h200.md`).
+# kernel costs against kernels written for 256 bins of bytes. On this H100 CUB takes about one and
+# a half times the course's best time on uniform bytes and about a tenth more than it on the other
+# three kinds: not an order of magnitude. (On an H200, `scripts/gpu_facts_cub.py` put the course's
+# best ahead of this build by 1.2 to 1.9 times from 2^22 to 2^28 bytes, most on uniform bytes at
+# 2^28: `docs/benchmarks/cub-histogram-h200.md`.)
 #
 # The counter width matters more than the generality. `cupy.bincount` returns 64-bit counts, and
 # when CuPy's CUB accelerator is on (`CUPY_ACCELERATORS=cub`, CuPy 14's default) it makes the same
@@ -986,7 +987,10 @@ table
 # `scripts/gpu_facts_cub.py` prints both builds' shared atomics and times CUB three ways (CuPy's,
 # nvcc with 32-bit and with 64-bit counters): on the H200 both 64-bit builds took the same time,
 # 3 to 22 times the 32-bit build's, most where many lanes collide (all-equal bytes): the counters,
-# not the way CuPy built CUB, make the difference. Before
+# not the way CuPy built CUB, make the difference. On this H100, `scripts/gpu_facts_histogram.py`
+# timed CuPy's 64-bit call (through `cupy.histogram`) on 2^28 bytes at about 1.1 ms<!-- given: reference -->
+# on uniform and 1.7 ms<!-- given: reference --> on all-equal bytes
+# (`docs/notes/histogram-gpu-facts.md`): some 8 and 17 times the 32-bit row above. Before
 # that call, in CuPy's source, `cupy.bincount` also checks `(x < 0).any()` and takes
 # `int(cupy.max(x))`: more passes over the input, each ending in a wait for the host, and the
 # timing includes them. Read `cupy.bincount`'s row against CUB's as both costs, the 64-bit counters
@@ -1012,12 +1016,12 @@ histogram.plot_speed(ax, records)
 # %% [markdown]
 # Each colour is a kernel, each line style and marker a kind of data (solid with dots: uniform;
 # dotted with open squares: all-equal), so where a kernel's two lines coincide a dot sits inside
-# a square. Below about 2^20 bytes every kernel takes a few microseconds, the time of a launch;
-# these points say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both
+# a square. Below about 2^20 bytes the course's kernels, CUB and the copy take a few microseconds,
+# the time of a launch; these points say nothing about the kernels. From 2^26 on `hist5_lanes` follows the copy on both
 # kinds of data, `hist3_vec` only on all-equal bytes, and `hist2` stays far below, short of bytes
 # in flight. Follow CUB's lines against `hist5_lanes` and `hist3_vec` across N, and
 # `cupy.bincount`'s below CUB's: the table at 2^28 is one slice of this picture. The full sweep and
-# the course's goals are in `docs/benchmarks/`.
+# the course's goals, measured on an H200, are in `docs/benchmarks/nvidia-h200.md`.
 
 # %% [markdown]
 # ## Summary
@@ -1043,10 +1047,11 @@ histogram.plot_speed(ax, records)
 #   shared memory (4096 bins), per-lane copies no longer fit, and a plain shared atomic beats one
 #   with agreement.
 # - **Outside the course, call CUB's `DeviceHistogram::HistogramEven` with 32-bit counters**: a
-#   general kernel, for any bins and key types, behind the course's 256-bin kernels by up to about
-#   two times. The counter width matters more than generality: `cupy.bincount` calls the same CUB
-#   with 64-bit counters, which CUB's private shared-memory copies update with a compare-and-swap
-#   loop, several times slower.
+#   general kernel, for any bins and key types, behind the course's 256-bin kernels by less than
+#   two times (about one and a half at most on this H100, up to 1.9 on an H200). The counter width
+#   matters more than generality: `cupy.bincount` calls the same CUB with 64-bit counters, which
+#   CUB's private shared-memory copies update with a compare-and-swap loop, several times slower
+#   (3 to 22 times on an H200; 8 and 17 on this H100 at 2^28 bytes).
 # - The article's code clears one bin of 256 with `cudaMemset(d_hist, 0, sizeof(int))`, indexes
 #   with `int`, assumes 256 threads per block (128 drop half the bins, 512 write past the shared
 #   array), launches one block per SM where its text says two, draws bytes that almost never hit
