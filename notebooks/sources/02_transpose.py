@@ -480,9 +480,10 @@ transpose.bank_table()
 # %% [markdown]
 # The padding cures the 32 × 32 block, but not every block. With 32 × 8 a warp reads 8 rows of
 # 4 columns: word `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the
-# sums 0 … 10 take up to 4 words each: 4-way. (The comment in the source above says which shapes
-# the padding does cure; exercise 3 puts that to work.) The kernels below fix the 32 × 8 block by
-# keeping the tile square.
+# sums 0 … 10 take up to 4 words each: 4-way. (The comment in the source above says for which
+# shapes the padding cures the column read; the stores along a tile row are a count of their own,
+# and exercise 3 puts both to work.) The kernels below fix the 32 × 8 block by keeping the tile
+# square.
 
 # %% [markdown]
 # **Exercise 3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
