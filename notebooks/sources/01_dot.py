@@ -511,18 +511,21 @@ dot.launch_text("dot3", a, b)
 dot.article_timings()
 
 # %% [markdown]
-# On a GPU the kernels take microseconds and the host's part about a tenth of a millisecond: the
+# On a GPU the kernels take microseconds and the host's part under a tenth of a millisecond: the
 # article's milliseconds were CUDA's start-up, and its comparison of 108 against
 # 90 ms<!-- given: article --> says nothing about the kernels. dot1_article is the longest, at
 # 42.3 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
 # 1024 additions as such: under the article's launch at 2²⁸ (timing section) 1 048 576 blocks of
 # dot1 run 1056 at a time in about a millisecond, so a block, its chain of 256 float adds
-# included, lives about a microsecond, and 1024 such adds take a few µs. Most of the rest comes
-# from two things of the article's code: the `int` accumulator puts two conversions into every
-# step of the chain (add in float, convert to int, convert back for the next add: three dependent
-# instructions per product instead of one), and the device `printf` at the end. The `int` bug costs
-# time as well as accuracy. The timing section below measures the kernels at sizes where they
-# matter.
+# included, lives about a microsecond, and 1024 such adds take a few µs. The rest is two things of
+# the article's code, timed apart on this H100 by `scripts/gpu_facts_dot.py` (step 7): the device
+# `printf` at the end, more than half of it (without the printf the kernel takes
+# 18.8 µs<!-- given: reference -->), and the `int` accumulator, which puts two conversions into
+# every step of the chain (add in float, convert to int, convert back for the next add: three
+# dependent instructions per product instead of one): dot1 in one block of 1024, the same chain in
+# float, takes 7.4 µs<!-- given: reference -->, of which about 3 µs<!-- given: reference --> is any
+# launch's floor. The `int` bug costs time as well as accuracy. The timing section below measures
+# the kernels at sizes where they matter.
 #
 # ## Beyond the article
 #
@@ -636,9 +639,9 @@ dot.draw_atomic_orders(ax, orders)
 # The same 256 numbers give 30 different float32 answers depending on the order: a spread of about
 # 30 spacings, a relative spread of about 2·10⁻⁶ here. On a GPU the order is not yours to choose.
 # This cell runs every version five times on one pair of random vectors of 2²⁴ and counts the
-# different answers. On the H100 this notebook ran on, every version that adds with atomics gave four
-# or five (dot2, dot_shfl, dot_vec4, and dot_f64 in its float64 bits), and dot1, dot3,
-# dot_compensated and `cupy.dot` one:
+# different answers. On the H100 this notebook ran on, every version that adds with atomics gave a
+# different answer on nearly every run (dot2, dot_shfl, dot_vec4, and dot_f64 in its float64 bits),
+# and dot1, dot3, dot_compensated and the library's two dots, `cupy.dot` and `cupy.cublas.dot`, one:
 
 # %% tags=["nbval-ignore-output"]
 dot.repeat_table()
@@ -703,8 +706,9 @@ dot.draw_errors(ax)
 # all end in a tree: dot3 does (a tree per block, then `dot_sum_partials`), but dot2 ends with
 # one atomic per thread on each word of c, and dot_shfl and dot_vec4 add their block sums into one
 # float32 word one atomic after another: a short running sum again, of 1056 terms at one wave. On
-# a GPU, dot_vec4's points against dot3's show what that tail costs (and the error table below
-# measures it over 20 seeds at 2²⁴); on the emulator the grids are small and the tail is short.
+# a GPU, dot_vec4's points and dot3's, three seeds each, are too few to show what that tail costs:
+# on the H100 this notebook ran on they fall on either side of each other. The error table below
+# measures it over 20 seeds at 2²⁴. On the emulator the grids are small and the tail is short.
 # The points scatter around their lines by up to a factor of ten: each is a median of 3 seeds, and
 # a handful of roundings decides the error. Errors of exactly 0 (the answer came out exact) are
 # drawn on the labelled line at the bottom.
@@ -743,8 +747,9 @@ dot.struct_source("Wide", "Compensated")
 source.show("dot.cu", "dot_f64", "dot_compensated")
 
 # %% [markdown]
-# Their errors in the plot are about 10⁻¹⁶ (dot_f64) and 10⁻¹⁴ (dot_compensated): millions of times
-# smaller than any float32 answer or more, and both answer in float64 (rounding to float32 would
+# Their kernels' points in the plot lie between about 10⁻¹⁶ and 10⁻¹⁵ (dot_f64) and between 10⁻¹⁴
+# and 10⁻¹³ (dot_compensated): millions of times smaller than any float32 answer or more, and both
+# answer in float64 (rounding to float32 would
 # throw that away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
 # on the H100 this notebook ran on, all three 16-byte versions read at about the same speed (timing
 # section). On a GPU,
@@ -758,8 +763,10 @@ dot.error_table()
 
 # %% [markdown]
 # On the H100 this notebook ran on, `cupy.dot`'s median error at 2²⁴ is about 1.5·10⁻⁷, smaller
-# than every float32 version's here; those lie between 2·10⁻⁷ (dot3) and
-# 10⁻⁶ (dot_shfl). So `dot_vec4` misses its goal of matching `cupy.dot`, for two reasons. Its
+# than every other float32 answer's here: cuBLAS's is about 1.9·10⁻⁷, and the course's float32
+# kernels lie between about 2·10⁻⁷ and 6·10⁻⁷, those that end in a fixed-order tree (dot1, dot3)
+# at the low end and those that end in atomics (dot2, dot_shfl, dot_vec4) at the high end. So
+# `dot_vec4` misses its goal of matching `cupy.dot`, for two reasons. Its
 # 1056 block sums meet in one float32 word, one atomic after another: a running sum again. And
 # before that each of its threads adds about 62 products in a running sum of its own, where
 # `cupy.dot`'s reduction leaves 16 to each thread. dot3 has no atomic tail (a tree per block, then
@@ -834,7 +841,7 @@ dot.launch_table()
 # 45 µs<!-- given: reference --> (dot1) of issue, against the
 # 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> and
 # 74.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> measured, and the ratio
-# of the counts (1.40) is larger than that of the times (1.14). Neither kernel is limited by
+# of the counts (1.40) is larger than that of the times (under 1.2). Neither kernel is limited by
 # issuing instructions. dot1's time is its chain of dependent adds in one lane; dot3's includes its
 # warps waiting at barriers (Nsight Compute's barrier stalls per issued instruction: 2.38 for dot3,
 # 1.06 for dot1). Neither gets past about two thirds of the copy, because neither spreads that cost
@@ -846,19 +853,21 @@ dot.launch_table()
 # **How many blocks?** A load from DRAM takes hundreds of nanoseconds. To keep the memory busy,
 # each SM must always have enough loads on their way: by Little's law, bytes in flight = bandwidth ×
 # latency. On this H100 `course.probe` measured a read stream of
-# 2940 GB/s<!-- given: reference --> and a DRAM latency of 350 ns (an idle pointer chase;
+# 2890 GB/s<!-- given: reference --> and a DRAM latency of about 350 ns (an idle pointer chase;
 # `course.device().describe()` says where each figure comes from): about 1 MB in flight for the
-# GPU, or about 7.8 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
+# GPU, or about 7.7 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
 # for the reduction). The probe's read stream (one simple read kernel) is a floor, not a ceiling:
 # dot_vec4 in the table below reads faster, up to
-# 3110 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 -->. Each thread of dot_vec4 keeps 2 × 2 loads of 16 bytes in flight; the table
+# 3110 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 --> (and faster in one run beside the
+# probe: `scripts/gpu_facts_dot.py`, step 9). Each thread of dot_vec4 keeps 2 × 2 loads of 16
+# bytes in flight; the table
 # times it with 1, 2, 4 and 8 blocks of 256 per SM, at N = 2²⁸:
 
 # %% tags=["nbval-ignore-output"]
 dot.wave_table()
 
 # %% [markdown]
-# One block per SM (16 KB in flight per SM, twice Little's 7.8 KB) reaches only
+# One block per SM (16 KB in flight per SM, twice Little's 7.7 KB) reaches only
 # 89.5 %<!-- from wave_table: % of copy @ blocks per SM=1 --> of the copy; two (32 KB)
 # 102 %<!-- from wave_table: % of copy @ blocks per SM=2 -->, four
 # 103 %<!-- from wave_table: % of copy @ blocks per SM=4 --> and eight about the same: past two
@@ -930,16 +939,22 @@ dot.speed_table(records, 2**28)
 # in a fixed order, with no atomics, as in dot3.
 #
 # cuBLAS's `cublasSdot` is what a CUDA C++ program would call, and CuPy reaches it as
-# `cupy.cublas.dot(a, b)` (`cupy/cublas.py`): one library call with no temporary of N products,
-# so it need read a and b only once, as the course's kernels do (`scripts/gpu_facts_dot.py` lists
-# the kernels it launches and the bytes they read and write). It is the `cupy.cublas.dot` row of
-# the speed, error and repeat tables above, timed in the same runs: read its row against
-# cupy.dot's (twice the bytes) and dot_vec4's (the same bytes).
+# `cupy.cublas.dot(a, b)` (`cupy/cublas.py`): one library call with no temporary of N products.
+# Nsight Compute on this H100 (`scripts/gpu_facts_dot.py`, step 8) shows two kernels: `dot_kernel`
+# (2112 blocks of 128), which reads a and b once, 8 bytes per element, as the course's kernels do,
+# and `reduce_1Block_kernel`, one block that adds its block sums. Its rows in the tables above,
+# timed in the same runs, say what that buys: at 2²⁸ it reaches
+# 102 %<!-- from speed_table: % of copy @ kernel=cupy.cublas.dot --> of the copy, level with
+# dot_vec4's 103 %<!-- from speed_table: % of copy @ kernel=dot_vec4 --> and
+# 2.33×<!-- from speed_table: × cupy.dot @ kernel=cupy.cublas.dot --> as fast as cupy.dot (in the
+# plot it stays a little below dot_vec4 at 2²² and 2²⁴), its median error at 2²⁴, about 1.9·10⁻⁷,
+# is close to cupy.dot's, and it gives the same bits on every run.
 #
-# So: call `cupy.dot` when you want a float32 answer that is accurate and repeats, and
-# `cupy.cublas.dot` when you want the library's single pass over a and b (its rows above say how
-# fast and how accurate it is here). When a dot product of large float32 vectors is the bottleneck
-# and you write the kernel, a one-wave grid-stride loop with 16-byte loads (dot_vec4 here) reads
+# So: call `cupy.cublas.dot` for a float32 dot product: one pass over a and b at about the copy's
+# speed, an error close to `cupy.dot`'s, and the same bits every run; `cupy.dot` on two 1-D float32
+# arrays gives about the same answer in more than twice the time. When the float32 error itself is
+# the problem, write the kernel: a one-wave grid-stride loop with 16-byte loads (dot_vec4 here)
+# reads as fast as cuBLAS,
 # 2.34×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
 # a and b once and writes nothing, and `dot_compensated` keeps that speed with an answer millions
 # of times more accurate that also repeats.
@@ -964,8 +979,10 @@ dot.speed_table(records, 2**28)
 #   then CUB's reduction: it moves twice the bytes of a fused dot product and reaches under half of
 #   the copy's speed, but its short per-thread sums and trees make it more accurate than every
 #   float32 version here, and its fixed order repeats its bits. cuBLAS's own dot,
-#   `cupy.cublas.dot`, is one pass over a and b, timed beside it. A one-wave loop of 16-byte loads reads more
-#   than twice as fast, and with a compensated accumulator it is far more accurate and repeats too.
+#   `cupy.cublas.dot`, is one pass over a and b: here as fast as the course's best kernel, about as
+#   accurate as cupy.dot, and it repeats. A one-wave loop of 16-byte loads reads as fast as cuBLAS
+#   (more than twice as fast as cupy.dot), and with a compensated accumulator it is far more
+#   accurate and repeats too.
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that
 #   launches the wrong kernel, and timings of CUDA's start-up rather than of the kernels.
