@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import backend, emulator, gpu, progress
-from .errors import CourseError
+from .errors import CourseError, InstructionBudgetExceeded
 
 Dim3 = tuple[int, int, int]
 CASE_BUDGET = 200_000  # scheduler steps a case may take before it is called an endless loop (seconds)
@@ -199,6 +199,9 @@ class KernelExercise(Exercise):
     options: tuple[str, ...] = ()
     timing: Callable[[gpu.Kernel], list[str]] | None = None  # GPU only: lines comparing speeds
     draw: Callable[[Any, gpu.Kernel], Any] | None = None  # (figure, kernel) -> the learner's kernel drawn
+    # this exercise's words for what went wrong: a failing verdict's lines -> the lines shown (the
+    # checker's advice is written for any kernel; an exercise can say what it means here)
+    explain: Callable[[list[str]], list[str]] | None = None
 
     def compile(self, source: str) -> gpu.Kernel:
         """The learner's kernel, compiled for the emulator (CompileError or KeyError if it is not there)."""
@@ -220,9 +223,8 @@ class KernelExercise(Exercise):
         for i, case in enumerate(cases):
             problem = run_case(k, case, self.targets)
             if problem:
-                return Verdict(
-                    False, [f"{case.label}: {problem}", f"({i} of {len(cases)} cases passed before this one)"]
-                )
+                lines = [f"{case.label}: {problem}", f"({i} of {len(cases)} cases passed before this one)"]
+                return Verdict(False, self.explain(lines) if self.explain else lines)
         lines = [f"all {len(cases)} cases right"] + [f"target met: {t.name}" for t in self.targets]
         if self.timing is not None and backend.device().backend == "cupy":
             lines += self.timing(k)
@@ -265,6 +267,9 @@ def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
             findings, trace = k.inspect(
                 case.grid, case.block, args, shared_mem=case.shared_mem, budget=CASE_BUDGET
             )
+        except InstructionBudgetExceeded as exc:  # a case is small: its endless loop is a bug, not a budget
+            said = str(exc).split(". For a long but correct kernel")[0]
+            return f"{type(exc).__name__}: {first_lines(said)}. A case here is small: a loop that never ends is the bug"
         except CourseError as exc:
             return f"{type(exc).__name__}: {first_lines(str(exc))}"
         if findings:

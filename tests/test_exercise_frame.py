@@ -284,7 +284,10 @@ def test_grid_form_takes_whole_block_counts(blocks: Any) -> None:
 
 @pytest.mark.parametrize("blocks", [0, -1, 2**31, True, 2.0, "4", None, (4,)])
 def test_grid_form_refuses_what_is_not_a_block_count(blocks: Any) -> None:
-    assert exercises.grid_form(blocks) == f"a grid is a number of blocks (a whole number: an int) from 1 to 2^31 - 1; got {blocks!r}"
+    assert (
+        exercises.grid_form(blocks)
+        == f"a grid is a number of blocks (a whole number: an int) from 1 to 2^31 - 1; got {blocks!r}"
+    )
 
 
 def test_a_timed_choice_passes_within_its_tolerance_of_the_fastest() -> None:
@@ -337,3 +340,24 @@ def test_the_timing_runs_on_a_gpu_only(emulator_backend: course.Device) -> None:
     ex = kernel_exercise(timing=lambda k: timed.append(k.name) or ["on a GPU: 1000 GB/s"])
     v = ex.check(ADD_ONE)
     assert v.ok and timed == [] and v.lines == ["all 4 cases right"]  # the emulator times nothing
+
+
+def test_an_endless_loop_in_a_case_is_called_the_bug_not_a_budget(emulator_backend: course.Device) -> None:
+    endless = ADD_ONE.replace("if (i < n) y[i] = x[i] + 1.0f;", "while (i < n) y[i] = x[i] + 1.0f;")
+    v = kernel_exercise().check(endless)
+    text = str(v)
+    assert not v.ok and "a loop that never ends is the bug" in text
+    assert "budget=" not in text and "set_budget" not in text  # no advice to let it run longer
+
+
+def test_explain_gives_a_failing_verdict_the_exercises_own_words(emulator_backend: course.Device) -> None:
+    seen: list[list[str]] = []
+
+    def explain(lines: list[str]) -> list[str]:
+        seen.append(lines)
+        return [*lines, "here: y has n elements"]
+
+    wrong = ADD_ONE.replace("if (i < n)", "if (i <= n)")
+    v = kernel_exercise(explain=explain).check(wrong)
+    assert not v.ok and "here: y has n elements" in v.lines and "the checker found a bug" in v.lines[0]
+    assert kernel_exercise(explain=explain).check(ADD_ONE).ok and len(seen) == 1  # a pass is not explained

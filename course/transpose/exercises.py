@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -300,31 +299,22 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     )
 
 
-@dataclass(eq=False)
-class RuledKernelExercise(KernelExercise):
-    """A kernel exercise whose own rule follows any finding of the checker: the checker's advice
-    is written for every kernel (a race: an atomic, or one element per block), this kernel's is not."""
-
-    checker_rule: str = ""
-
-    def grade(self, answer: Any) -> Verdict:
-        verdict = super().grade(answer)
-        if (
-            not verdict.ok
-            and self.checker_rule
-            and any("the checker found a bug" in ln for ln in verdict.lines)
-        ):
-            verdict.lines.insert(1, f"in this exercise: {self.checker_rule}")
-        return verdict
-
-
 STORE_RULE = (
     "the advice above is the checker's, for any kernel. Here every element of out has one writer by design, so "
     "an out-of-bounds store or a race means the store's test lets through an element it should not write. "
     "Rule: a store tests the element of out it writes, its row and its column each against out's own bounds"
 )
 
-store = RuledKernelExercise(
+
+def _after_the_checker(rule: str) -> Callable[[list[str]], list[str]]:
+    """The checker's advice is written for any kernel; this exercise's rule follows it."""
+    return lambda lines: (
+        [lines[0], f"in this exercise: {rule}", *lines[1:]]
+        if any("the checker found a bug" in ln for ln in lines) else lines
+    )  # fmt: skip
+
+
+store = KernelExercise(
     key="transpose.store",
     title="fix the store's bounds test on a 64 × 32 tile",
     kernel="transpose_mine",
@@ -334,7 +324,7 @@ store = RuledKernelExercise(
     targets=(coalesced(),),
     timing=_speed(STORE_TILE),
     draw=_draw_store,
-    checker_rule=STORE_RULE,
+    explain=_after_the_checker(STORE_RULE),
     hints=(
         "run transpose.exercises.store.show(mine): which elements of out does the bottom-right block "
         "store, and which should it?",
