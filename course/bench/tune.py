@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import occupancy
 from ..arrays import asnumpy, is_cupy_array
 from ..backend import device
 from .records import environment, gbps, pct_of_copy, x_cupy
@@ -282,19 +283,17 @@ def table(rows: Sequence[Row], builtin_name: str, top: int = 0) -> str:
 def occupancy_columns(kernel: Any, block: Any, dynamic_shared: int = 0) -> dict[str, Any]:
     """Registers per thread and blocks one SM holds (course.occupancy: the driver's count on a GPU),
     and on a GPU the bytes of local memory a thread spills to. A diagnostic: None where it fails."""
-    from .. import occupancy
-
+    out: dict[str, Any] = {"registers": None, "blocks_per_sm": None}
     try:
         occ = occupancy.occupancy(kernel, block, dynamic_shared)
+        out.update(registers=occ.registers, blocks_per_sm=occ.blocks)
+        if device().backend == "cupy":
+            name = kernel.name if kernel.name in kernel.module.name_expressions else kernel.ptx_name
+            out["spill_bytes"] = int(
+                kernel.module.cupy_module().get_function(name).attributes["local_size_bytes"]
+            )
     except Exception as exc:  # a column, not worth failing a sweep over
         print(f"(no occupancy for {kernel.name}: {exc})", file=sys.stderr)
-        return {"registers": None, "blocks_per_sm": None}
-    out: dict[str, Any] = {"registers": occ.registers, "blocks_per_sm": occ.blocks}
-    if device().backend == "cupy":
-        name = kernel.name if kernel.name in kernel.module.name_expressions else kernel.ptx_name
-        out["spill_bytes"] = int(
-            kernel.module.cupy_module().get_function(name).attributes["local_size_bytes"]
-        )
     return out
 
 
