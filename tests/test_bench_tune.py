@@ -5,6 +5,7 @@ nothing timed). Timing is a GPU's: the test marked `gpu` times the made-up sweep
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -163,6 +165,32 @@ def test_a_stage_is_a_list_of_configurations_or_a_run_of_its_own() -> None:
             Stage("s", **kw)
 
 
+def test_timed_the_best_so_far_is_the_fastest_and_the_rows_compare_with_the_copy(
+    emulator_backend, monkeypatch, tmp_path
+) -> None:
+    """The timed path with a made-up clock (the kernels run on the emulator): each timing is faster
+    than the one before, the copy takes 2 ms and the built-in 4 ms."""
+    clock = iter(range(100, 0, -1))
+    monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [2.0] * runs)
+    monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 100] * runs)
+    spec = dataclasses.replace(
+        toy_spec(), data=lambda n: dataclasses.replace(toy_data(n), builtin=lambda s: None)
+    )
+    sweep = tune.tune(spec, sizes=(256,), runs=20, out=tmp_path)
+    assert not sweep.dry
+    first, *others = sweep.of("blocks")
+    assert not first.correct and first.ms is None  # wrong: not timed
+    assert [r.ms for r in others] == [0.99, 0.98, 0.97]  # the built-in took the first tick (4 ms: 1.00)
+    assert [r.config for r in sweep.of("grids")] == [Toy(128, 1), Toy(128, 2)]  # from the fastest, Toy(128)
+    fast = others[-1]
+    assert fast.gbps == pytest.approx(2 * 4 * 256 / (0.97 * 1e6))
+    assert fast.pct_of_copy == pytest.approx(100 * 2.0 / 0.97) and fast.x_builtin == pytest.approx(1.0 / 0.97)
+    doc = json.loads((tmp_path / "tune_toy.json").read_text())
+    assert doc["inputs"]["N=256"] == {"bytes": 2048, "copy_ms": 2.0, "builtin_ms": 1.0, "n": 256}
+    assert doc["dry_run"] is False and doc["rows"][1]["ms"] == 0.99
+
+
 @pytest.mark.gpu
 def test_on_a_gpu_the_right_configurations_are_timed_beside_the_copy(cupy_backend, tmp_path) -> None:
     sweep = tune.tune(toy_spec(), sizes=(2**22,), runs=20, out=tmp_path, stages=["blocks"])
@@ -170,7 +198,7 @@ def test_on_a_gpu_the_right_configurations_are_timed_beside_the_copy(cupy_backen
         assert (r.ms is not None) == r.correct
     timed = [r for r in sweep.rows if r.correct]
     assert all(r.ms and r.ms > 0 and r.pct_of_copy and r.pct_of_copy > 0 for r in timed)
-    assert json.loads((tmp_path / "tune_toy.json").read_text())["inputs"]["N=4194304"]["copy_ms"] > 0
+    assert json.loads((tmp_path / "tune_toy_blocks.json").read_text())["inputs"]["N=4194304"]["copy_ms"] > 0
 
 
 # ---------------------------------------------------------------- each topic's sweep, dry
@@ -252,6 +280,39 @@ def test_transpose_dry_run_runs_stage_two_from_the_best_of_stage_one(dry_runs) -
     second = {r.config for r in sweep.of("stage2")}
     assert len(second) == tuning.STAGE2_BEST * len(tuning.GROUPS)
     assert {r.data for r in sweep.of("stage2")} == {"96x128 float32", "128x64 float32"}
+
+
+def test_transpose_timed_takes_stage_two_from_the_best_mean_and_judges_each_size(
+    emulator_backend, monkeypatch
+) -> None:
+    """Stage 2 and the verdict on timed rows, with a made-up clock (each timing faster than the last)."""
+    from course.transpose import tuning
+
+    clock = iter(range(10_000, 0, -1))
+    monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [2.0] * runs)
+    monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 1000] * runs)
+    data = tuning.TUNING.data
+    spec = dataclasses.replace(
+        tuning.TUNING, data=lambda k: dataclasses.replace(data(k), builtin=lambda s: None)
+    )
+    sweep = tune.tune(spec, sizes=tuning.DRY_SIZES)
+    floats = {"96x128 float32", "128x64 float32"}
+    pcts: dict[Any, list[float]] = {}
+    for r in sweep.of("stage1"):
+        if r.config.version == "transpose_vec" and r.data in floats:
+            pcts.setdefault(r.config, []).append(r.pct_of_copy)
+    best = sorted(pcts, key=lambda c: -float(np.mean(pcts[c])))[: tuning.STAGE2_BEST]
+    assert list(dict.fromkeys((r.config.tile, r.config.rows, r.config.vec) for r in sweep.of("stage2"))) == [
+        (c.tile, c.rows, c.vec) for c in best
+    ]
+    verdict = sweep.results["verdict"]
+    for label in ("70x45 int32", *floats):
+        fastest = min(
+            (r for r in sweep.rows if r.data == label and r.config.version != "copy"), key=lambda r: r.ms
+        )
+        assert verdict[label]["config"] == fastest.label
+    assert not any(v["met"] for v in verdict.values())  # ~10 ms against a 2 ms copy: ~20 % of it
 
 
 def test_transpose_beyond_runs_its_candidates_from_the_extra_source(emulator_backend) -> None:
