@@ -315,6 +315,46 @@ def test_transpose_timed_takes_stage_two_from_the_best_mean_and_judges_each_size
     assert not any(v["met"] for v in verdict.values())  # ~10 ms against a 2 ms copy: ~20 % of it
 
 
+def test_histogram_timed_ranks_by_the_worse_margin_over_its_goals(emulator_backend, monkeypatch) -> None:
+    from course.histogram import tuning
+
+    clock = iter(range(10_000, 0, -1))
+    monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [1.0] * runs)
+    monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 5000] * runs)
+    data = tuning.TUNING.data
+    spec = dataclasses.replace(
+        tuning.TUNING, data=lambda k: dataclasses.replace(data(k), builtin=lambda s: None)
+    )
+    sweep = tune.tune(spec, sizes=(4096,), stages=["story", "goals"])
+    ranked = sweep.results["goals"]
+    assert len(ranked) == 4 + len(tuning.STORY)  # every story configuration ran on both goal inputs
+    rows = {(r.label, r.fields["dist"]): r for r in sweep.of("story")}
+    for g in ranked:
+        u, e = rows[(g["config"], "uniform")], rows[(g["config"], "all-equal")]
+        want = min(u.pct_of_copy / 70, e.pct_of_copy / 50, u.x_builtin / 20, e.x_builtin / 20)
+        assert g["margin"] == pytest.approx(want) and g["goals met"] == (want >= 1)
+    assert [g["margin"] for g in ranked] == sorted((g["margin"] for g in ranked), reverse=True)
+
+
+def test_dot_goals_take_the_fastest_of_each_kind_against_cupy_dots_error() -> None:
+    from course.dot import tuning
+
+    def row(c: Any, ms: float, pct: float, x: float) -> Row:
+        return Row("sweep", c, str(c), "N=1", True, ms, None, pct, x, {}, {})
+
+    fast, slow = tuning.Config("dot_vec4", 256, 4), tuning.Config("dot_shfl", 256, 8)
+    comp, wide = tuning.Config("dot_compensated", 256, 4), tuning.Config("dot_f64", 256, 4)
+    sweep = Sweep(tuning.TUNING, (1,), runs=20, dry=False)
+    sweep.rows = [row(fast, 1.0, 105.0, 3.2), row(slow, 2.0, 60.0, 1.6), row(comp, 1.1, 96.0, 2.9),
+                  row(wide, 1.2, 90.0, 2.7)]  # fmt: skip
+    sweep.results["accuracy"] = {str(fast): {"error": 2e-7}, str(slow): {"error": 1e-8}, str(comp): {"error": 1e-14},
+                                 str(wide): {"error": 1e-14}, "cupy.dot": {"error": 1e-7}}  # fmt: skip
+    met = {g["config"]: g["met"] for g in tuning.goals(sweep)}
+    # the fastest plain kernel is fast enough but less accurate than cupy.dot; float64's is too slow
+    assert met == {str(fast): False, str(comp): True, str(wide): False}
+
+
 def test_transpose_beyond_runs_its_candidates_from_the_extra_source(emulator_backend) -> None:
     from course.transpose import tuning
 

@@ -161,6 +161,10 @@ def check(c: Config, got: float, d: Data) -> bool:
     return abs(got - want) <= (1e-12 if c.version in WIDE else 1e-5) * scale
 
 
+def columns(c: Config, d: Data) -> dict[str, Any]:
+    return {"grid": c.grid(d.fields["n"])}
+
+
 def sweep(s: Sweep) -> Iterator[tuple[Config, Hashable]]:
     for n in s.sizes:
         for c in configs():
@@ -307,5 +311,6 @@ TUNING = Tuning(
     sizes=(2**28,),
     dry_sizes=(1, 1001),
     check=check,
+    columns=columns,
     builtin_name="cupy.dot",
 )

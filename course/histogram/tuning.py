@@ -215,8 +215,14 @@ def article(sweep: Sweep) -> dict[str, Any]:
 def goals(sweep: Sweep) -> list[dict[str, Any]]:
     """Configurations timed on both goal inputs, ranked by their worse margin over the goals."""
     by: dict[str, dict[str, Any]] = {}
-    for r in sweep.rows:
-        if r.correct and r.ms and r.fields["dist"] in GOALS and r.fields["bins"] == BINS:
+    for r in sweep.rows:  # the article's 100 MiB rows aside
+        if (
+            r.stage != "article"
+            and r.pct_of_copy
+            and r.x_builtin
+            and r.fields["dist"] in GOALS
+            and r.fields["bins"] == BINS
+        ):
             by.setdefault(r.label, {})[r.fields["dist"]] = r
     ranked = []
     for label, d in by.items():
