@@ -7,7 +7,8 @@
 
 `timing` times (CUDA events, inputs rotated past L2), `measure` runs a topic's cases, `records`
 holds the rows and goals, `report` draws and writes them, `progress` is the bar a long sweep shows; `python -m course.bench` (`cli`) sweeps
-every topic. The harness names no topic: each brings its sizes, inputs, baselines and goals in
+every topic; `tune` (`python -m course.bench.tune <topic>`) is the tuning loop over the knobs a
+topic lists in course/<topic>/tuning.py. The harness names no topic: each brings its sizes, inputs, baselines and goals in
 its description (`course.engine.BenchSpec`). On the emulator nothing is timed: the harness shows
 counts read from an emulator trace instead. docs/benchmarks/README.md says how numbers are made.
 """
