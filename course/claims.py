@@ -51,7 +51,8 @@ class Table:
 
 def tables(text: str) -> list[Table]:
     """The course's printed tables in an output's text: a header, a line of dash runs (one run per
-    column: its span is the column's), rows up to the first blank or shorter line."""
+    column: its span is the column's), rows up to the first blank line or one that does not reach the
+    end of the first column (a row whose last cells are empty is shorter than the rest: still a row)."""
     lines = text.splitlines()
     found = []
     for i, line in enumerate(lines):
@@ -66,7 +67,7 @@ def tables(text: str) -> list[Table]:
 
         rows = []
         for row in lines[i + 1 :]:
-            if not row.strip() or len(row.rstrip()) < spans[-1][0]:
+            if not row.strip() or len(row.rstrip()) < spans[0][1]:
                 break
             rows.append(cut(row))
         found.append(Table(cut(lines[i - 1]), rows))
@@ -134,8 +135,13 @@ def markers(cells: list[dict]) -> list[tuple[int, str, str, str | None]]:
 
 
 def _drifted(written: str, value: float) -> bool:
-    """Whether `value`, rounded to the decimals `written` has, is not the number written."""
-    return abs(round(value, _decimals(written)) - _number(written)) > 1e-9 * max(1.0, abs(value))
+    """Whether `value`, rounded to the decimals `written` has (of its mantissa, for 1.87e-07), is not
+    the number written."""
+    mantissa, _, exponent = written.lower().partition("e")
+    scale = 10.0 ** int(exponent) if exponent else 1.0
+    return abs(round(value / scale, _decimals(mantissa)) - _number(mantissa)) > 1e-9 * max(
+        1.0, abs(value / scale)
+    )
 
 
 def problems(cells: list[dict]) -> list[str]:
@@ -199,13 +205,23 @@ def update(path: Path) -> list[str]:
     return changed
 
 
+def _notebook(given: Path) -> Path:
+    """A notebook's path, or its stem ("02_transpose") as the notebooks folder holds it."""
+    if given.exists():
+        return given.resolve()
+    stem = ROOT / "notebooks" / f"{given.stem}.ipynb"
+    if not stem.exists():
+        raise SystemExit(f"no notebook {given}: give a path, or a stem such as {NOTEBOOKS[0].stem}")
+    return stem
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update", action="store_true", help="rewrite disagreeing figures in the sources")
     parser.add_argument("notebooks", nargs="*", type=Path, help="the notebooks to check (default: all)")
     args = parser.parse_args(argv)
     bad = 0
-    for path in [p.resolve() for p in args.notebooks] or NOTEBOOKS:
+    for path in [_notebook(p) for p in args.notebooks] or NOTEBOOKS:
         if args.update:
             for line in update(path):
                 print(f"{path.stem}: {line}")

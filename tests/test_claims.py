@@ -102,3 +102,44 @@ def test_the_command_names_each_figure_that_disagrees(tmp_path: Path) -> None:
         json.dumps({"cells": _notebook("in 90.1 µs<!-- from latency_table: µs @ blocks=1056 -->")})
     )
     assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+
+
+def _short_rows() -> str:
+    """A table as the course prints it, whose middle row's last cells are empty (scan.pass_table's)."""
+    from course.table import Table
+
+    blank = {"MB moved": "", "% of copy": "", "error": ""}
+    return str(Table([
+        {"pass": "read + write copy", "µs": 713, "MB moved": 2150.0, "% of copy": 100, "error": ""},
+        {"pass": "the tile totals: 3 small launches", "µs": 15.3, **blank},
+        {"pass": "add_tile_prefix alone", "µs": 849, "MB moved": 2150.0, "% of copy": 83.6, "error": 1.87e-07},
+    ]))  # fmt: skip
+
+
+SHORT_ROWS = _short_rows()
+
+
+def test_a_row_whose_last_cells_are_empty_does_not_end_the_table() -> None:
+    (t,) = tables(SHORT_ROWS)
+    assert [r[0] for r in t.rows] == [
+        "read + write copy",
+        "the tile totals: 3 small launches",
+        "add_tile_prefix alone",
+    ]
+    md = "84 %<!-- from pass_table: % of copy @ pass=add_tile_prefix alone --> of a copy"
+    assert problems(_notebook(md, SHORT_ROWS, "pass_table()")) == []
+
+
+@pytest.mark.parametrize(
+    ("written", "ok"), [("1.87e-07", True), ("1.9e-07", True), ("1.8e-07", False), ("2e-07", True)]
+)
+def test_a_figure_in_e_notation_is_rounded_on_its_mantissa(written: str, ok: bool) -> None:
+    md = f"an error of {written}<!-- from pass_table: error @ pass=add_tile_prefix alone --> GB/s"
+    assert (problems(_notebook(md, SHORT_ROWS, "pass_table()")) == []) is ok
+
+
+def test_the_command_takes_a_notebooks_stem(capsys: pytest.CaptureFixture[str]) -> None:
+    stem = claims.NOTEBOOKS[0].stem
+    assert claims.main([stem]) == 0
+    with pytest.raises(SystemExit, match="give a path, or a stem"):
+        claims.main(["no_such_notebook"])
