@@ -503,13 +503,18 @@ scan.exercises.work.check(my_counts)
 #
 # Before you read the course's own warp scan further down, write one. Kogge-Stone across the 32
 # lanes of a warp, each lane's value in a register: `__shfl_up_sync(mask, v, d)` hands lane l the
-# `v` of lane l − d (lanes below d get their own back), and every lane named in `mask` must make
-# the call. Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
+# `v` of lane l − d (lanes below d get their own back). The rule has two halves: every lane named
+# in `mask` must make the call, and the lane read from must make the same call ("if the target
+# thread is inactive, the retrieved value is undefined", the CUDA C++ Programming Guide). A lane
+# that skips the shuffle breaks the second half even with a mask of just the lanes that make it.
+# Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
 # y[i] = the sum of x over lanes 0 to its lane (inclusive). The check runs N = 1, 31, 32 and 33
 # with blocks of 32, 33 with a block of 64, 100 with blocks of 96 and 1000 with blocks of 256,
 # against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**,
-# **one load of x per lane** (the other lanes' values come through shuffles), and **at most 5
-# shuffles per warp** (log2 32 steps). On a GPU it then times your kernel beside
+# **one load of x per lane** (the other lanes' values come through shuffles), **every lane a
+# shuffle reads from makes the call** (the emulator hands over an idle lane's register; a GPU
+# need not), and **at most 5 shuffles per warp** (log2 32 steps; a vote or a warp reduction such as
+# `__reduce_add_sync` is a warp-wide step too, and counts). On a GPU it then times your kernel beside
 # `lookback` and a copy.
 
 # %%
@@ -723,15 +728,16 @@ scan.bytes_moved(2**16)
 #
 # ### Exercise 6 · Predict, then check: how far from 4N
 #
-# With blocks of 128 (tiles of 4096), predict the elements scan-then-propagate moves per element
-# of x at N = 4096, 12 288 and 40 960: one, three and ten tiles. The check counts them from the
-# traces of every launch and passes within 3 %.
+# With blocks of 64 (tiles of 64 × 32 = 2048 elements, not the tables' 4096), predict the elements
+# scan-then-propagate moves per element of x at N = 2100, 6200 and 20 000: 2, 4 and 10 tiles,
+# the last of each only partly full. Count what each launch reads and writes, from the listings
+# above. The check counts them from the traces of every launch and passes within 3 %.
 
 # %%
 my_moved = {  # (elements read and written per element of x,)
-    "N = 4096": (None,),
-    "N = 12288": (None,),
-    "N = 40960": (None,),
+    "N = 2100": (None,),
+    "N = 6200": (None,),
+    "N = 20000": (None,),
 }
 scan.exercises.moved.check(my_moved)
 
