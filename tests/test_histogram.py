@@ -738,7 +738,9 @@ extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, 
         for wrong in (SMS * 6, SMS * 8, SMS * 5 - 1, SMS):
             assert not ex.grid.check(wrong).ok
         assert not ex.grid.check("many").ok and not ex.grid.check(None).ok
-        assert "a whole number of blocks (an int)" in str(ex.grid.check(660.0))
+        verdict = str(ex.grid.check(660.0))
+        assert "a whole number: an int" in verdict
+        assert verdict.count("an int") == 1  # the frame's wording, not repeated by the topic
 
     def test_no_case_of_a_prediction_is_printed_by_the_notebooks_tables(self, emulator_backend):
         """Review H112: the all-equal cases and the launch table's rows are gone from the predictions."""
