@@ -999,8 +999,8 @@ table
 # adds in its output's type, so `unsigned int` in and `long long` out sums in 64 bits in one pass,
 # with no widening. The course's third reader timed that call on an H100 at 32 M elements:
 # 54.8 µs<!-- given: reference -->, the right sum, against 246 µs<!-- given: reference --> for
-# widening the input to `long long` first and then reducing (the widening writes and reads the
-# input twice over). Do not widen first; from Python, where `cupy.sum` of `uint32` promotes, the
+# widening the input to `long long` first and then reducing (the widening reads 4 bytes an element
+# and writes 8, which the sum reads again: five times the bytes). Do not widen first; from Python, where `cupy.sum` of `uint32` promotes, the
 # generic row above is what you get.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
