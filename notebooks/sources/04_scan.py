@@ -875,7 +875,8 @@ scan.lookback_table()
 # ### Exercise 8 · Count, then choose: lookback's block for N = 300 000
 #
 # The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); whether that
-# choice suits a small scan is for you to find. At N = 300 000 (1.2 MB, a size a copy moves in a few
+# choice still holds for a small scan, where other costs decide, is for you to find: it may be the
+# same block, for reasons of its own, and your two counts are those reasons. At N = 300 000 (1.2 MB, a size a copy moves in a few
 # microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and give
 # with it the two counts your choice rests on: the **tiles** the block makes at this N, and the
 # **windows** of 32 predecessors the last tile's look-back reads (the look-back table above). At
