@@ -883,8 +883,8 @@ histogram.wide_timing()
 # alone (`hist_wide_load`): all but a few per cent of the plain kernel's uniform time. So the
 # agreement is the cost, and the bank conflicts and the merge hardly show; the difference between
 # the columns is largest on uniform keys, where a warp holds the most distinct keys, and smallest
-# on all-equal ones, as for `hist4_warp_agg`. As for 256 bins
-# (`hist4_warp_agg`), agreement in shared memory does not pay: `hist_wide_plain`'s shared atomic is
+# on all-equal ones, as for `hist4_warp_agg`. As for 256 bins, agreement in front of the +1
+# shared atomic does not pay: `hist_wide_plain`'s shared atomic is
 # the same `ATOMS.POPC.INC.32` (the SASS table above), which combines same-word lanes itself, and
 # the plain column is the one to read against `cupy.bincount`. When shared memory runs out,
 # privatisation per lane is gone, and what is left is a choice between costs.
@@ -983,8 +983,8 @@ table
 # showed). `hist1_agg`,
 # whose lanes agree, cuts `hist1`'s all-equal time some thirty-fold, its skewed and real times
 # about two-fold, and its uniform time by little. Agreement pays where many lanes queue
-# on one global word and gains little where they do not; in shared memory (`hist4_warp_agg`) it
-# costs everywhere.
+# on one global word and gains little where they do not; in front of the +1 shared atomic
+# (`hist4_warp_agg`) it costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`. The row
 # `cub::DeviceHistogram::HistogramEven` is CUB itself, called as a CUDA C++ programmer calls it:
@@ -1010,8 +1010,10 @@ table
 # 3 to 22 times the 32-bit build's, most where many lanes collide (all-equal bytes): the counters,
 # not the way CuPy built CUB, make the difference. With 64-bit counters, lanes on one shared word
 # are retried one after another instead of combined, so all-equal bytes become the slowest data,
-# where the 32-bit row above has them the fastest. A shared atomic combines same-word lanes only
-# when it is the +1 instruction; counting in 64 bits, or summing weights, changes that.
+# where the 32-bit row above has them the fastest. Same-word lanes come free with the 32-bit +1
+# instruction, not with every shared atomic: counting in 64 bits loses it, and an add of a
+# per-lane value (summing weights: `ATOMS.ADD`) is not timed here with lanes on one word
+# (`scripts/gpu_facts_histogram.py`, section 6, times both against 1 to 32 keys a warp).
 #
 # On this H100, `scripts/gpu_facts_histogram.py` timed CuPy's other CUB route on 2^28 bytes,
 # `cupy.histogram(x, 256, (0, 256))`: CUB's `HistogramRange` (bin edges as doubles) into 64-bit
@@ -1021,7 +1023,7 @@ table
 # 3.0 ms<!-- given: reference --> and 3.6 ms<!-- given: reference -->. Before its CUB call, in
 # CuPy's source, `cupy.bincount` checks `(x < 0).any()` and takes `int(cupy.max(x))`: two more
 # passes over the input, each ending in a wait for the host. Those checks (and the other CUB
-# entry) are the some 1.9 ms<!-- given: reference --> between the two calls on both kinds of data,
+# entry) account for the some 1.9 ms<!-- given: reference --> between the two calls on both kinds of data,
 # two thirds of `cupy.bincount`'s time on uniform bytes; the 64-bit counters are the rest of its
 # distance from the 32-bit row. So from Python, `cupy.histogram` with an explicit range was the
 # faster built-in here, about 2.8 times `cupy.bincount` on uniform bytes. The same times as bars
