@@ -298,96 +298,17 @@ def cpu_loop_facts(n: int = 100 * 2**20, runs: int = 3) -> None:
 
 # ---------------------------------------------------------------- 6. one shared atomic against the distinct keys of a warp
 
-# Each lane of a warp holds key lane % k: k distinct words, in k different banks (1-way), moved 32
-# words (same banks) each round so the compiler cannot hoist the match. ROUNDS rounds a thread.
-ATOMIC_SRC = r"""
-#ifndef ROUNDS
-#define ROUNDS 4096
-#endif
-__device__ __forceinline__ unsigned int key_of(unsigned int lane, int k, int r) {
-    return lane % k + ((r & 7) << 5);
-}
-// the merge of a block's 256 words into out (64-bit, so every kernel's totals fit)
-template <typename T>
-__device__ __forceinline__ void merge(T* s, unsigned long long* out) {
-    __syncthreads();
-    for (int b = threadIdx.x; b < 256; b += blockDim.x)
-        if (s[b]) atomicAdd(&out[b], (unsigned long long)s[b]);
-}
-extern "C" __global__ void match_only(unsigned long long* out, int k) {  // MATCH.ANY + POPC, no atomic
-    const unsigned int lane = threadIdx.x & 31;
-    unsigned int groups = 0;
-    for (int r = 0; r < ROUNDS; ++r) {
-        const unsigned int peers = __match_any_sync(0xFFFFFFFFu, key_of(lane, k, r));
-        groups += lane == __ffs(peers) - 1;
-    }
-    atomicAdd(&out[0], (unsigned long long)groups);  // the groups the warps found: k per warp round
-}
-extern "C" __global__ void agreed(unsigned long long* out, int k) {  // add_aggregated: MATCH.ANY + POPC + ATOMS.ADD
-    __shared__ unsigned int s[256];
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) s[b] = 0;
-    __syncthreads();
-    const unsigned int lane = threadIdx.x & 31;
-    for (int r = 0; r < ROUNDS; ++r) {
-        const unsigned int key = key_of(lane, k, r);
-        const unsigned int peers = __match_any_sync(0xFFFFFFFFu, key);
-        if (lane == __ffs(peers) - 1) atomicAdd(&s[key], __popc(peers));
-    }
-    merge(s, out);
-}
-extern "C" __global__ void add_one(unsigned long long* out, int k) {  // the course's +1: ATOMS.POPC.INC.32
-    __shared__ unsigned int s[256];
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) s[b] = 0;
-    __syncthreads();
-    const unsigned int lane = threadIdx.x & 31;
-    for (int r = 0; r < ROUNDS; ++r) atomicAdd(&s[key_of(lane, k, r)], 1u);
-    merge(s, out);
-}
-extern "C" __global__ void add_value(unsigned long long* out, int k) {  // a per-lane value (a weight): ATOMS.ADD
-    __shared__ unsigned int s[256];
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) s[b] = 0;
-    __syncthreads();
-    const unsigned int lane = threadIdx.x & 31;
-    for (int r = 0; r < ROUNDS; ++r) atomicAdd(&s[key_of(lane, k, r)], lane + 1u);
-    merge(s, out);
-}
-extern "C" __global__ void add_one_64(unsigned long long* out, int k) {  // +1 into 64-bit words
-    __shared__ unsigned long long s[256];
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) s[b] = 0;
-    __syncthreads();
-    const unsigned int lane = threadIdx.x & 31;
-    for (int r = 0; r < ROUNDS; ++r) atomicAdd(&s[key_of(lane, k, r)], 1ull);
-    merge(s, out);
-}
-"""
-ATOMIC_KERNELS = {  # kernel: what each lane does
-    "match_only": "__match_any_sync alone",
-    "agreed": "agreement + ATOMS.ADD (add_aggregated)",
-    "add_one": "atomicAdd(&s[key], 1u)",
-    "add_value": "atomicAdd(&s[key], lane + 1u)",
-    "add_one_64": "atomicAdd(&s64[key], 1ull)",
-}
 ATOMIC_SASS = {
     "MATCH.ANY": r"\bMATCH\.ANY\b",
     "ATOMS.POPC.INC.32": r"\bATOMS\.POPC\.INC\.32\b",
     "ATOMS.ADD": r"\bATOMS\.ADD\b",
     "ATOMS.CAS* (compare-and-swap)": r"\bATOMS\.CAST?\b|\bATOMS\.CAST?\.",
 }
-DISTINCT = (1, 2, 4, 8, 16, 32)
-
-
-def expected_total(kernel: str, k: int, threads: int, rounds: int) -> int:
-    """What out.sum() must be after one launch of `threads` threads (whole warps)."""
-    warps = threads // 32
-    if kernel == "match_only":
-        return warps * rounds * k
-    if kernel == "add_value":
-        return warps * rounds * sum(lane + 1 for lane in range(32))
-    return threads * rounds
 
 
 def atomic_sass(arch: str) -> None:
     from course import compiler
+    from course.histogram import atomic_cost
 
     tool = shutil.which("cuobjdump")
     if tool is None:
@@ -395,7 +316,7 @@ def atomic_sass(arch: str) -> None:
         say()
         return
     opts = compiler.compile_options((f"-arch={arch}",))
-    cubin = compiler.compile_cubin(ATOMIC_SRC, "atomics.cu", opts, ())
+    cubin = compiler.compile_cubin(atomic_cost.SOURCE, "atomics.cu", opts, ())
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "atomics.cubin"
         path.write_bytes(cubin)
@@ -403,7 +324,7 @@ def atomic_sass(arch: str) -> None:
     parts = re.split(r"^\s*Function : (\S+)\s*$", sass, flags=re.M)
     bodies = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
     rows = []
-    for name in ATOMIC_KERNELS:
+    for name in atomic_cost.KERNELS:
         body = bodies.get(name, "")
         row: dict = {"kernel": name}
         for what, pat in ATOMIC_SASS.items():
@@ -425,6 +346,7 @@ def atomic_facts(arch: str, rounds: int = 4096, runs: int = 10) -> None:
     import cupy
 
     from course import Module, backend, bench
+    from course.histogram import atomic_cost
 
     say("## 6. One shared-memory warp instruction against the distinct keys of a warp (1-way)")
     say()
@@ -437,21 +359,21 @@ def atomic_facts(arch: str, rounds: int = 4096, runs: int = 10) -> None:
     except Exception as exc:
         PROBLEMS.append(f"atomic SASS: {type(exc).__name__}: {exc}")
         say(f"**atomic SASS failed: {type(exc).__name__}: {exc}**")
-    module = Module(ATOMIC_SRC, options=(f"-DROUNDS={rounds}",), filename="atomics.cu")
+    module = Module(atomic_cost.SOURCE, options=(f"-DROUNDS={rounds}",), filename="atomics.cu")
     dev = backend.device()
     grid, block = 2 * dev.sm_count, 1024
     per_sm = rounds * (grid * block // 32) / dev.sm_count  # warp instructions an SM makes
     out = cupy.zeros(256, np.uint64)
     rows = []
     wrong = []
-    for k in DISTINCT:
+    for k in atomic_cost.DISTINCT:
         row: dict = {"distinct keys k": k}
-        for name, what in ATOMIC_KERNELS.items():
+        for name, what in atomic_cost.KERNELS.items():
             fn = module.get_function(name)
             out[...] = 0
             fn((grid,), (block,), (out, np.int32(k)))  # once, to check the totals
             got = int(out.sum().get())
-            if got != expected_total(name, k, grid * block, rounds):
+            if got != atomic_cost.expected_total(name, k, grid * block, rounds):
                 wrong.append(f"{name} k={k}: {got}")
             args = (out, np.int32(k))
             step = [lambda fn=fn, args=args: fn((grid,), (block,), args)]
@@ -463,10 +385,10 @@ def atomic_facts(arch: str, rounds: int = 4096, runs: int = 10) -> None:
     say(f"ns per warp instruction per SM (grid {grid}, block {block}, {rounds} rounds; "
         f"{'totals right' if not wrong else 'TOTALS WRONG: ' + '; '.join(wrong)}):")  # fmt: skip
     say()
-    cols = ["distinct keys k", *ATOMIC_KERNELS.values()]
+    cols = ["distinct keys k", *atomic_cost.KERNELS.values()]
     table(rows, cols)
     first, last = rows[0], rows[-1]
-    for what in ATOMIC_KERNELS.values():
+    for what in atomic_cost.KERNELS.values():
         say(f"- {what}: k=32 / k=1 = {last[what] / first[what]:.2f}")
     say()
     del out
