@@ -521,7 +521,7 @@ dot.launch_text("dot3", a, b)
 dot.article_timings()
 
 # %% [markdown]
-# On a GPU the kernels take microseconds and the host's part under a tenth of a millisecond: the
+# On a GPU the kernels take microseconds and the host's part about a tenth of a millisecond: the
 # article's milliseconds were CUDA's start-up, and its comparison of 108 against
 # 90 ms<!-- given: article --> says nothing about the kernels. dot1_article is the longest, at
 # 42.3 µs<!-- from article_timings: kernel (µs) @ program=dot1_article -->, and not because of its
@@ -614,7 +614,8 @@ dot.load_table()
 # dot2, dot3, dot_shfl and dot_vec4 each thread rounds its first product on its own and fuses only
 # the ones after it. How many come after depends on the grid: at the N below, dot2, dot3 and
 # dot_shfl launch one thread per element, so every product they add is rounded, as in dot1, and
-# dot_vec4's one wave gives each thread 8 (the table's labels say so). The article's data at
+# dot_vec4's 32 blocks (fewer than a wave: N needs no more) give each thread 8 (the table's labels
+# say so). The article's data at
 # N = 2¹⁶ (exact answer 187 645 689 528 320, where float32's spacing is 16 777 216), added in NumPy
 # one by one forwards and backwards and in pairs with each product rounded first, one by one with
 # fma, and by each version's kernels on the emulator:
@@ -703,7 +704,7 @@ dot.exercises.ordered.check(mine)
 # median over 3 random pairs of standard-normal vectors (up to 2²⁴ on a GPU, 2²² on the emulator);
 # points: the kernels' own answers on the same vectors, run on this machine's backend. On a GPU the
 # points are at 2²⁰, 2²² and 2²⁴, where one wave gives each thread 4 to 62 products and
-# dot_vec4's 1056 block sums meet in one word; on the emulator, at 2¹⁰ to 2¹⁴, each thread has one
+# dot_vec4's block sums (up to 1056, one wave's) meet in one word; on the emulator, at 2¹⁰ to 2¹⁴, each thread has one
 # product and the tails are short:
 
 # %%
@@ -985,8 +986,9 @@ dot.speed_table(records, 2**28)
 # here) must run at the copy's speed: a one-wave grid-stride loop with 16-byte loads (dot_vec4
 # here) reads as fast as cuBLAS at 2²⁸, faster at 2²⁰–2²⁴ in the plot,
 # 2.34×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
-# a and b once and writes nothing, and `dot_compensated` keeps that speed with an answer millions
-# of times more accurate that also repeats.
+# a and b once and writes nothing; and from 2²⁶ on `dot_compensated` keeps that speed with an
+# answer millions of times more accurate that also repeats (below that, its ordered last block
+# costs a fixed microsecond or two, which shows at mid sizes in the plot).
 #
 # ## Summary
 #
