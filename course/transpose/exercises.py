@@ -608,7 +608,8 @@ block = Choice(
         "what keeps the memory busy is bytes in flight per SM: the loads each thread issues before "
         "its barrier, times the threads an SM holds at once",
         "transpose_rows with block (bx, by) moves a bx × bx tile: each thread loads bx / by words "
-        "before its barrier. An SM holds at most 2048 threads and 32 blocks",
+        "before its barrier. An SM holds at most so many threads and blocks: course.device().describe() "
+        "says how many on this GPU",
         "transpose.littles_law() does Little's law with the device's figures; the in-flight table and its "
         "timings show how far past it a launch with a barrier must go, and what blocks of 1024 threads cost. "
         "Count each block's bytes in flight and its threads",
@@ -647,10 +648,11 @@ flight = Prediction(
         "B loaded per thread before the barrier": "a thread loads every word it will stash in the tile before "
         "the barrier: the tile's words divided by the block's threads, 4 bytes each. transpose_padded has "
         "a by × bx tile (one word per thread), transpose_rows a bx × bx one, transpose_vec always 64 × 64",
-        "blocks per SM": "the fewest of: 2048 threads per SM / threads per block; 32 blocks; the SM's 233472 "
-        "bytes of shared memory / (the block's shared bytes + 1024 reserved per block), rounded down. The "
-        "tiles are padded by one word per row: transpose_padded's by × (bx + 1) words, transpose_rows' "
-        "bx × (bx + 1), transpose_vec's 64 × 65",
+        "blocks per SM": "the fewest of: the SM's threads / threads per block; its blocks; its shared memory / "
+        "(the block's shared bytes + the bytes reserved per block); its registers / the block's (registers a "
+        "thread, from the compiled kernel, × threads), all rounded down and each limit this GPU's "
+        "(course.device().describe()). The tiles are padded by one word per row: transpose_padded's "
+        "by × (bx + 1) words, transpose_rows' bx × (bx + 1), transpose_vec's 64 × 65",
     },
     hints=(
         "two numbers per launch: how much one thread has asked for when it reaches __syncthreads(), and "
