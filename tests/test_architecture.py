@@ -252,3 +252,20 @@ def test_the_old_module_names_are_the_moved_modules() -> None:
     from course import module, source, table
 
     assert source.Table is table.Table and course.gpu.LAUNCH_NOTES is module.LAUNCH_NOTES  # type: ignore[attr-defined]
+
+
+def test_gpu_or_emulator_is_asked_of_the_backend_never_by_its_name() -> None:
+    """`backend.on_gpu()` (or a Device's `on_gpu`) says whether kernels run on a GPU: no module
+    outside course/backend.py compares a backend's name with "cupy" itself."""
+    import re
+
+    compare = re.compile(r"""backend"?\]?\s*[!=]=\s*["']cupy["']""")
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in ROOT.rglob("*.py")
+        if p.name != "backend.py" or p.parent != ROOT
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
+    assert not found
+    assert compare.search('if device().backend == "cupy":') and compare.search('env["backend"] != "cupy"')

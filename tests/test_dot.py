@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import course
-from course import dot
+from course import bench, dot
 from course.dot import accuracy
 
 WIDE = ("dot_f64", "dot_compensated")
@@ -194,7 +194,7 @@ def test_gpu_measurements_need_a_gpu(emulator_backend):
     with pytest.raises(RuntimeError, match="needs a GPU"):
         dot.measured_errors()
     for table in (dot.article_timings(), dot.launch_table(), dot.wave_table(), dot.speed_table([])):
-        assert table == [] and repr(table) == dot.story.NEEDS_A_GPU
+        assert table == [] and repr(table) == bench.NEEDS_A_GPU
     assert dot.speed_against_n() == []
     assert "needs a GPU" in repr(dot.error_table())
     assert "fixed order" in repr(dot.repeat_table())

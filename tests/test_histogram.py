@@ -568,7 +568,7 @@ class TestGpuTables:
             return [{"kernel": k, "kind": "copy" if k == "copy" else "kernel", "dist": d, "ms": 1.0 + i,
                      "pct_of_copy": 100.0 / (1 + i)} for d in dists for i, k in enumerate(names)]  # fmt: skip
 
-        monkeypatch.setattr(story, "on_gpu", lambda: True)
+        monkeypatch.setattr(story.backend, "on_gpu", lambda: True)
         monkeypatch.setattr(story.bench, "run", fake_run)
         rows = histogram.gpu_table(dists=("uniform", "all-equal"))
         assert [r["version"] for r in rows][:4] == [

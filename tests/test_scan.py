@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import course
-from course import scan
+from course import bench, scan
 from course.scan import pictures, story, topic
 
 TILED = ("scan_then_propagate", "lookback")
@@ -315,7 +315,7 @@ def test_typo_error_is_short():
 
 def test_timings_say_they_need_a_gpu(emulator_backend):
     for table in (scan.one_block_table(), scan.speed_table(scan.speed_against_n()), scan.pass_table()):
-        assert not table and repr(table) == story.NEEDS_A_GPU
+        assert not table and repr(table) == bench.NEEDS_A_GPU
     with pytest.raises(RuntimeError, match="need a GPU"):
         story.block_speeds()
 

@@ -588,7 +588,7 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     dev = backend.device()
     full = dev.sm_count * resident_blocks(block)
     per_thread = -(-n // (blocks * block))
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         speeds = _gpu_grid_speeds(int(blocks), full, n, block, runs)
         return exercises.timed_verdict(speeds, blocks, f"{blocks} blocks of {block}")
     lines = ["(no GPU here: the check is the launch's arithmetic, not a timing)"]

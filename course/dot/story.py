@@ -30,7 +30,6 @@ from .topic import BEYOND, ENGINE, LOADS, STORY, article_inputs, article_kernel,
 
 F32 = np.float32
 TWO_24 = 2**24  # past it, float32 holds only even integers; past 2^25 multiples of 4 ...
-NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
 
 
 class Printed(str):
@@ -43,11 +42,7 @@ class Printed(str):
 def first_trace(name: str, a: Any, b: Any, *, block: int = 256, grid: int | None = None, **kw: Any) -> Trace:
     """The trace of version `name`'s own launch on a, b (not the pass that adds partial sums);
     kw: `blocks`, `spaces`."""
-    return ENGINE.trace(name, a, b, block=block, grid=grid, **kw).launches()[0]
-
-
-def _on_gpu() -> bool:
-    return backend.device().backend == "cupy"
+    return ENGINE.first_trace(name, a, b, block=block, grid=grid, **kw)
 
 
 def _integer(x: Any) -> int:
@@ -87,7 +82,7 @@ def muted_printf() -> Iterator[io.StringIO]:
     writes to the process's file descriptor 1 when the kernel is synchronised (there it is dropped:
     the callers rebuild the line from the value it prints, so both backends show the same text)."""
     buf = io.StringIO()
-    if not _on_gpu():
+    if not backend.on_gpu():
         with contextlib.redirect_stdout(buf):
             yield buf
         return
@@ -611,7 +606,7 @@ def draw_errors(
     this machine's backend) on the same vectors. On a GPU the points are at 2^20 ... 2^24, where
     a one-wave launch gives each thread many products and the atomic tails are long; on the
     emulator at 2^10 ... 2^14. Errors of 0 are drawn at the bottom."""
-    gpu = _on_gpu()
+    gpu = backend.on_gpu()
     model_ns = model_ns or (GPU_MODEL_NS if gpu else MODEL_NS)
     kernel_ns = kernel_ns or (GPU_KERNEL_NS if gpu else EMULATOR_KERNEL_NS)
     rows = model_errors(model_ns, seeds)
@@ -654,7 +649,7 @@ def measured_errors(
     (`cupy.cublas.dot`), the median relative error against the exact dot (`accuracy.exact`: a
     float64 sum's own error, ~1e-15 at 2^24, would be as large as dot_f64's) over `seeds` pairs
     of standard-normal vectors of n (seed k: default_rng(1000 + k), a then b). GPU only."""
-    if backend.device().backend != "cupy":
+    if not backend.on_gpu():
         raise RuntimeError(
             "the error of N = 2^24 sums needs a GPU (and cupy.dot): on the emulator, "
             "kernel_errors() at small N and model_errors() tell the story"
@@ -705,8 +700,8 @@ def article_timings(runs: int = 20) -> Table:
     alone (CUDA events, median of `runs`) and the host's part as the course does it (copy a and
     b to the device, launch, copy the answer back: wall clock, median of `runs`). The article's
     third listing launches dot2; its time is dot2's. On the emulator: an empty table that says why."""
-    if not _on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     n = 1024
     a, b = article_inputs(n)
     rows = Table()
@@ -732,7 +727,6 @@ def article_timings(runs: int = 20) -> Table:
 # ---------------------------------------------------------------- timings on a GPU
 
 LAUNCH_SIZES = (2**20, 2**24, 2**28)
-SWEEP_SIZES = tuple(2**k for k in range(16, 29, 2))
 
 
 def _vector_sets(n: int) -> list[tuple[Any, Any]]:
@@ -750,8 +744,8 @@ def launch_table(sizes: Sequence[int] = LAUNCH_SIZES, block: int = 256, runs: in
     rule (dot1: the same; dot2, dot3: one wave of the GPU). The kernel alone (its partial sums),
     median of `runs` CUDA-event timings, inputs rotated past L2; each time also as a percentage of
     the copy's. On the emulator: an empty table that says why."""
-    if not _on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     rows = Table()
     for n in sizes:
         sets = _vector_sets(n)
@@ -778,8 +772,8 @@ def wave_table(n: int = 2**28, block: int = 256, runs: int = 20) -> Table:
     wave: 8 for 256 on Hopper, if its registers allow): the bytes
     of loads each SM keeps in flight (threads × LOADS 16-byte loads of a and of b) against the
     bandwidth reached, beside a device copy of the same bytes. On the emulator: an empty table."""
-    if not _on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     sets = _vector_sets(n)
     copy = 1e3 * float(np.median(bench.time_copy(8 * n, runs=runs)))
     sms = backend.device().sm_count
@@ -801,23 +795,17 @@ def wave_table(n: int = 2**28, block: int = 256, runs: int = 20) -> Table:
 
 
 def speed_against_n(
-    versions: Sequence[str] = (*STORY, *BEYOND), sizes: Sequence[int] = SWEEP_SIZES
+    versions: Sequence[str] = (*STORY, *BEYOND), sizes: Sequence[int] = bench.SPEED_SIZES
 ) -> list[dict[str, Any]]:
     """Every listed version (the whole product, on the GPU) beside cupy.dot and a device copy,
     float32, from 2^16 to 2^28: course.bench records (none on the emulator)."""
-    if not _on_gpu():
-        return []
-    return [
-        r
-        for n in sizes  # no progress bar: a notebook would store it in its outputs
-        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
-    ]
+    return bench.speed_against_n(ENGINE, sizes, dtypes=["float32"], kernels=list(versions))
 
 
 def speed_table(records: Sequence[Mapping[str, Any]], n: int = 2**28) -> Table:
     """The records at N = n: time, GB/s, % of the copy and × cupy.dot of each kernel (an empty
     table that says why without GPU timings)."""
-    rows = Table(note=NEEDS_A_GPU)
+    rows = Table(note=bench.NEEDS_A_GPU)
     for r in records:
         if r.get("n") == n and r.get("gbps") is not None:
             rows.append({"kernel": r["kernel"], "µs": r["ms"] * 1e3, "GB/s": r["gbps"],
@@ -834,7 +822,7 @@ def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
 def error_table(n: int = ERROR_N, seeds: int = ERROR_SEEDS) -> Table:
     """`measured_errors` and the goals `error_goals` holds them to, as a table (GPU only: on the
     emulator an empty table that says why)."""
-    if not _on_gpu():
+    if not backend.on_gpu():
         return Table(
             note="the error of N = 2^24 sums needs a GPU: on the emulator, the plot above tells the story"
         )
@@ -848,7 +836,7 @@ def error_table(n: int = ERROR_N, seeds: int = ERROR_SEEDS) -> Table:
 def repeat_table(n: int = 2**24, runs: int = 5) -> Table:
     """Each version, cupy.dot and cuBLAS's dot run `runs` times on one pair of standard-normal vectors of n: how
     many different answers came back (GPU only: the emulator adds in one fixed order)."""
-    if not _on_gpu():
+    if not backend.on_gpu():
         return Table(
             note="on the emulator every run gives the same answer: it runs the blocks in one fixed order"
         )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import analysis, arrays, draw, occupancy
-from ..backend import device
+from ..backend import device, on_gpu
 from ..bench import Goal, Inputs
 from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
@@ -191,7 +191,7 @@ def plan(call: Call) -> Plan:
     assert isinstance(v, DotVersion)
     if v.article:
         return _article_plan(call, v)
-    if v.name == "dot3_sync_in_if" and device().backend == "cupy":
+    if v.name == "dot3_sync_in_if" and on_gpu():
         raise InputError(
             "dot3_sync_in_if may hang a GPU (a barrier part of the block never reaches): "
             "run it on the emulator, or dot.check() it"
@@ -264,7 +264,7 @@ def host_sum(c: np.ndarray) -> np.float32:
 
 def _article_plan(call: Call, v: DotVersion) -> Plan:
     n, blocks, block = call.n, call.grid[0], call.block3[0]
-    if device().backend == "cupy":
+    if on_gpu():
         _refuse_out_of_bounds(v.name, n, blocks, block)
     a, b = call.inputs
     c = call.empty(n, np.float32)  # cudaMalloc(&C, N * sizeof(float)): never zeroed

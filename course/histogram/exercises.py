@@ -409,7 +409,7 @@ def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
     fit = max(1, blocks_per_sm(GRID_BLOCK, grid_shared()))
     wave = dev.sm_count * fit
     what = f"{blocks} blocks of {GRID_BLOCK} with {GRID_BINS} bins"
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         return exercises.timed_verdict(_gpu_grid_speeds(blocks, wave, runs), blocks, f"{what}, 2^28 bytes")
     rule = (
         f"an SM holds as many blocks as fit in all of: its {dev.threads_per_sm} threads, "

@@ -34,7 +34,6 @@ from .wide import WIDE_BINS, wide_plan
 
 ARTICLE_N = 100 * 2**20  # the article's 100 MiB of random bytes
 ARTICLE_BLOCK = 256
-NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
 COPIES = (1, 2, 4, 8, 16, 32)
 BANK_SCALE = 4  # words per bank at the top of the bank pictures' colour scale  # sub-histograms per block of the tuning's hist5_copies<C>
 
@@ -53,10 +52,6 @@ class Report(dict):  # type: ignore[type-arg]
         p.text(repr(self))
 
 
-def on_gpu() -> bool:
-    return backend.device().backend == "cupy"
-
-
 def _bytes(n: int, data: str, seed: int = 0) -> np.ndarray:
     return histogram_bytes(n, data, np.random.default_rng(seed))
 
@@ -69,7 +64,7 @@ def _version(name: str) -> HistogramVersion:
 
 def first_trace(name: str, x: Any, *, block: int | None = None, grid: int | None = None, **kw: Any) -> Trace:
     """The trace of version `name` on bytes x (kw: `blocks`, `spaces`), on the emulator."""
-    return ENGINE.trace(name, x, block=block, grid=grid, **kw).launches()[0]
+    return ENGINE.first_trace(name, x, block=block, grid=grid, **kw)
 
 
 def _ranges(values: Sequence[int]) -> str:
@@ -315,8 +310,8 @@ def wide_launch(keys: Any, bins: int = WIDE_BINS) -> Any:
 def grid_timing(n: int = ARTICLE_N, block: int = ARTICLE_BLOCK, runs: int = 20) -> Table:
     """The launches of `launch_table`, timed on this GPU on n uniform bytes (the article's 100 MiB),
     beside a device copy of the same bytes. On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     xs = _device_copies(_bytes(n, "uniform"))
     copy = float(np.median(bench.time_copy(n, runs=runs)))
     rows = Table([{"launch": "device copy of the same bytes", "blocks": "", "ms": copy,
@@ -344,8 +339,8 @@ def global_atomics_timing(n: int = 2**26, block: int = 1024, runs: int = 10) -> 
     with the same launch (one wave of blocks of `block`): hist1 (256 bins in 1 KiB, eight 128-byte
     lines), hist1 with its bins one line apart (`hist1_spread`: 256 lines), and hist1_agg (one atomic
     per distinct byte of a warp). On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     grid = backend.device().sm_count * blocks_per_sm(block, 0)
     spread = _study_module().get_function("hist1_spread")
     times: dict[str, dict[str, float]] = {}
@@ -377,8 +372,8 @@ def article_timing(n: int = ARTICLE_N, runs: int = 20) -> Table:
     copy from pageable host memory, the device properties, the kernel, the copy back), and each
     part alone (CUDA events, median of `runs`; the copy and the span of 5). On the emulator: an
     empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     import cupy
 
     host = _bytes(n, "uniform")
@@ -709,8 +704,8 @@ def wide_timing(n: int = 2**27, bins: int = WIDE_BINS, runs: int = 20) -> Table:
     """hist_wide on n uint16 keys of each kind, timed on this GPU beside the same kernel without the
     lanes' agreement (`hist_wide_plain`: one plain shared atomic per key, same launch), cupy.bincount
     (minlength=bins) and a device copy of the same bytes. On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     import cupy
 
     copy = float(np.median(bench.time_copy(2 * n, runs=runs)))
@@ -760,8 +755,8 @@ def gpu_table(n: int = 2**28, dists: Sequence[str] = DISTS, runs: int = 20) -> T
     cupy.bincount (`every_version`; hist1 takes 70 to 200 ms a run at 2^28, so about a minute in
     all): one row per kernel, ms and % of copy per kind of data. On the emulator: an empty table
     that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     records = bench.run(every_version(), n, dists=list(dists), runs=runs)
     names = ["device copy", "cupy.bincount", CUB_ROW, *(v.name for v in ENGINE.topic.versions)]
     rows = Table()
@@ -802,30 +797,24 @@ def plot_times(ax: Any, rows: Sequence[dict[str, Any]], dists: Sequence[str] = D
         ax.set_title(f"what the data does to the time: {backend.device().name}, 2^28 bytes")
 
 
-SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
-
-
 def speed_against_n(
     versions: Sequence[str] = ("hist2", "hist3_vec", "hist5_lanes"),
     dists: Sequence[str] = ("uniform", "all-equal"),
-    sizes: Sequence[int] = SWEEP_SIZES,
+    sizes: Sequence[int] = bench.SPEED_SIZES,
 ) -> list[dict[str, Any]]:
     """The versions after the article (their own launch, block 1024) on uniform and all-equal bytes,
     beside cupy.bincount and a device copy, from 2^16 to 2^28: course.bench records (none on the
     emulator)."""
-    if not on_gpu():
-        return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dists=list(dists), kernels=list(versions))]
+    return bench.speed_against_n(ENGINE, sizes, dists=list(dists), kernels=list(versions))
 
 
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
     """GB/s against N, one colour per kernel and one line style per kind of data, beside the device
     copy and the ceiling (a measured read stream or the datasheet peak; on the emulator: says there
     is nothing to time)."""
-    from ..bench.report import COPY_LABEL, ceiling
-
     title = "histogram, 256 bins: bytes counted per second (colour: kernel; line and marker: data)"
-    pictures.draw_speed(ax, list(records), ceiling(list(records)) if records else None, COPY_LABEL, title)
+    bench.plot(list(records), ax, title=title, lines=pictures.draw_speed_lines, x_label="N (bytes)",
+               y_label="bytes counted per second (GB/s)", legend_columns=2)  # fmt: skip
 
 
 def _timed_block(name: str) -> int | None:

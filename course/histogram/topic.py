@@ -153,7 +153,7 @@ def plan(call: Call) -> Plan:
             f"{v.name} indexes with int: with {call.grid[0]} blocks of {call.block3[0]} it counts at most "
             f"{INT_MAX + 1 - threads} bytes; got {call.n} (hist1 and later index with 64 bits)"
         )
-    if v.name == "hist2_article" and call.block3[0] > 256 and backend.device().backend == "cupy":
+    if v.name == "hist2_article" and call.block3[0] > 256 and backend.on_gpu():
         raise InputError(
             f"hist2_article with {call.block3[0]} threads writes past its 256 shared bins: the course "
             "runs that only on the emulator (histogram.check or histogram.trace show it)"
@@ -256,7 +256,7 @@ def metrics(t: Trace, version: Version) -> dict[str, Any]:
     if len(loads):
         out["bytes per warp load"] = round(float(loads.bytes.sum()) / len(loads), 1)
     dev = backend.device()
-    out["run on"] = dev.name if dev.backend == "cupy" else f"{dev.name}: no time to show"
+    out["run on"] = dev.name if dev.on_gpu else f"{dev.name}: no time to show"
     return out
 
 

@@ -519,7 +519,7 @@ def _grid_form(per_sm: Any) -> str:
 def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
     head = f"{per_sm} block{'s' * (per_sm != 1)} of {block} per SM ({per_sm * dev.sm_count} blocks)"
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         speeds = grid_speeds(n, block, runs)
         best = max(speeds.values())
         fewest = next(p for p in GRID_PER_SM if speeds[p] >= FULL_SPEED * best)

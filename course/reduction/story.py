@@ -21,7 +21,7 @@ from .topic import BEYOND, ENGINE, STORY
 
 def first_trace(name: str, x: Any, *, block: int = 128, grid: int | None = None, **kw: Any) -> Trace:
     """The trace of version `name`'s own launch on x (kw: `blocks`, `spaces`)."""
-    return ENGINE.trace(name, x, block=block, grid=grid, **kw).launches()[0]
+    return ENGINE.first_trace(name, x, block=block, grid=grid, **kw)
 
 
 def step_table(name: str, n: int = 256, block: int = 256, dtype: Any = np.float32) -> Table:
@@ -318,7 +318,7 @@ def sm_clock_ghz() -> tuple[float, str]:
     """The SM clock the issue rate is computed with, and where it came from: the GPU's
     (cudaDevAttrClockRate, its boost clock) on a GPU, the device model's datasheet figure else."""
     dev = backend.device()
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         try:
             import cupy
 
@@ -350,7 +350,7 @@ def issue_table(
     tree's barriers, the store, retire)."""
     rate, sms = issue_rate(), backend.device().sm_count
     rows = Table()
-    xs = _inputs(n) if on_gpu() else None
+    xs = _inputs(n) if backend.on_gpu() else None
     for name in names:
         blocks = ENGINE.grid(name, n, block, np.uint32)[0]
         waves = blocks / (sms * holds(block, name))
@@ -443,17 +443,11 @@ G80 = {
     "reduce7": (0.268, 62.671),
 }  # fmt: skip
 G80_PEAK_GBPS = 86.4
-SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
-NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
-
-
-def on_gpu() -> bool:
-    return backend.device().backend == "cupy"
 
 
 def _gpu() -> None:
-    if not on_gpu():
-        raise RuntimeError(NEEDS_A_GPU)
+    if not backend.on_gpu():
+        raise RuntimeError(bench.NEEDS_A_GPU)
 
 
 def peak_gbps() -> float:
@@ -483,8 +477,8 @@ def article_table(
     reduction, not `DeviceReduce` (`_library_row`). The kernel alone (its block sums), median of `runs`
     CUDA-event timings, inputs rotated past L2.
     On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     rows = Table()
     for n in sizes:
         xs = _inputs(n)
@@ -521,7 +515,7 @@ def g80_comparison(rows: Sequence[Mapping[str, Any]], n: int = ARTICLE_SIZES[-1]
     """This GPU (fixed launches, at n: big enough for its copy to near its peak) beside Harris's G80
     at 4M, each as a share of its own DRAM peak (an empty table without GPU timings)."""
     if not rows:
-        return Table(note=NEEDS_A_GPU)
+        return Table(note=bench.NEEDS_A_GPU)
     peak = peak_gbps()
     copy = next(r for r in rows if r["N"] == n and r["kernel"] == "device copy")
     out = Table([{"kernel": "device copy", "G80 ms": "", "G80 % of peak": "", "this GPU µs": copy["fixed µs"],
@@ -560,8 +554,8 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
     the bandwidth reached, beside a read + write copy of the same bytes (half read, half
     written), and the DRAM latency those two imply (Little's law: latency = bytes in flight /
     bandwidth). On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     xs = _inputs(n)
     copy = 1e3 * float(np.median(bench.time_copy(4 * n, runs=runs)))
     sms, full = backend.device().sm_count, holds(block)
@@ -585,27 +579,18 @@ def latency_table(n: int = 2**26, block: int = 128, runs: int = 20) -> Table:
 def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
     """GB/s against N, beside the device copy and the ceiling (the datasheet peak; on the emulator: says
     there is nothing to time). `reduce_shfl` is dashed: it lies on top of kernel 7."""
-    bench.plot(list(records), ax, title="reduction, float32: the whole sum on the GPU")
-    shfl = [line for line in ax.get_lines() if line.get_label() == "reduce_shfl"]
-    for line in shfl:  # reduce_shfl runs at kernel 7's speed: dashed, so both show
-        line.set_linestyle("--")
-    if shfl and ax.get_legend() is not None:
-        ax.legend(fontsize="small")  # again, so the legend shows the dash
+    bench.plot(
+        list(records), ax, title="reduction, float32: the whole sum on the GPU", dashed=("reduce_shfl",)
+    )
 
 
 def speed_against_n(
     versions: Sequence[str] = ("reduce7", *BEYOND),
-    sizes: Sequence[int] = SWEEP_SIZES,
+    sizes: Sequence[int] = bench.SPEED_SIZES,
 ) -> list[dict[str, Any]]:
     """The fixed kernel 7 and the versions beyond the article (the whole sum on the GPU), float32,
     beside cupy.sum and a device copy, from 2^16 to 2^28: course.bench records (none on the emulator)."""
-    if not on_gpu():
-        return []
-    return [
-        r
-        for n in sizes  # no progress bar: it would be stored in the executed notebook
-        for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))
-    ]
+    return bench.speed_against_n(ENGINE, sizes, dtypes=["float32"], kernels=list(versions))
 
 
 def gpu_grid_speed(blocks: int, block: int, n: int, runs: int = 20) -> tuple[float, float]:

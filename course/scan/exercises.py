@@ -785,7 +785,7 @@ def _judge_block(answer: dict[str, Any], n: int = BLOCK_N, runs: int = 50) -> Ve
     if problem := _count_problem(answer, n):
         return Verdict(False, [problem])
     block = int(answer["block"])
-    if backend.device().backend == "cupy":
+    if backend.on_gpu():
         return exercises.timed_verdict(
             block_speeds(n, runs), block, f"lookback at N = {_spaced(n)} with block {block}"
         )

@@ -47,7 +47,7 @@ def _block_for(name: str, n: int) -> int:
 def first_trace(name: str, x: Any, *, block: int | None = None, **kw: Any) -> Trace:
     """The trace of version `name`'s own launch on x (not a conversion after it), on the emulator."""
     block = block or _block_for(name, len(x))
-    return ENGINE.trace(name, x, block=block, **kw).launches()[0]
+    return ENGINE.first_trace(name, x, block=block, **kw)
 
 
 def _buffer(t: Trace) -> str:
@@ -493,15 +493,9 @@ def residency_table(blocks: Sequence[int] = TILE_BLOCKS) -> Table:
 
 # ---------------------------------------------------------------- timings on a GPU
 
-NEEDS_A_GPU = "timings need a GPU: on the emulator the counts above tell the story"
-SWEEP_SIZES = (2**16, 2**18, 2**20, 2**22, 2**24, 2**26, 2**28)
 TABLE_SIZES = (2**20, 2**24, 2**28)
 TILED = ("scan_then_propagate", "lookback")
 ONE_BLOCK = ("naive", "kogge_stone", "kogge_stone_double_buffer", "brent_kung", "blelloch", "blelloch_padded")
-
-
-def on_gpu() -> bool:
-    return backend.device().backend == "cupy"
 
 
 def _us(step: Any, runs: int) -> float:
@@ -518,8 +512,8 @@ def one_block_table(n: int = 1024, runs: int = 50) -> Table:
     float32 in one launch (block 1024 for Kogge-Stone and the naive scan, 512 for the trees),
     beside a device copy of the same bytes and cupy.cumsum. Median of `runs` CUDA-event timings.
     On the emulator: an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     x = arrays.asarray(example(n))
     rows = Table()
     copy = 1e3 * float(np.median(bench.time_copy(2 * 4 * n, runs=runs)))
@@ -545,14 +539,12 @@ def one_block_table(n: int = 1024, runs: int = 50) -> Table:
 
 
 def speed_against_n(
-    versions: Sequence[str] = TILED, sizes: Sequence[int] = SWEEP_SIZES
+    versions: Sequence[str] = TILED, sizes: Sequence[int] = bench.SPEED_SIZES
 ) -> list[dict[str, Any]]:
     """The two versions that scan any N (the whole scan on the GPU), float32, beside cupy.cumsum
     and a device copy of the same 2N elements, from 2^16 to 2^28: course.bench records (none on
     the emulator)."""
-    if not on_gpu():
-        return []
-    return [r for n in sizes for r in bench.run(ENGINE, n, dtypes=["float32"], kernels=list(versions))]
+    return bench.speed_against_n(ENGINE, sizes, dtypes=["float32"], kernels=list(versions))
 
 
 PASS_N = 2**28  # the size where the text compares lookback with the tile pass alone
@@ -605,8 +597,8 @@ def _whole_steps(steps: Sequence[Any]) -> Any:
 def pass_table(n: int = PASS_N, runs: int = 20) -> Table:
     """`pass_rows` timed on a GPU (median of `runs` CUDA-event timings each; at 2^28 the arrays are
     far past the L2); on the emulator an empty table that says why."""
-    if not on_gpu():
-        return Table(note=NEEDS_A_GPU)
+    if not backend.on_gpu():
+        return Table(note=bench.NEEDS_A_GPU)
     rows = pass_rows(
         n,
         lambda step: _us(step, runs),
@@ -623,7 +615,7 @@ def speed_table(records: Sequence[dict[str, Any]], sizes: Sequence[int] = TABLE_
     """`speed_against_n`'s records at a few sizes: µs, GB/s (2N elements moved), % of the copy,
     × cupy.cumsum and × CUB (CUB's DeviceScan, timed by the benchmark in the same run, is a row
     too); an empty table that says why without GPU timings."""
-    rows = Table(note=NEEDS_A_GPU)
+    rows = Table(note=bench.NEEDS_A_GPU)
     for r in records:
         if r["n"] in sizes:
             rows.append({
@@ -641,8 +633,8 @@ def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
 
 def block_speeds(n: int = 2**26, runs: int = 20) -> dict[int, float]:
     """GB/s of lookback at N for every tile block size (GPU only): the whole scan, 2N elements moved."""
-    if not on_gpu():
-        raise RuntimeError(NEEDS_A_GPU)
+    if not backend.on_gpu():
+        raise RuntimeError(bench.NEEDS_A_GPU)
     x = arrays.asarray(example(n))  # 256 MiB at 2^26: past the L2, no rotation needed
     out = {b: 2 * 4 * n / _us(_whole(ENGINE.plan("lookback", x, block=b)), runs) / 1e3 for b in TILE_BLOCKS}
     bench.free_gpu_memory()

@@ -508,7 +508,7 @@ def _allowed_block(block: Any) -> str:
 
 def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, runs: int = 20) -> Verdict:
     bx, by = block
-    if backend.device().backend == "cupy":
+    if backend.on_gpu():
         return exercises.timed_verdict(
             _gpu_block_speeds(shape, runs),
             block,

@@ -74,7 +74,7 @@ def _copy_trace(a: np.ndarray, block: tuple[int, int], **kw: Any) -> Trace:
 def first_trace(name: str, a: np.ndarray, block: Any, **kw: Any) -> Trace:
     if name == "copy":
         return _copy_trace(a, block, **kw)
-    return ENGINE.trace(name, a, block=block, **kw).launches()[0]
+    return ENGINE.first_trace(name, a, block=block, **kw)
 
 
 # ---------------------------------------------------------------- who reads and writes what
@@ -295,7 +295,7 @@ def gpu_table(
 ) -> list[Record]:
     """Every listed version, the device copy of the same bytes and cupy.ascontiguousarray(a.T),
     timed by course.bench at each shape and dtype (show with `bench.table`). Needs a GPU."""
-    if backend.device().backend != "cupy":
+    if not backend.on_gpu():
         raise RuntimeError("timings need a GPU: on the emulator, the sector and bank counts tell the story")
     return [r for size in sizes for r in bench.run(ENGINE, size, dtypes=dtypes, runs=runs)]
 
@@ -516,10 +516,6 @@ SWEEP_VERSIONS = (
 )
 
 
-def on_gpu() -> bool:
-    return backend.device().backend == "cupy"
-
-
 def _case_label(name: str, block: Any) -> str:
     return f"{'copy kernel' if name == 'copy' else name} {'×'.join(map(str, block))}"
 
@@ -566,14 +562,14 @@ def article_table(
     """The article's kernel and its fixes, each with the launch named in its row (the article's
     block 32 × 32 or 16 × 16, the fixed kernels' 32 × 8), beside the copy and CuPy, int32 as in
     the article. On the emulator: an empty table that says why."""
-    if not on_gpu():
+    if not backend.on_gpu():
         return Table(note=NEEDS_A_GPU)
     return speed_rows([r for shape in shapes for r in timed(ARTICLE_CASES, shape, dtype)])
 
 
 def in_flight_speed(shape: tuple[int, int] = (8192, 8192), dtype: str = "float32") -> Table:
     """The cases of `in_flight_table`, timed at `shape` beside the copy (GPU only; else a note)."""
-    if not on_gpu():
+    if not backend.on_gpu():
         return Table(note=NEEDS_A_GPU)
     return speed_rows(timed(IN_FLIGHT_CASES, shape, dtype))
 
@@ -617,7 +613,7 @@ def speed_table(
 ) -> Table:  # fmt: skip
     """Every listed version at its benchmark block, the copy, CuPy and (float only) cuBLAS's geam,
     at each (shape, dtype). On the emulator: an empty table that says why."""
-    if not on_gpu():
+    if not backend.on_gpu():
         return Table(note=NEEDS_A_GPU)
     return speed_rows(
         [r for shape, dtype in shapes for r in bench.run(_with_geam(dtype), shape, dtypes=[dtype])]
@@ -629,12 +625,7 @@ def speed_against_n(
 ) -> list[Record]:
     """float32 records of `versions`, cupy.ascontiguousarray(a.T) and the copy at each shape,
     from the article's 1111 × 113 to 16384² (none on the emulator)."""
-    if not on_gpu():
-        return []
-    # no progress bar: a notebook saves its last line as output (a minute of GPU time needs none)
-    return [
-        r for shape in shapes for r in bench.run(ENGINE, shape, dtypes=["float32"], kernels=list(versions))
-    ]
+    return bench.speed_against_n(ENGINE, shapes, dtypes=["float32"], kernels=list(versions))
 
 
 def plot_speed(ax: Any, records: Sequence[Record]) -> None:
