@@ -232,7 +232,7 @@ def test_a_private_name_in_a_script_is_seen() -> None:
     for source in (
         "k._cupy()",
         "course.backend._cupy_device().name",
-        "from course.histogram.story import _bytes",
+        "from course.histogram.lesson import _bytes",
     ):
         assert _private_names(ast.parse(source)), source
     assert not _private_names(ast.parse("from cupy._core import _accelerator\nself._x = 1"))
@@ -247,6 +247,7 @@ def test_the_old_module_names_are_the_moved_modules() -> None:
         ("course.gpu", "course.module"),
         ("course.engine.panel", "course.ui.panel"),
         ("course.engine.canvas", "course.ui.canvas"),
+        *((f"course.{t}.story", f"course.{t}.lesson") for t in TOPIC_NAMES),
     ):
         assert importlib.import_module(old) is importlib.import_module(new), old
     from course import module, source, table

@@ -277,7 +277,7 @@ class TestDot1Article:
         )
         assert "sum Calculated" not in capfd.readouterr().out  # kept out of the cell on both backends
         if course.device().backend == "emulator":  # the line is the emulator's own printf, rebuilt
-            from course.dot.story import _article_dot1
+            from course.dot.lesson import _article_dot1
 
             got, kernel_printed = _article_dot1(*dot.article_inputs(1024))
             assert kernel_printed == f"sum Calculated on Device: {got:.6g}\n"
@@ -615,7 +615,9 @@ def test_the_grid_stride_kernels_fuse_each_product_and_dot1_rounds_it(emulator_b
 def test_draw_errors(emulator_backend):
     ax = Figure().add_subplot()
     dot.draw_errors(ax, model_ns=(2**10, 2**12), kernel_ns=(2**10,), seeds=1)
-    assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS) + 1  # + the zero floor
+    assert (
+        len(ax.lines) == len(dot.lesson.MODEL_LINES) + len(dot.lesson.KERNEL_POINTS) + 1
+    )  # + the zero floor
     assert any("exactly 0" in t.get_text() for t in ax.texts)  # the floor is labelled
 
 

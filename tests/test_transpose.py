@@ -380,11 +380,11 @@ def test_the_articles_kernel_without_bounds_checks_writes_past_the_output(emulat
 
 
 def test_launch_facts_count_blocks_and_waves(emulator_backend):
-    from course.transpose import story
+    from course.transpose import lesson
 
-    assert story.resident_blocks(1024, 4096) == 2 and story.resident_blocks(512, 16640) == 4
-    assert story.resident_blocks(256, 0) == 8  # threads decide
-    assert story.resident_blocks(64, 48 * 1024) == 4  # shared memory decides (1 KB reserved per block)
+    assert lesson.resident_blocks(1024, 4096) == 2 and lesson.resident_blocks(512, 16640) == 4
+    assert lesson.resident_blocks(256, 0) == 8  # threads decide
+    assert lesson.resident_blocks(64, 48 * 1024) == 4  # shared memory decides (1 KB reserved per block)
     small = transpose.launch_facts("transpose_grouped", SQUARE)
     assert (small["grid"], small["blocks"], small["blocks per SM"], small["waves"]) == ("36", 36, 4, 0.07)
     big = transpose.launch_facts("transpose_naive", (8192, 8192), (32, 8))
@@ -466,16 +466,16 @@ def test_the_timing_tables_on_a_gpu(cupy_backend):
     }
     assert {r["shape"] for r in transpose.speed_table(shapes=(((1111, 113), "int32"),))} == {"1111×113"}
     floats = transpose.speed_table(shapes=(((1024, 1024), "float32"), ((1111, 113), "int32")))
-    geam = [r for r in floats if r["kernel"] == transpose.story.GEAM]  # cuBLAS's transpose, float only
+    geam = [r for r in floats if r["kernel"] == transpose.lesson.GEAM]  # cuBLAS's transpose, float only
     assert [r["dtype"] for r in geam] == ["float32"] and geam[0]["µs"] > 0
     records = transpose.speed_against_n(shapes=((1111, 113), (1024, 1024)))
-    assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.story.SWEEP_VERSIONS)
+    assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.lesson.SWEEP_VERSIONS)
 
 
 # ---------------------------------------------------------------- notebook 02's exercises (course.exercises frame)
 
 from course.transpose import exercises as tx  # noqa: E402
-from course.transpose.story import BANK_CASES  # noqa: E402
+from course.transpose.lesson import BANK_CASES  # noqa: E402
 from course.transpose.topic import ANY  # noqa: E402
 
 STORE_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store"

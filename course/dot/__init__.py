@@ -8,7 +8,7 @@
     dot.check("dot1_article", a, b)         # the checker's findings (what the kernels print kept out)
     dot.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 01
+`topic.py` is the description the engine runs, `lesson.py` the numbers and pictures notebook 01
 tells the story with (drawn by `pictures.py`), `exercises.py` its exercises, `accuracy.py` NumPy
 models of the kernels' ways of adding. The kernels are in `kernels/dot.cu`.
 """
@@ -16,7 +16,7 @@ models of the kernels' ways of adding. The kernels are in `kernels/dot.cu`.
 from __future__ import annotations
 
 from . import exercises
-from .story import (
+from .lesson import (
     AtomicOrders,
     Printed,
     article_answer,

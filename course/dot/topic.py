@@ -315,7 +315,7 @@ def cublas_dot(a: Any, b: Any) -> Callable[[], Any]:
     return lambda: cublas.dot(a, b)
 
 
-# the goals of issue #12 (the error parts are not bandwidth goals: story.measured_errors measures them)
+# the goals of issue #12 (the error parts are not bandwidth goals: lesson.measured_errors measures them)
 GOALS = (
     Goal("dot", 2**28, "float32", min_pct_of_copy=100, min_x_cupy=3),
     Goal("dot", 2**28, "float32", kernel="dot_compensated", min_pct_of_copy=95),

@@ -9,7 +9,7 @@
     histogram.wide(keys, bins=4096)             # 16-bit keys into up to 12,288 bins
     histogram.sass_table()                      # what the atomics compile to (needs cuobjdump)
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 03
+`topic.py` is the description the engine runs, `lesson.py` the numbers and pictures notebook 03
 tells the story with (`pictures.py` draws what the shared drawings do not), `exercises.py` its
 exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels'
 machine code. The kernels are in
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from . import exercises
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
-from .panel import panel
-from .sass import atomics_table as sass_table
-from .story import (
+from .lesson import (
     Report,
     article_grids,
     article_timing,
@@ -59,6 +57,8 @@ from .story import (
     wide_table,
     wide_timing,
 )  # fmt: skip
+from .panel import panel
+from .sass import atomics_table as sass_table
 from .topic import ENGINE, STORY, TOPIC, VERSIONS
 from .wide import WIDE_BINS, wide, wide_plan, wide_reference
 

@@ -7,14 +7,14 @@
     reduction.check("reduce5_article", x, block=64)
     reduction.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 05
+`topic.py` is the description the engine runs, `lesson.py` the numbers and pictures notebook 05
 tells the story with, `exercises.py` its exercises. The kernels are in `kernels/reduction.cu`.
 """
 
 from __future__ import annotations
 
 from . import exercises
-from .story import (
+from .lesson import (
     article_table,
     barriers_per_warp,
     compare_steps,

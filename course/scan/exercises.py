@@ -22,7 +22,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel, Module
 from . import pictures
-from .story import code_labels, steps_vs_work
+from .lesson import code_labels, steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
 
 I32 = np.int32
@@ -42,7 +42,7 @@ def _work_key(name: str, n: int) -> str:
 @functools.lru_cache(maxsize=4)
 def work_truth(cases: tuple[tuple[str, int], ...] = WORK_CASES) -> dict[str, tuple[int, int, int]]:
     """Launch -> (steps, adds, barriers) of one block covering N (block N for Kogge-Stone, N / 2 for
-    Brent-Kung), counted from traces (`story.steps_vs_work`)."""
+    Brent-Kung), counted from traces (`lesson.steps_vs_work`)."""
     out = {}
     for name, n in cases:
         (row,) = steps_vs_work((n,), (name,))
@@ -394,8 +394,8 @@ def _bank_key(sweep: str, stride: int) -> str:
 @functools.lru_cache(maxsize=2)
 def bank_truth(block: int = BANK_BLOCK) -> dict[str, tuple[int]]:
     """The worst bank conflict (ways) of Brent-Kung's steps at the BANK_STEPS strides, one block of
-    `block` threads on 2 x block elements, counted from the trace (`story.step_table`)."""
-    from .story import step_table
+    `block` threads on 2 x block elements, counted from the trace (`lesson.step_table`)."""
+    from .lesson import step_table
 
     rows = step_table("brent_kung", 2 * block)
     levels = len(rows) // 2 + 1  # log2(2 x block) up-sweep steps, one fewer down-sweep steps
@@ -440,8 +440,8 @@ BYTES_SIZES = (4096, 12_288, 40_960)  # one, three and ten tiles of 4096 (blocks
 @functools.lru_cache(maxsize=2)
 def bytes_truth(sizes: tuple[int, ...] = BYTES_SIZES) -> dict[str, tuple[float]]:
     """Elements scan-then-propagate reads and writes in global memory per element of x, blocks of
-    128, counted from the traces of every launch (`story.bytes_moved`)."""
-    from .story import bytes_moved
+    128, counted from the traces of every launch (`lesson.bytes_moved`)."""
+    from .lesson import bytes_moved
 
     out = {}
     for n in sizes:

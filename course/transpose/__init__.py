@@ -7,7 +7,7 @@
     transpose.check("transpose_article", a, block=(32, 8))
     transpose.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers notebook 02 tells the story
+`topic.py` is the description the engine runs, `lesson.py` the numbers notebook 02 tells the story
 with, `pictures.py` its pictures, `exercises.py` its exercises. The kernels are in
 `kernels/transpose.cu`.
 """
@@ -15,16 +15,7 @@ with, `pictures.py` its pictures, `exercises.py` its exercises. The kernels are 
 from __future__ import annotations
 
 from . import exercises
-from .pictures import (
-    draw_edge_block,
-    draw_sectors,
-    draw_tile,
-    draw_tile_order,
-    draw_tile_read,
-    edge_threads,
-    tile_order,
-)
-from .story import (
+from .lesson import (
     article_blocks,
     article_conflicts,
     article_grid,
@@ -54,6 +45,15 @@ from .story import (
     warp_elements,
     wide_block_fault,
 )  # fmt: skip
+from .pictures import (
+    draw_edge_block,
+    draw_sectors,
+    draw_tile,
+    draw_tile_order,
+    draw_tile_read,
+    edge_threads,
+    tile_order,
+)
 from .topic import ENGINE, GROUP, STORY, TILE, TOPIC, VERSIONS, copy_kernel, kernel, shape_for
 
 versions = ENGINE.versions

@@ -23,7 +23,7 @@ from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
 from .bank_picture import draw_bank_access
-from .story import (
+from .lesson import (
     first_trace,
     index_matrix,
     launch_facts,

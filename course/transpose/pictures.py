@@ -19,7 +19,7 @@ from matplotlib.patches import Rectangle
 from .. import analysis, backend, draw
 from ..emulator import Trace
 from .bank_picture import draw_bank_access
-from .story import accepted_block, first_trace, global_buffers, index_matrix, launch_facts
+from .lesson import accepted_block, first_trace, global_buffers, index_matrix, launch_facts
 from .topic import ENGINE
 
 WORD = 4  # bytes: every version moves 4-byte words

@@ -6,7 +6,7 @@ out[c][r] = a[r][c]; nothing is computed, only the addressing changes. `run` ret
 transposed matrix as a NumPy array of the input's dtype.
 
 The copy (`copy` in transpose.cu) is a read + write copy, not a transpose, so it is not a
-version: the story launches it by hand (`story.copy_kernel`), and the benchmark's 100 % is a
+version: the story launches it by hand (`lesson.copy_kernel`), and the benchmark's 100 % is a
 device copy (cudaMemcpy).
 """
 
