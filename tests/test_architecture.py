@@ -270,3 +270,38 @@ def test_gpu_or_emulator_is_asked_of_the_backend_never_by_its_name() -> None:
     ]
     assert not found
     assert compare.search('if device().backend == "cupy":') and compare.search('env["backend"] != "cupy"')
+
+
+TOPIC_FILES = {  # the files every topic folder has, each with one job in every topic
+    "__init__.py": "the topic's public names (versions, run, trace, check, panel, what the notebook calls)",
+    "topic.py": "the description the engine runs (versions, launch rules, reference, benchmark, PanelSpec)",
+    "lesson.py": "the functions its notebook calls",
+    "panel.py": "what the panel shows: the PanelSpec's callbacks",
+    "exercises.py": "its exercises",
+    "story.py": "the old name of lesson.py, that very module",
+}
+PANEL_CALLBACKS = {"panel_input", "picture_input", "picture", "metrics", "picture_grid", "block_max_n"}
+
+
+def test_every_topic_folder_has_the_same_files_for_the_same_jobs() -> None:
+    """A newcomer who knows one topic folder knows them all: the same files, the panel's callbacks
+    defined in panel.py and nowhere else, and story.py only the old name of lesson.py."""
+    import importlib
+
+    for name in TOPIC_NAMES:
+        folder = ROOT / name
+        assert set(TOPIC_FILES) <= {p.name for p in folder.glob("*.py")}, name
+        for path in folder.glob("*.py"):
+            defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+            if path.name == "panel.py":
+                assert {"picture", "metrics", "picture_input"} <= defined, path
+            else:
+                assert not defined & PANEL_CALLBACKS, (
+                    f"{path.relative_to(ROOT)} defines {defined & PANEL_CALLBACKS}"
+                )
+        assert importlib.import_module(f"course.{name}.story") is importlib.import_module(
+            f"course.{name}.lesson"
+        )
+        spec = importlib.import_module(f"course.{name}.topic").TOPIC.panel
+        callbacks = [spec.draw, spec.metrics]
+        assert all(f.__module__ == f"course.{name}.panel" for f in callbacks), name

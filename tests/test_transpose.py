@@ -4,6 +4,8 @@ panel driven through its widgets. Every version at awkward shapes: tests/test_to
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -573,12 +575,12 @@ def test_the_panel_and_show_draw_every_word_of_a_32_way_tower(emulator_backend):
     from matplotlib.figure import Figure
 
     from course import draw
-    from course.transpose import topic
 
+    panel = importlib.import_module("course.transpose.panel")  # course.transpose.panel is the panel itself
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     t = transpose.trace("transpose_article", a, block=(32, 32)).launches()[0]
     ax = Figure().add_subplot()
-    topic.picture(ax, t, transpose.ENGINE.version("transpose_article"))
+    panel.picture(ax, t, transpose.ENGINE.version("transpose_article"))
     assert draw.MAX_STACK == 16  # put back
     assert not any("words" in x.get_text() for x in ax.texts)  # no cut stack with its height written
     assert "32-way" in ax.get_title()

@@ -24,7 +24,8 @@ from ..module import Kernel
 from . import pictures
 from .data import BINS, histogram_bytes
 from .lesson import blocks_per_sm, first_trace
-from .topic import ENGINE, counting_line
+from .panel import counting_line
+from .topic import ENGINE
 
 WARP = 32
 

@@ -11,6 +11,7 @@ timings need a GPU (on the emulator the timing helpers return a table that says 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -23,15 +24,11 @@ from ..emulator import Trace
 from ..errors import InputError, KernelFault
 from ..gpu import Kernel, Module
 from ..source import Table
+from ..ui.panel import Panel
 from . import cpu, pictures
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
-from .topic import (
-    ENGINE,
-    STORY,
-    HistogramVersion,
-    counting_line,
-    picture,
-)  # fmt: skip
+from .panel import counting_line, panel_input, picture
+from .topic import ENGINE, STORY, HistogramVersion
 from .wide import WIDE_BINS, wide_plan
 
 ARTICLE_N = 100 * 2**20  # the article's 100 MiB of random bytes
@@ -821,3 +818,31 @@ def plot_speed(ax: Any, records: Sequence[dict[str, Any]]) -> None:
 
 def _timed_block(name: str) -> int | None:
     return ARTICLE_BLOCK if name.endswith("_article") else None
+
+
+# ---------------------------------------------------------------- the panel with the kind of data
+
+
+def panel(data: str = "uniform", **state: Any) -> Panel:
+    """The interactive panel on bytes of kind `data` (uniform, all-equal, skewed or real): the
+    engine's panel (version, block, N) with one more choice, because the data decides what the
+    atomics cost; keyword arguments set where it starts (version, n, block).
+
+        p = histogram.panel(data="all-equal")
+        p.data.value = "uniform"         # what a learner's click does; tests do the same"""
+    import ipywidgets as w
+
+    if data not in DISTS:
+        raise ValueError(f"data must be one of {list(DISTS)}, not {data!r}")
+    p = ENGINE.panel(**state)
+    p.data = w.Dropdown(options=list(DISTS), value=data, description="data", layout=w.Layout(width="220px"))  # type: ignore[attr-defined]
+    p.widget.children[0].children += (p.data,)  # type: ignore[attr-defined]
+
+    def changed(change: Any) -> None:
+        p.spec = dataclasses.replace(p.spec, make_input=panel_input(change["new"]))
+        p.update()
+
+    p.data.observe(changed, names="value")  # type: ignore[attr-defined]
+    if data != "uniform":  # the engine's panel starts on the topic's input: uniform bytes
+        changed({"new": data})
+    return p

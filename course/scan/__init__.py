@@ -10,9 +10,10 @@ that go past one block, up to a single pass at the speed of a copy.
     scan.check("kogge_stone_article", x[:64], block=64)
     scan.panel()
 
-`topic.py` is the description the engine runs, `lesson.py` the numbers (and the timings on a GPU)
-notebook 04 tells the story with, `pictures.py` its pictures that `course.draw` does not draw,
-`exercises.py` its exercises. The kernels are in `kernels/scan.cu`.
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 04 calls (its
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic makes, `panel.py` what the
+panel shows (the callbacks the engine's panel calls), `exercises.py` its exercises, `tuning.py` the
+tuning's knobs; the kernels are in `kernels/scan.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from .. import analysis, arrays, draw
 from ..emulator import Trace
 from ..gpu import Module
 from .lesson import BANK_VARIANTS, bank_trace, example
-from .topic import ENGINE, ITEMS, options, picture
+from .panel import picture
+from .topic import ENGINE, ITEMS, options
 
 ALERT = "#d62728"
 IDLE = "#e6e6e6"

@@ -1,5 +1,5 @@
 """What reduction's panel shows: its input for N, the picture of block 0 and the numbers read
-from the trace."""
+from the trace (the `PanelSpec` callbacks topic.py hands the engine)."""
 
 from __future__ import annotations
 
