@@ -365,9 +365,9 @@ def tree_steps(block: int = 256) -> Table:
 
 
 def draw_tree(ax: Any, block: int = 32) -> None:
-    """`draw.reduction_tree` of dot3's shared-memory tree in block 0."""
+    """`draw.tree` of dot3's shared-memory tree in block 0."""
     t = first_trace("dot3", *article_inputs(block), block=block, blocks=[0], spaces={"shared"})
-    draw.reduction_tree(ax, t, "cache")
+    draw.tree(ax, t, "cache")
 
 
 def struct_source(*names: str) -> Code:

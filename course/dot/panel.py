@@ -34,9 +34,9 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     if name.startswith("dot1"):
         return draw.grid_stride_map(ax, t, "temp", op="ld")
     if name.startswith("dot2"):
-        return draw.histogram_contention(ax, t, "c")
+        return draw.contention(ax, t, "c")
     if name.startswith("dot3"):
-        return draw.reduction_tree(ax, t, "cache")
+        return draw.tree(ax, t, "cache")
     if name == "dot_vec4":
         loads = np.flatnonzero((t.space == "global") & (t.op == "ld"))
         if len(loads):

@@ -69,7 +69,7 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     version = cast("HistogramVersion", version)
     if version.name in ("hist5_lanes", "hist6_runs"):
         return draw.bank_heatmap(ax, t, line=counting_line(t, version), max_rows=PICTURE_ROWS // 2)
-    d = draw.histogram_contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
+    d = draw.contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
     if version.counts_in != "hist":  # shared atomics combine lanes on one word: nothing queues there
         ax.set_title(
             ax.get_title().replace(

@@ -257,7 +257,7 @@ def _draw_tree(block: int, n: int, per_thread: int, *, sums: bool = True) -> Cal
         args = (arrays.asarray(np.ones(n, np.uint32)), arrays.zeros(grid, np.int64), np.int32(n))
         t = k.trace((grid,), (block,), args, shared_mem=block * ACC_BYTES, blocks=[0])
         ax = fig.add_subplot()
-        draw.reduction_tree(ax, t, "sdata", values=np.full(block, per_thread) if sums else None)
+        draw.tree(ax, t, "sdata", values=np.full(block, per_thread) if sums else None)
         ax.set_title(
             f"your tree: block 0 of {block} threads summing ones (a cell: how many inputs it holds)"
             if sums

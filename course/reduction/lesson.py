@@ -155,7 +155,7 @@ def draw_tree(ax: Any, name: str, n: int = 64) -> None:
     """Block 0's tree for version `name` on n ones (so each cell shows how many inputs it holds),
     one thread per element: two warps for n = 64, so the warp boundary is in the picture."""
     x = np.ones(n, np.float32)
-    draw.reduction_tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
+    draw.tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
     _fit_sums(ax, n)
 
 

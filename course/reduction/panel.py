@@ -44,7 +44,7 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     """Block 0's tree where there is one (kernels 1-7); for the kernels without a shared-memory
     tree, which block and thread loaded which element of x in which iteration of the loop."""
     if "sdata" in {b.name for b in t.buffers}:
-        return draw.reduction_tree(ax, t, "sdata")
+        return draw.tree(ax, t, "sdata")
     return draw.grid_stride_map(ax, t, "x", by="block", max_elements=256)
 
 
