@@ -8,6 +8,9 @@ sums that wrap, and the kernels' knobs are in tests/kernels/test_scan_kernels.py
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -618,3 +621,15 @@ def test_fact_script_without_a_gpu_says_so(tmp_path):
         pytest.skip("a GPU is here: the script measured")
     assert res.returncode == 1
     assert "lookback_scan" in report and "NVRTC cubin for sm_90" in report  # the registers step needs no GPU
+
+
+def test_the_recorded_tuning_numbers_are_read_from_their_file_and_quoted_where_they_were_measured():
+    """lesson's tuning steps and the tuning run's H200 are numbers recorded on a GPU: they live in
+    course/scan/recorded.json (not typed into the code), and the docs that recorded them quote them."""
+    root = Path(__file__).resolve().parents[1]
+    recorded = json.loads((root / "course" / "scan" / "recorded.json").read_text())
+    assert [s[1] for s in recorded["tuning_steps"]["steps"]] == [p for _, p, _ in lesson.TUNING_STEPS]
+    tuning = (root / "docs" / "tuning" / "scan.md").read_text()
+    assert all(f"{p:.1f}" in tuning for _, p, _ in lesson.TUNING_STEPS + lesson.TUNING_OTHERS)
+    probe = (root / "docs" / "scan-h200.md").read_text()
+    assert f"{lesson.TUNING_GPU[1]:.0f} GB/s" in probe and f"{lesson.TUNING_GPU[2]:.0f} ns" in probe

@@ -12,7 +12,9 @@ checker and the compiler name them; why a single pass moves 2N elements and scan
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -413,20 +415,12 @@ def lookback_reads(n: int = 40 * ITEMS * EXAMPLE_BLOCK, block: int = EXAMPLE_BLO
 
 # ---------------------------------------------------------------- what tuning did on an H200
 
-# docs/tuning/scan.md: lookback at N = 2^28 float32 on one H200, % of a device copy of the same
-# bytes and the ratio to cupy.cumsum, each step measured in its own run (recorded, not timed here)
-TUNING_STEPS = (
-    ("first: tiles 512 x 16, block-wide exchange, ticket = load+fence+atomicInc, acquire/release", 57.6, 2.23),
-    ("warp-local exchange (__syncwarp), one 64-bit atomic: ticket+epoch, relaxed words, 128 x 32", 65.0, 2.52),
-    ("__launch_bounds__(128, 8): 72 -> 56 registers a thread, 7 -> 9 blocks per SM", 70.5, 2.74),
-    ("pause 1 µs before the first look, 400 ns between polls", 75.8, 2.94),
-    ("pause 3 µs before the first look", 80.6, 3.12),
-    ("prefetch into L2 the tile 256 tiles ahead: the final kernel", 88.2, 3.41),
-)  # fmt: skip
-TUNING_OTHERS = (
-    ("(the final kernel without the prefetch)", 81.1, 3.14),
-    ("(scan_tiles alone: every tile scanned, no look-back, not a whole scan)", 97.4, 3.77),
-)  # fmt: skip
+# recorded.json: numbers measured on GPUs and recorded (docs/tuning/scan.md, docs/scan-h200.md),
+# quoted here, not timed: lookback's tuning steps at N = 2^28 float32 on one H200 (% of a device
+# copy of the same bytes, × cupy.cumsum), and that H200's read stream and DRAM latency
+RECORDED = json.loads((Path(__file__).parent / "recorded.json").read_text())
+TUNING_STEPS = tuple((c, float(p), float(x)) for c, p, x in RECORDED["tuning_steps"]["steps"])
+TUNING_OTHERS = tuple((c, float(p), float(x)) for c, p, x in RECORDED["tuning_steps"]["others"])
 
 
 def tuning_steps() -> Table:
@@ -441,14 +435,9 @@ def tuning_steps() -> Table:
     return rows
 
 
-# an H200 like the tuning run's (docs/tuning/scan.md), for Little's law beside this device: the read
-# stream and idle DRAM latency course.probe measured on one on 2026-11-27 (docs/scan-h200.md)
-TUNING_GPU = (
-    "H200 (recorded)",
-    4181.0,
-    340.0,
-    132,
-    "course.probe on an H200, 2026-11-27 (docs/scan-h200.md)",
+# an H200 like the tuning run's, for Little's law beside this device (recorded.json)
+TUNING_GPU = tuple(
+    RECORDED["tuning_gpu"][k] for k in ("name", "read_stream_gbps", "dram_latency_ns", "sm_count", "from")
 )
 
 
