@@ -714,7 +714,15 @@ def _uninitialized(
         big = np.iinfo(np.int64).max
         first_write = np.minimum.reduceat(np.where(acc.writes[order], acc.step[order], big), starts)
         group = np.cumsum(new) - 1
-        bad_sorted = acc.reads[order] & ~held[order] & (acc.step[order] <= first_write[group])
+        step, first = acc.step[order], first_write[group]
+        # atomics in the step of the first write are serialised: only the first of them found the
+        # word unwritten, the others read what it wrote (a plain load in that step races instead)
+        atomic_then = (acc.kind[order] == AT) & (step == first)
+        seen = np.cumsum(atomic_then)
+        before_group = np.r_[0, seen[starts[1:] - 1]][group]
+        first_atomic = atomic_then & (seen - before_group == 1)
+        early = (step < first) | ((step == first) & ~atomic_then) | first_atomic
+        bad_sorted = acc.reads[order] & ~held[order] & early
         bad = order[bad_sorted]
         found += _uninit_findings(trace, acc, bad)
     return found

@@ -19,6 +19,11 @@
 5. The article's CPU loop (`hist[buffer[i]]++`, compiled with cc -O2: the notebook's CPU row,
    `course.histogram.cpu`) against np.bincount warmed up on the bytes widened to intp, on this
    host's CPU; 100 MiB. No GPU needed.
+6. One shared-memory warp instruction against the number k of distinct keys among its 32 lanes
+   (k = 1 ... 32, every key in its own bank; review 2026-11-27c H201/H202): __match_any_sync alone,
+   the agreement with its ATOMS.ADD (add_aggregated), the course's atomicAdd(&s[b], 1u), an
+   atomicAdd of a per-lane value (a weight) and a +1 into 64-bit words; ns per warp instruction per
+   SM, the totals checked, and the shared atomics each compiles to.
 
 Section 1 also prints `histogram.sass_table()`, the table notebook 03 shows (the counting atomics:
 ATOMS.POPC.INC.32 for hist2, hist3_vec, hist5_lanes, hist_wide_plain; MATCH.ANY + POPC + ATOMS.ADD
@@ -291,6 +296,105 @@ def cpu_loop_facts(n: int = 100 * 2**20, runs: int = 3) -> None:
     say()
 
 
+# ---------------------------------------------------------------- 6. one shared atomic against the distinct keys of a warp
+
+ATOMIC_SASS = {
+    "MATCH.ANY": r"\bMATCH\.ANY\b",
+    "ATOMS.POPC.INC.32": r"\bATOMS\.POPC\.INC\.32\b",
+    "ATOMS.ADD": r"\bATOMS\.ADD\b",
+    "ATOMS.CAS* (compare-and-swap)": r"\bATOMS\.CAST?\b|\bATOMS\.CAST?\.",
+}
+
+
+def atomic_sass(arch: str) -> None:
+    from course import compiler
+    from course.histogram import atomic_cost
+
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        say("(cuobjdump not found: the instructions of these kernels are not listed)")
+        say()
+        return
+    opts = compiler.compile_options((f"-arch={arch}",))
+    cubin = compiler.compile_cubin(atomic_cost.SOURCE, "atomics.cu", opts, ())
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "atomics.cubin"
+        path.write_bytes(cubin)
+        sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    parts = re.split(r"^\s*Function : (\S+)\s*$", sass, flags=re.M)
+    bodies = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    rows = []
+    for name in atomic_cost.KERNELS:
+        body = bodies.get(name, "")
+        row: dict = {"kernel": name}
+        for what, pat in ATOMIC_SASS.items():
+            row[what] = len(re.findall(pat, body))
+        row["other ATOMS"] = sorted(
+            {m for m in re.findall(r"\bATOMS\.[\w.]+", body)} - {"ATOMS.POPC.INC.32", "ATOMS.ADD"}
+        )
+        rows.append(row)
+    say("Shared atomics and matches in these kernels' SASS (static count):")
+    say()
+    table(rows, ["kernel", *ATOMIC_SASS, "other ATOMS"])
+
+
+def atomic_facts(arch: str, rounds: int = 4096, runs: int = 10) -> None:
+    """Review H201/H202: what one warp instruction costs with k distinct keys among its 32 lanes
+    (k in 1..32, 1-way: the k words are in k banks), for the match alone, the agreement with its
+    ATOMS.ADD (add_aggregated), the course's +1 atomic, an atomic of a per-lane value, and a +1 into
+    64-bit words. Full occupancy: two blocks of 1024 an SM."""
+    import cupy
+
+    from course import Module, backend, bench
+    from course.histogram import atomic_cost
+
+    say("## 6. One shared-memory warp instruction against the distinct keys of a warp (1-way)")
+    say()
+    say("Lane l of every warp holds key l % k: k distinct words in k banks, so no bank conflict; each")
+    say(f"thread makes {rounds} such instructions. Time per warp instruction: the kernel's time over")
+    say("the warp instructions an SM makes (all SMs, two blocks of 1024 each).")
+    say()
+    try:
+        atomic_sass(arch)
+    except Exception as exc:
+        PROBLEMS.append(f"atomic SASS: {type(exc).__name__}: {exc}")
+        say(f"**atomic SASS failed: {type(exc).__name__}: {exc}**")
+    module = Module(atomic_cost.SOURCE, options=(f"-DROUNDS={rounds}",), filename="atomics.cu")
+    dev = backend.device()
+    grid, block = 2 * dev.sm_count, 1024
+    per_sm = rounds * (grid * block // 32) / dev.sm_count  # warp instructions an SM makes
+    out = cupy.zeros(256, np.uint64)
+    rows = []
+    wrong = []
+    for k in atomic_cost.DISTINCT:
+        row: dict = {"distinct keys k": k}
+        for name, what in atomic_cost.KERNELS.items():
+            fn = module.get_function(name)
+            out[...] = 0
+            fn((grid,), (block,), (out, np.int32(k)))  # once, to check the totals
+            got = int(out.sum().get())
+            if got != atomic_cost.expected_total(name, k, grid * block, rounds):
+                wrong.append(f"{name} k={k}: {got}")
+            args = (out, np.int32(k))
+            step = [lambda fn=fn, args=args: fn((grid,), (block,), args)]
+            ms = float(np.median(bench.time_runs(step, runs=runs)))
+            row[what] = 1e6 * ms / per_sm  # ns per warp instruction per SM
+        rows.append(row)
+    if wrong:
+        PROBLEMS.append("section 6 totals wrong: " + "; ".join(wrong))
+    say(f"ns per warp instruction per SM (grid {grid}, block {block}, {rounds} rounds; "
+        f"{'totals right' if not wrong else 'TOTALS WRONG: ' + '; '.join(wrong)}):")  # fmt: skip
+    say()
+    cols = ["distinct keys k", *atomic_cost.KERNELS.values()]
+    table(rows, cols)
+    first, last = rows[0], rows[-1]
+    for what in atomic_cost.KERNELS.values():
+        say(f"- {what}: k=32 / k=1 = {last[what] / first[what]:.2f}")
+    say()
+    del out
+    bench.free_gpu_memory()
+
+
 def main() -> int:
     start = time.time()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -324,12 +428,13 @@ def main() -> int:
         PROBLEMS.append(f"CPU loop: {type(exc).__name__}: {exc}")
         say(f"**cpu_loop_facts failed: {type(exc).__name__}: {exc}**")
     if cupy is not None:
-        for part in (spread_facts, wide_facts, cub_facts):
+        for part in (spread_facts, wide_facts, cub_facts, lambda: atomic_facts(arch)):
             try:
                 part()
             except Exception as exc:
-                PROBLEMS.append(f"{part.__name__}: {type(exc).__name__}: {exc}")
-                say(f"**{part.__name__} failed: {type(exc).__name__}: {exc}**")
+                name = getattr(part, "__name__", "atomic_facts").replace("<lambda>", "atomic_facts")
+                PROBLEMS.append(f"{name}: {type(exc).__name__}: {exc}")
+                say(f"**{name} failed: {type(exc).__name__}: {exc}**")
     say(f"({time.time() - start:.0f} s)")
     if PROBLEMS:
         say()

@@ -25,7 +25,11 @@ Prints, and writes to OUT_DIR/gpu_facts_reduction.md:
    uint32 input, at 4M and 32M (the text says kernel 7 beats the generic reduction);
 8. Little's law as `reduction.littles_law()` prints it (the probe's read stream and latency);
 9. exercise 7's five grids timed (kernel 7, blocks of 512, N = 2^24): GB/s per blocks per SM,
-   the fewest within 10 % of the fastest, and the wave model's answer.
+   the fewest within 10 % of the fastest, and the wave model's answer;
+10. the rate of starting blocks (third read R201): an empty kernel (`if (n < 0) out[blockIdx.x] = 0;`)
+   launched on each of kernels 3 to 7's own grids and on the article's (N / 128 blocks of 128),
+   timed as the kernels are beside each kernel on the same grid; ns per block, blocks per SM clock,
+   and the bytes a block must read before the read stream, not starting blocks, sets the time.
 
 Every step that cannot run says why in the output (no GPU, no cuobjdump, no ncu) and the others
 still run; the exit status is 1 when any step failed.
@@ -318,6 +322,54 @@ def grid_exercise() -> None:
         f"{ex.grid_model_answer()} (solutions/reduction.py gives 4, the emulator's H100 model)")  # fmt: skip
 
 
+EMPTY = r"""
+extern "C" __global__ void empty_kernel(const unsigned int* x, long long* out, int n) {
+    if (n < 0) out[blockIdx.x] = 0;  // never true: the kernel does nothing, but is not compiled away
+}
+"""
+
+
+@step("10. the rate of starting blocks: an empty kernel on each kernel's grid (N = 2^25, blocks of 128)")
+def block_rate() -> None:
+    gpu_or_die()
+    import cupy
+
+    from course import backend, bench, reduction
+
+    empty = cupy.RawKernel(EMPTY, "empty_kernel")
+    xs = bench.rotated_copies(np.arange(1, N + 1, dtype=np.uint32))
+    dev = backend.device()
+    khz = cupy.cuda.Device().attributes.get("ClockRate") or 1.98e6
+    grids = {name: reduction.ENGINE.grid(name, N, BLOCK, np.uint32)[0] for name in KERNELS}
+    grids["article (N / 128)"] = -(-N // BLOCK)
+    say(
+        "| grid of | blocks | kernel µs | empty kernel µs | ns per block (empty) | blocks per SM clock (whole GPU) |"
+    )
+    say("|---|---|---|---|---|---|")
+    rate_ns = float("nan")
+    for name, blocks in grids.items():
+        out = cupy.zeros(blocks, dtype=cupy.int64)
+        launches = [lambda x=x, out=out, b=blocks: empty((b,), (BLOCK,), (x, out, np.int32(N))) for x in xs]
+        e_us = bench.median_us(launches, runs=20)
+        if name in KERNELS:
+            k_us = f"{bench.median_us([reduction.ENGINE.plan(name, x, block=BLOCK).launches[0] for x in xs], runs=20):.4g}"
+        else:
+            k_us = "—"
+        ns = 1e3 * e_us / blocks
+        if name == "reduce3":
+            rate_ns = ns
+        per_clock = 1 / (ns * khz / 1e6)  # blocks the whole GPU starts per SM clock
+        say(f"| {name} | {blocks} | {k_us} | {e_us:.4g} | {ns:.3g} | {per_clock:.2f} |")
+        del out
+    gbs = dev.read_stream_gbps or dev.memory_peak_gbps  # the probe's read stream on a GPU
+    say(f"- at {rate_ns:.3g} ns a block (kernel 3's grid) and the probe's read stream of {gbs:.4g} GB/s, a block "
+        f"must read at least {rate_ns * gbs:.3g} bytes before memory, not starting blocks, sets the time "
+        f"(kernel 3's blocks read {4 * BLOCK} B, kernel 4's {8 * BLOCK} B, kernel 7's "
+        f"{4 * N // grids['reduce7']} B); SM clock taken as {khz / 1e6:.3f} GHz (cudaDevAttrClockRate)")  # fmt: skip
+    del xs
+    bench.free_gpu_memory()
+
+
 def main() -> None:
     if CHILD in sys.argv:
         child()
@@ -337,6 +389,7 @@ def main() -> None:
     whole_sum()
     littles()
     grid_exercise()
+    block_rate()
     sys.exit(REPORT.finish(out, "gpu_facts_reduction"))
 
 

@@ -17,7 +17,8 @@ Prints, and writes to OUT_DIR/gpu_facts_scan.md:
    under half of the copy at every size, lookback the course's closest to the copy at 2^28,
    cupy.cumsum slower than scan-then-propagate at 2^28; CUB's row as `course.bench` times it
    (`BenchSpec.cub`: `cupy.cuda.cub.device_scan`), or, where that is missing, `cub::DeviceScan::InclusiveSum` built with nvcc and called through
-   ctypes; and `cupy.cumsum` with CuPy's CUB accelerator on and off (is it CUB? the notebook says not);
+   ctypes; and `cupy.cumsum` with CuPy's CUB accelerator on, off and as loaded, with and without out=
+   (CUB after a copy, the notebook says); scan-then-propagate's % of copy at 2^22 (above half?);
 5. exercise 8 (`scan.exercises.block`): lookback at N = 300 000 for blocks 32, 64, 128, 256, five
    repeats: medians, spread, the blocks within 10 % of the fastest, against the emulator rule's
    {64, 128} (`exercises.block_model`: the busiest SM's bytes plus the look-back's chain): AGREE
@@ -291,14 +292,28 @@ def table(out: Path) -> None:
 
     n = 2**24
     xs = cupy.asarray(lesson.example(n))
+    ys = cupy.empty_like(xs)
     saved = _accelerator.get_routine_accelerators()
+    say(f"- CuPy's routine accelerators as loaded (CUPY_ACCELERATORS): {saved!r}")
     times = {}
-    for label, acc in (("accelerators off", []), ("cub on", ["cub"])):
+    for label, acc in (("accelerators off", []), ("cub on", ["cub"]), ("as loaded", saved)):
         _accelerator.set_routine_accelerators(acc)
         times[label] = 1e3 * statistics.median(bench.time_runs([lambda: cupy.cumsum(xs)], runs=20))
+        times[label + ", out=y"] = 1e3 * statistics.median(
+            bench.time_runs([lambda: cupy.cumsum(xs, out=ys)], runs=20)
+        )
     _accelerator.set_routine_accelerators(saved)
     say("- cupy.cumsum at 2^24: " + ", ".join(f"{k} {v:.1f} µs" for k, v in times.items())
-        + " (the notebook: switching CUB on does not change it)")  # fmt: skip
+        + " (the notebook: with CUB on, cumsum copies x into its output, then CUB scans it in place;"
+        " CUB off is CuPy's own kernel, slower)")  # fmt: skip
+    bench.free_gpu_memory()
+    # S201: at 2^22 y (16 MB) fits the H100's 50 MB L2, and scan-then-propagate may pass its 4N bound
+    mid = scan.speed_against_n(sizes=(2**22,))
+    pct = {r["kernel"]: r["pct_of_copy"] for r in mid if "pct_of_copy" in r}
+    if "scan_then_propagate" in pct:
+        p22 = pct["scan_then_propagate"]
+        say(f"- 2^22: scan-then-propagate at {p22:.1f} % of copy: above the half-copy bound? {p22 > 50} "
+            "(the notebook: 'a little above the bound, just over half the copy's speed', read off the plot)")  # fmt: skip
     bench.free_gpu_memory()
 
 

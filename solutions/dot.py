@@ -99,7 +99,28 @@ WRONG = {
         ),
     ],
     "vec4": [
-        (VEC_STUB, "4 bytes at a time"),
+        (VEC_STUB, "narrower than 16 bytes (here 4 bytes a lane)"),
+        # float2 loads: 8 bytes a lane, still not 16
+        (
+            VEC.replace("const float4* a4 = reinterpret_cast<const float4*>(a);", "")
+            .replace("const float4* b4 = reinterpret_cast<const float4*>(b);", "")
+            .replace(
+                "float4 x = a4[j], y = b4[j];",
+                "float2 x = reinterpret_cast<const float2*>(a)[2 * j], y = reinterpret_cast<const float2*>(b)[2 * j];"
+                " float2 u = reinterpret_cast<const float2*>(a)[2 * j + 1], v = reinterpret_cast<const float2*>(b)[2 * j + 1];",
+            )
+            .replace("x.z * y.z + x.w * y.w", "u.x * v.x + u.y * v.y"),
+            "here 8 bytes a lane",
+        ),
+        # a contiguous run of float4s per thread: each element once, but a warp's lanes far apart
+        (
+            VEC.replace(
+                "for (unsigned int j = first; j < n / 4; j += stride) {",
+                "unsigned int per = (n / 4 + stride - 1) / stride;\n"
+                "    for (unsigned int j = first * per; j < min(n / 4, (first + 1) * per); j++) {",
+            ),
+            "coalesced loads",
+        ),
         (
             VEC.replace(
                 "for (unsigned int i = 4 * (n / 4) + first; i < n; i += stride)",
@@ -157,6 +178,15 @@ WRONG = {
         (STRIDE.replace("atomicAdd(out, sum)", "out[0] = sum"), "race"),
         (STRIDE.replace("i += blockDim.x * gridDim.x)", "i += 0)"), "a loop that never ends"),
         (STRIDE.replace("sum += a[i] * b[i];", "sum += a[i] * b[i]"), "does not compile"),
+        # the threads of a block interleaved across the grid: each element once, the right sum, but
+        # neighbouring lanes gridDim.x elements apart
+        (
+            STRIDE.replace(
+                "unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                "unsigned int i = threadIdx.x * gridDim.x + blockIdx.x;",
+            ),
+            "coalesced loads",
+        ),
         (  # block 0 does it all: each element loaded once, the right sum, and no grid-stride loop
             STRIDE_STUB.replace(
                 "for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x)",

@@ -215,7 +215,7 @@ WRONG = {
         (132 * 8, "second wave"),  # threads only: 2048 / 256
         (132 * 6, "second wave"),  # shared memory without the driver's 1 KiB a block
         (132, "fewer blocks than they could"),  # the article's one block per SM
-        (0, "a grid is a whole number of blocks"),
+        (0, "a whole number: an int"),
         (660.0, "an int"),
     ],
 }

@@ -166,10 +166,34 @@ WRONG = {
     acc_t v = a;
     // ----""",
             ),
-            "near 2^32",
+            "wraps past 2^32",
         ),
         # kernel 4's index with four loads: blocks overlap, elements summed twice
         (FOUR.replace("blockIdx.x * (blockDim.x * 4)", "blockIdx.x * (blockDim.x * 2)"), "too large"),
+        # thread 0 sums its whole block alone (right sums; one-lane requests)
+        (
+            FOUR_STUB.replace(
+                STUB_LOADS,
+                """    unsigned int b = blockIdx.x * (blockDim.x * 4);
+    acc_t v = 0;
+    if (tid == 0)
+        for (unsigned int k = 0; k < 4 * blockDim.x && b + k < n; ++k) v += x[b + k];
+    // ----""",
+            ),
+            "load requests of x",
+        ),
+        # warp 0 alone loops over the block, 32 neighbours at a time (coalesced, right sums)
+        (
+            FOUR_STUB.replace(
+                STUB_LOADS,
+                """    unsigned int b = blockIdx.x * (blockDim.x * 4);
+    acc_t v = 0;
+    if (tid < 32)
+        for (unsigned int k = tid; k < 4 * blockDim.x && b + k < n; k += 32) v += x[b + k];
+    // ----""",
+            ),
+            "load requests of x",
+        ),
     ],
     "blocks_per_sm": [
         ({}, "fill in every launch"),
@@ -221,8 +245,8 @@ WRONG = {
         (ANY_BLOCK.replace("        __syncthreads();\n        len = half;", "        len = half;"), "race"),
     ],
     "grid": [
-        (2, "fewer than Little's law asks"),  # Little's law with the idle latency: half a wave
-        (1, "fewer than Little's law asks"),
+        (2, "too few for the latency under load"),  # Little's law with the idle latency: half a wave
+        (1, "too few for the latency under load"),
         (16, "fewer blocks per SM already"),  # "more waves are always faster"
         (8, "fewer blocks per SM already"),
         (3, "answer with one of"),

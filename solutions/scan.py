@@ -38,6 +38,28 @@ WARP_ALSO = [
     ),
 ]
 
+# the double buffer (the fastest one-block kernel of the GPU section): both buffers in the dynamic XY
+# overrun it (the launch gives blockDim.x ints); the second as a static array of its own is right
+DOUBLE_IN_XY = r"""
+extern "C" __global__ void kogge_stone_exclusive(const int* X, int* Y, int n) {
+    extern __shared__ int XY[];
+    int* A = XY;
+    int* B = XY + blockDim.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    A[threadIdx.x] = (threadIdx.x > 0 && i <= n) ? X[i - 1] : 0;
+    __syncthreads();
+    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
+        B[threadIdx.x] = A[threadIdx.x] + (threadIdx.x >= stride ? A[threadIdx.x - stride] : 0);
+        __syncthreads();
+        int* t = A; A = B; B = t;
+    }
+    if (i < n) Y[i] = A[threadIdx.x];
+}"""
+DOUBLE_STATIC = DOUBLE_IN_XY.replace(
+    "int* B = XY + blockDim.x;", "__shared__ int other[1024];\n    int* B = other;"
+)
+EXCLUSIVE_ALSO.append(DOUBLE_STATIC)
+
 SOLUTIONS = {
     "work": work_truth(),
     "exclusive": EXCLUSIVE,
@@ -107,6 +129,32 @@ SHUFFLE_IN_THE_BRANCH = WARP.replace(
     "        if (lane >= d) v += __shfl_up_sync(0xffffffffu, v, d);",
 )
 assert ACROSS_BLOCKS != EXCLUSIVE_STUB and ONE_BARRIER != EXCLUSIVE and SHUFFLE_IN_THE_BRANCH != WARP
+# the shuffle in the branch with a mask of the lanes that take it: lanes d to 2d - 1 still read lanes
+# that skipped the call (undefined on a GPU; the emulator hands over their register)
+MASK_OF_THE_BRANCH = [
+    SHUFFLE_IN_THE_BRANCH.replace(
+        "__shfl_up_sync(0xffffffffu, v, d)", "__shfl_up_sync(__activemask(), v, d)"
+    ),
+    SHUFFLE_IN_THE_BRANCH.replace(
+        "        if (lane >= d) v += __shfl_up_sync(0xffffffffu, v, d);",
+        "        unsigned m = __ballot_sync(0xffffffffu, lane >= d);\n        if (lane >= d) v += __shfl_up_sync(m, v, d);",
+    ),
+    SHUFFLE_IN_THE_BRANCH.replace(
+        "__shfl_up_sync(0xffffffffu, v, d)", "__shfl_up_sync(0xffffffffu << d, v, d)"
+    ),
+]
+assert all(k != SHUFFLE_IN_THE_BRANCH for k in MASK_OF_THE_BRANCH)
+# no shuffle: 32 warp-wide reductions, lane k keeps the sum over lanes 0 to k (a serial loop over the lanes)
+REDUCE_PER_LANE = WARP_STUB.replace(
+    MARK,
+    """    { int s = 0;
+      for (int k = 0; k < 32; ++k) {
+          int t = __reduce_add_sync(0xffffffffu, (int)lane <= k ? v : 0);
+          if ((int)lane == k) s = t;
+      }
+      v = s; }
+""",
+)
 
 TRUTH = work_truth()
 KS, KSD, BK = TRUTH
@@ -126,6 +174,7 @@ WRONG = {
         (ACROSS_BLOCKS, "the first element of block 1's segment"),
         (EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (i < n) ? X[i - 1] : 0;"), "out-of-bounds"),
         (ONE_BARRIER, "race"),
+        (DOUBLE_IN_XY, "the launch gives `XY` blockDim.x ints"),
         (SERIAL, "a log-depth scan"),  # the right answer by a loop over the elements before i
     ],
     "warp": [
@@ -135,6 +184,8 @@ WRONG = {
             WARP.replace("int v = (i < n) ? x[i] : 0;", "if (i >= n) return;\n    int v = x[i];"),
             "member mask",
         ),
+        *[(k, "which does not make this call") for k in MASK_OF_THE_BRANCH],
+        (REDUCE_PER_LANE, "a vote or a warp reduction is a warp-wide step too"),
         (SHARED_WARP, "no shared-memory access"),
         (SERIAL_WARP, "shuffles"),  # the right sums, one lane below at a time: 31 shuffles
         (
@@ -190,7 +241,7 @@ SOLUTIONS.update({
 
 BANKS, MOVED, TILE = bank_truth(), bytes_truth(), tile_truth()
 UP1, UP4, UP16, UP64, DOWN16 = BANKS
-M1, M3, M10 = MOVED
+M2, M4, M10 = MOVED
 T32, T256 = TILE
 
 WRONG.update({
@@ -201,9 +252,10 @@ WRONG.update({
         ({}, "fill in every step"),
     ],
     "moved": [
-        ({**MOVED, M3: (4.0,)}, "'elements moved per element' is not what the trace counts"),  # 4N at once
+        ({**MOVED, M4: (4.0,)}, "'elements moved per element' is not what the trace counts"),  # 4N at once
         ({**MOVED, M10: (4.0,)}, "within 3 % passes"),
-        ({**MOVED, M1: (4.0,)}, "tile 0 needs no prefix"),  # one tile: no propagate launch at all
+        ({**MOVED, M2: (3.0,)}, "each launch reads or writes"),  # 2 + 2 (T - 1) / T: the last tile counted full
+        ({**MOVED, M4: (3.5,)}, "each launch reads or writes"),  # the same at 4 tiles
     ],
     "tile": [
         ({**TILE, T256: (TILE[T256][0], 8 * TILE[T256][0], TILE[T256][2])}, "'shuffles, whole block'"),  # every warp as warp 0

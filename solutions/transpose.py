@@ -31,7 +31,7 @@ BATCHED = BATCHED_STUB.replace(
 SOLUTIONS = {
     "sectors": sector_truth(),  # {(64, 4): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
     "store": STORE,
-    "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x32: (2, 1), 64x16: (1, 2), 16x8: (2, 2)
+    "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x8: (2, 2), 64x16: (1, 2), 16x8: (2, 2)
     "banks": BANKS,
     "flight": flight_truth(),  # padded 64x4: (4, 8); rows 16x16: (4, 8); vec 32x32: (16, 2), 8x32: (64, 8)
     "batched": BATCHED,

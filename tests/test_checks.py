@@ -1097,3 +1097,16 @@ def test_a_compare_and_swap_loop_is_not_a_race_but_a_plain_reset_beside_atomics_
     reset = next(n for n, ln in enumerate(CAS_MAX.splitlines(), 1) if "@RESET" in ln)
     assert {f.kind for f in found} <= {"race", "uninitialized"} and found.of("race"), str(found)
     assert all(f.space == "shared" and reset in f.lines for f in found.of("race")), str(found)
+
+
+@pytest.mark.parametrize("n", [1000, 1024, 700])
+def test_atomics_into_unwritten_words_count_one_read_per_word_not_one_per_block(n: int) -> None:
+    """The article's dot2 adds into c[threadIdx.x] of a course.empty() array with blocks that reach the
+    atomic in the same step: the atomics on a word are serialised, so only the first found it
+    unwritten and the rest read what it wrote (N = 1000 was counted 512 reads on 256 words)."""
+    from course import dot
+
+    a = np.arange(n, dtype=np.float32)
+    (f,) = dot.check("dot2_article", a, 2 * a)
+    assert (f.kind, f.buffer) == ("uninitialized", "c")
+    assert f.count == 256  # one read per word of c, not one per block

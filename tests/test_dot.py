@@ -559,6 +559,11 @@ def test_the_order_table(emulator_backend):
     assert (
         by_name["dot3"]["same every GPU run"] == "yes" and by_name["dot_shfl"]["same every GPU run"] == "no"
     )
+    # a thread's first fma adds into 0, so it rounds its product: at 2^16 dot2, dot3 and dot_shfl
+    # launch a thread per element (every product rounded), dot_vec4's one wave fuses 7 of 8
+    for v in ("dot2", "dot3", "dot_shfl"):
+        assert "1 product (so rounded" in by_name[v]["order of the additions"]
+    assert "8 products (the first rounded" in by_name["dot_vec4"]["order of the additions"]
 
 
 @pytest.mark.parametrize(("n", "grid", "block"), [(20_000, 12, 64), (5000, 7, 256), (100_001, 33, 128)])
@@ -595,8 +600,9 @@ def test_atomic_orders(emulator_backend):
 
 
 def test_the_grid_stride_kernels_fuse_each_product_and_dot1_rounds_it(emulator_backend):
-    """The accuracy text: `sum += a[i] * b[i]` compiles to one fma in dot2-dot_vec4 (the product
-    never rounded on its own); dot1 multiplies into temp first (the product rounded)."""
+    """The accuracy text: `sum += a[i] * b[i]` compiles to one fma in dot2-dot_vec4 (a product is
+    rounded on its own only as a thread's first, fused into a sum of 0); dot1 multiplies into temp
+    first (every product rounded)."""
     import re
 
     def ops(name):
@@ -692,6 +698,31 @@ def test_kernel_verdicts_say_what_the_exercise_needs_not_what_the_emulator_offer
     assert "never ends" in text and "budget=" not in text
     overrun = _solutions().VEC.replace("j < n / 4;", "j < (n + 3) / 4;")
     assert "4j + 3" in str(dot.exercises.vec4.check(overrun))
+
+
+def test_the_loop_exercises_hold_loads_to_coalescing_and_pass_block_chunks(emulator_backend):
+    """stride and vec4: an interleaved loop loads each element once yet fails on sectors per load
+    (23.9 against 4 for the reader's loop at N = 77 777); block-contiguous chunks, whose warps read
+    contiguous runs not aligned to 128 bytes, pass."""
+    sol = _solutions()
+    loop = "for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x)"
+    chunks = dot.exercises.STRIDE_STUB.replace(
+        loop,
+        "unsigned int per = (n + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per, hi = min(n, lo + per);\n"
+        "    for (unsigned int i = lo + threadIdx.x; i < hi; i += blockDim.x)",
+    )
+    assert dot.exercises.stride.check(chunks).ok
+    interleaved = str(
+        dot.exercises.stride.check(
+            sol.STRIDE.replace(
+                "unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;",
+                "unsigned int i = threadIdx.x * gridDim.x + blockIdx.x;",
+            )
+        )
+    )
+    assert "coalesced loads" in interleaved and "where 3.8 would" in interleaved
+    float_wide = str(dot.exercises.vec4.check(dot.exercises.VEC_STUB))
+    assert "narrower than 16 bytes (here 4 bytes a lane)" in float_wide
 
 
 def test_the_rounding_prediction_says_where_its_truth_comes_from_and_hints_no_grader():

@@ -738,7 +738,9 @@ extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, 
         for wrong in (SMS * 6, SMS * 8, SMS * 5 - 1, SMS):
             assert not ex.grid.check(wrong).ok
         assert not ex.grid.check("many").ok and not ex.grid.check(None).ok
-        assert "a whole number of blocks (an int)" in str(ex.grid.check(660.0))
+        verdict = str(ex.grid.check(660.0))
+        assert "a whole number: an int" in verdict
+        assert verdict.count("an int") == 1  # the frame's wording, not repeated by the topic
 
     def test_no_case_of_a_prediction_is_printed_by_the_notebooks_tables(self, emulator_backend):
         """Review H112: the all-equal cases and the launch table's rows are gone from the predictions."""
@@ -908,3 +910,40 @@ def test_the_gpu_table_has_cubs_row(cupy_backend):
     names = [r["version"] for r in rows]
     assert "hist1_agg" in names and names[2] == lesson.CUB_ROW
     assert all(r["uniform ms"] > 0 for r in rows)
+
+
+class TestAtomicCost:
+    """The kernels scripts/gpu_facts_histogram.py section 6 times on a GPU (review 2026-11-27c H201/H202):
+    each leaves the total its check expects, for every k, on the emulator."""
+
+    def test_every_kernel_leaves_its_total_for_every_k(self, emulator_backend):
+        from course import Module, arrays, asnumpy
+        from course.histogram import atomic_cost
+
+        rounds, grid, block = 8, 2, 64
+        module = Module(atomic_cost.SOURCE, options=(f"-DROUNDS={rounds}",), filename="atomics.cu")
+        for k in atomic_cost.DISTINCT:
+            for name in atomic_cost.KERNELS:
+                out = arrays.zeros(256, np.uint64)
+                module.get_function(name)((grid,), (block,), (out, np.int32(k)))
+                want = atomic_cost.expected_total(name, k, grid * block, rounds)
+                assert int(asnumpy(out).sum()) == want, f"{name} k={k}"
+
+    def test_k_keys_a_warp_are_k_words_in_k_banks(self, emulator_backend):
+        """What the table's 1-way promise rests on: lane l's key is l % k (+ 32 words a round)."""
+        from course import Module, arrays, asnumpy
+        from course.histogram import atomic_cost
+
+        module = Module(atomic_cost.SOURCE, options=("-DROUNDS=1",), filename="atomics.cu")
+        out = arrays.zeros(256, np.uint64)
+        module.get_function("add_one")((1,), (32,), (out, np.int32(4)))
+        counts = asnumpy(out)
+        assert np.flatnonzero(counts).tolist() == [0, 1, 2, 3] and (counts[:4] == 8).all()
+
+    def test_a_wrong_kernel_or_k_is_named(self):
+        from course.histogram import atomic_cost
+
+        with pytest.raises(ValueError, match="the kernels are"):
+            atomic_cost.expected_total("add_two", 1, 64, 8)
+        with pytest.raises(ValueError, match="k is 1 to 32"):
+            atomic_cost.expected_total("add_one", 33, 64, 8)

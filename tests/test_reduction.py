@@ -217,7 +217,7 @@ class TestExercises:
         assert ex.grid.check(want).ok
         assert all(not ex.grid.check(p).ok for p in ex.GRID_PER_SM if p != want)
         fewer, more = str(ex.grid.check(2)), str(ex.grid.check(8))
-        assert "fewer than Little's law asks" in fewer and "fewer blocks per SM already" in more
+        assert "too few for the latency under load" in fewer and "fewer blocks per SM already" in more
         assert str(course.occupancy.bytes_needed_per_sm()) not in fewer + more  # the rule, not the figure
 
     def test_shuffle_rejects_the_tree_done_in_shared_memory_first(self, emulator_backend):
@@ -237,8 +237,19 @@ class TestExercises:
     def test_four_accepts_16_byte_loads_and_catches_a_sum_that_wraps(self, emulator_backend):
         sol = _solutions()
         assert reduction.exercises.four.check(sol.FOUR_VEC).ok  # 512 B per request: 16 sectors, all needed
-        narrow = next(w for w, why in sol.WRONG["four"] if why == "near 2^32")
-        assert not reduction.exercises.four.check(narrow).ok
+        narrow = next(w for w, why in sol.WRONG["four"] if why == "wraps past 2^32")
+        verdict = reduction.exercises.four.check(narrow)
+        assert not verdict.ok and "too small" not in str(verdict)  # they arrived: the add wrapped
+
+    def test_four_holds_each_warp_to_its_own_four_loads(self, emulator_backend):
+        # one thread, or warp 0 alone, summing the whole block: right sums, coalesced (or one-lane)
+        # requests, but not four elements per thread (third read R206)
+        cheats = [w for w, why in _solutions().WRONG["four"] if why == "load requests of x"]
+        assert len(cheats) == 2
+        for cheat in cheats:
+            verdict = str(reduction.exercises.four.check(cheat))
+            assert "all 8 cases right" not in verdict or "✗" in verdict
+            assert "at most 4 requests" in verdict
 
     def test_littles_law_reads_the_device(self, emulator_backend):
         dev = course.device()

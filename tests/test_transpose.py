@@ -503,12 +503,14 @@ def test_the_sector_prediction_counts_from_traces_and_never_says_the_counts():
 def test_the_ways_prediction_asks_about_launches_the_text_and_panel_never_show():
     assert tx.ways_truth() == {
         ("transpose_tiled", (16, 32)): (1, 16),
-        ("transpose_padded", (8, 32)): (2, 1),  # the padding costs the stores: a warp spans 4 tile rows
+        ("transpose_padded", (8, 8)): (2, 2),  # the padding costs the stores: a warp spans 4 tile rows
         ("transpose_padded", (64, 16)): (1, 2),
         ("transpose_padded", (16, 8)): (2, 2),
     }
     assert not set(tx.WAYS_CASES) & set(BANK_CASES)
     assert not {block for _, block in tx.WAYS_CASES} & set(ANY)  # the panel's blocks
+    # transpose_padded's comment in the source: conflict-free loads when by = 32 and bx is even
+    assert not [b for name, b in tx.WAYS_CASES if name == "transpose_padded" and b[1] == 32 and b[0] % 2 == 0]
 
 
 def test_the_store_exercise_takes_natural_fixes_and_names_what_is_wrong(emulator_backend):
@@ -613,6 +615,21 @@ def test_show_draws_the_learners_kernels(emulator_backend):
         shown = ex.show(answer)
         assert shown.png.startswith(b"\x89PNG"), str(shown)
         assert shown.verdict.ok is (answer is not ex.stub)
+
+
+def test_the_store_picture_draws_every_store_not_only_those_before_the_fault(emulator_backend):
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    tx._draw_store(fig, tx.store.compile(tx.STORE_STUB))
+    ax = fig.axes[0]
+    title = ax.get_title()
+    assert "out-of-bounds" in title  # the checker's finding, from the run on out's own bounds
+    assert "every store is shown" in title and "fell past the end of out" in title
+    rgba = np.asarray(ax.images[0].get_array())
+    # block 0 stores all of its 32 × 64 region, though the checker's run faulted after its first 8 rows
+    assert (rgba[:32, :64, :3] != 1).any(axis=-1).all()
+    plt.close(fig)
 
 
 def test_the_block_choice_is_the_launch_arithmetic_on_the_emulator(emulator_backend):

@@ -136,7 +136,7 @@ atomics = Prediction(
     what="launch",
     rules={
         "atomics": "dot2's threads each make one atomicAdd after their loop; dot_shfl makes one per "
-        "block: count threads or blocks, not elements",
+        "block: count threads or blocks, not elements, and the article's grid is N / 256 rounded down",
         "on the busiest word": "dot2's thread t adds into c[t], so every block has a thread on each "
         "slot; all of dot_shfl's blocks add into out[0]",
         "loads of a per thread (most)": "a grid-stride loop gives thread g the elements g, g + T, "
@@ -158,7 +158,7 @@ atomics = Prediction(
 
 def _endless(lines: list[str]) -> list[str]:
     """An endless loop in this exercise: where to look (the frame already says it is the bug)."""
-    return [ln + " Here: does i grow on every trip, in every thread of every block?"
+    return [ln + ". Here: does i grow on every trip, in every thread of every block?"
             if "a loop that never ends is the bug" in ln else ln for ln in lines]  # fmt: skip
 
 
@@ -167,7 +167,7 @@ def _wide_overrun(lines: list[str]) -> list[str]:
     lines = _endless(lines)
     if any("past the end" in ln for ln in lines):
         lines.insert(1, "a float4 load of vector j reads 16 bytes, elements 4j to 4j + 3: all four must be "
-                        "below n, not only the first (the line below names the first)")  # fmt: skip
+                        "below n, not only the first (the checker's example names the first)")  # fmt: skip
     return lines
 
 
@@ -180,6 +180,30 @@ def _unfenced(lines: list[str]) -> list[str]:
                         "__threadfence() between the write of partial[blockIdx.x] and the ticket "
                         "(the atomic on blocks_done) makes the write visible to every block first")  # fmt: skip
     return lines
+
+
+# ---------------------------------------------------------------- a target both loop exercises name
+
+COALESCED_SLACK = 1.5  # a block-contiguous chunk whose start is not a multiple of 32 costs ~1.25x
+
+
+def coalesced(width: str) -> Target:
+    """The warps' loads of a and b fetch at most COALESCED_SLACK times the fewest 32-byte sectors
+    their bytes need (`analysis.sectors`), summed over the case: neighbouring lanes read neighbouring
+    `width`s. A loop whose threads each walk their own stretch passes every count and still makes
+    each warp instruction touch up to 32 scattered sectors."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        s = analysis.sectors(trace)
+        loads = s[s.op == "ld"]
+        if not len(loads) or loads.sectors.sum() <= COALESCED_SLACK * loads.ideal.sum():
+            return ""
+        per, ideal = loads.sectors.sum() / len(loads), loads.ideal.sum() / len(loads)
+        return (f"a warp's load touches {per:.1f} sectors of 32 bytes on average where {ideal:.1f} would "
+                f"hold its bytes: on each trip, lane k of a warp should read the {width} right after lane "
+                f"k − 1's, so that one warp instruction reads one contiguous run")  # fmt: skip
+
+    return Target(f"coalesced loads (sectors per load at most {COALESCED_SLACK}× the fewest)", measure)
 
 
 # ---------------------------------------------------------------- fix: the stride
@@ -254,8 +278,12 @@ def _draw_stride(fig: Any, k: Kernel) -> None:
     a, b = article_inputs(512)
     t = k.trace((2,), (64,), (arrays.asarray(a), arrays.asarray(b), arrays.zeros(1, F32), np.int32(512)),
                 spaces={"global"})  # fmt: skip
+    trips = int(analysis.iterations(t, "a").iteration.max()) + 1 if len(t.op) else 1
+    fig.set_size_inches(
+        12, 1.6 + 0.75 * trips
+    )  # the notebook's width: each warp's 32 elements hold its label
     ax = fig.add_subplot()
-    pictures.grid_stride(ax, t, "a")
+    pictures.grid_stride(ax, t, "a", mark_repeats=True)
     ax.set_title("your loop: 512 elements, 2 blocks of 64 (a row per trip, coloured by warp)")
 
 
@@ -278,6 +306,7 @@ stride = KernelExercise(
     kernel="dot_mine",
     stub=STRIDE_STUB,
     cases=lambda: [_stride_case(*c) for c in STRIDE_CASES],
+    targets=(coalesced("float"),),
     timing=_stride_speed,
     draw=_draw_stride,
     explain=_endless,
@@ -312,14 +341,15 @@ extern "C" __global__ void dot_vec(const float* a, const float* b, float* out, i
 VEC_CASES = ((1, 1, 32), (3, 1, 32), (1000, 3, 64), (4099, 8, 128), (77_777, 6, 256), (130, 5, 32))
 
 
-def _loads(trace: Any, name: str, n: int) -> tuple[np.ndarray, int]:
+def _loads(trace: Any, name: str, n: int) -> tuple[np.ndarray, int, list[int]]:
     """(how many times each element of buffer `name` was loaded, how many of its elements were
-    loaded by accesses narrower than 16 bytes), from the trace."""
+    loaded by accesses narrower than 16 bytes, and those accesses' widths in bytes), from the trace."""
     ids = [i for i, b in enumerate(trace.buffers) if b.name == name]
     times = np.zeros(n, np.int64)
     narrow = 0
+    widths: list[int] = []
     if not ids:
-        return times, narrow
+        return times, narrow, widths
     ld = trace.where(op="ld")
     on = ld.lanes() & (ld.columns["buffer"] == ids[0])
     item = trace.buffers[ids[0]].itemsize
@@ -329,9 +359,10 @@ def _loads(trace: Any, name: str, n: int) -> tuple[np.ndarray, int]:
         per = max(1, int(size) // item)
         covered = (first[:, None] + np.arange(per)).ravel()
         np.add.at(times, covered[covered < n], 1)
-        if int(size) < 16:
+        if int(size) < 16 and len(covered):
             narrow += len(covered)
-    return times, narrow
+            widths.append(int(size))
+    return times, narrow, widths
 
 
 def _vec_case(n: int, grid: int, block: int) -> Case:
@@ -343,15 +374,17 @@ def _vec_case(n: int, grid: int, block: int) -> Case:
 
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         for name in ("a", "b"):
-            times, narrow = _loads(trace, name, n)
+            times, narrow, widths = _loads(trace, name, n)
             if (times != 1).any():
                 e = int(np.flatnonzero(times != 1)[0])
                 return (
                     f"element {e} of {name} was loaded {times[e]} time{'s' * bool(times[e] != 1)}, not once"
                 )
             if narrow > n % 4:
-                return (f"{narrow} elements of {name} were loaded 4 bytes at a time; only the last n % 4 "
-                        f"= {n % 4} may be (the rest 16 bytes at a time, as float4)")  # fmt: skip
+                sizes = " or ".join(str(w) for w in widths)
+                return (f"{narrow} elements of {name} were loaded by accesses narrower than 16 bytes (here "
+                        f"{sizes} bytes a lane); only the last n % 4 = {n % 4} may be (the rest 16 bytes at "
+                        "a time, as float4)")  # fmt: skip
         if ENGINE.topic.compare(F32(arrays.asnumpy(done[2])[0]), want, (a, b)):
             return (
                 "each element is loaded once, but the sum is wrong: is every product of the four lanes added?"
@@ -381,6 +414,7 @@ vec4 = KernelExercise(
     kernel="dot_vec",
     stub=VEC_STUB,
     cases=lambda: [_vec_case(*c) for c in VEC_CASES],
+    targets=(coalesced("float4"),),
     timing=lambda k: _stride_speed(k),
     draw=_draw_vec,
     explain=_wide_overrun,

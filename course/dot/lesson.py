@@ -472,25 +472,39 @@ def plot_errors(ax: Any, rows: Sequence[Mapping[str, float]], columns: Sequence[
     return ax
 
 
-# the order each version adds in (article_data's table), and whether it is the same on every GPU run
+# the order each version adds in (article_data's table), and whether it is the same on every GPU run;
+# {own}: how many products each thread's own sum adds at the table's N (`_own_sum`)
 ORDERS = {
     "dot1": ("products rounded, 256 at a time by thread 0, then the block sums", "yes"),
-    "dot2": ("each thread's own sum (fma), then atomics into 256 slots", "no"),
-    "dot3": ("each thread's own sum (fma), then a tree per block", "yes"),
-    "dot_shfl": ("each thread's own sum (fma), shuffles, an atomic per block", "no"),
-    "dot_vec4": ("as dot_shfl, 8 products per thread per trip", "no"),
+    "dot2": ("each thread's fma sum{own}, then atomics into 256 slots", "no"),
+    "dot3": ("each thread's fma sum{own}, then a tree per block", "yes"),
+    "dot_shfl": ("each thread's fma sum{own}, shuffles, an atomic per block", "no"),
+    "dot_vec4": ("as dot_shfl with 16-byte loads, each thread's fma sum{own}", "no"),
     "dot_f64": ("as dot_vec4, in float64", "no (in float64's last bits)"),
     "dot_compensated": ("float32, more carefully (exercise 7), last block merges in order", "yes"),
 }
+
+
+def _own_sum(version: str, a: np.ndarray, b: np.ndarray) -> str:
+    """How many products each thread of `version`'s first launch adds into its own sum for these
+    inputs, and so how many it rounds on its own: the sum starts at 0, and fma(x, y, 0) is x·y
+    rounded to float32, so a thread's first product is rounded and only the later ones are fused."""
+    launch = ENGINE.plan(version, arrays.asarray(a), arrays.asarray(b)).launches[0]
+    threads = int(np.prod(launch.grid)) * int(np.prod(launch.block))
+    per = -(-len(a) // threads)
+    if per == 1:
+        return " here of 1 product (so rounded, as dot1's)"
+    return f" here of {per} products (the first rounded, the rest fused)"
 
 
 def order_table(n: int = 2**16) -> Table:
     """The article's data (n products 2i²) added in different orders: one by one forwards and
     backwards and as a tree (NumPy, each product rounded to float32 first, as dot1's `mul` does),
     one by one with each product fused into the sum (an fma, as the grid-stride kernels compile
-    `sum += a[i] * b[i]`), and each version's kernels, run on the emulator. Each answer minus the
-    exact dot, also in float32 spacings at the answer; and whether the version adds in the same
-    order on every run on a GPU (atomics do not)."""
+    `sum += a[i] * b[i]`), and each version's kernels, run on the emulator (a kernel's row says how
+    many products each thread fuses at this n: a thread's first fma, into 0, rounds its product).
+    Each answer minus the exact dot, also in float32 spacings at the answer; and whether the
+    version adds in the same order on every run on a GPU (atomics do not)."""
     a, b = article_inputs(n)
     exact = article_answer(n)
     spacing = float(np.spacing(F32(exact)))
@@ -499,11 +513,16 @@ def order_table(n: int = 2**16) -> Table:
         "NumPy, products rounded: one by one, i = 0, 1, 2, ...": (np.cumsum(p, dtype=F32)[-1], "—"),
         "NumPy, products rounded: one by one, largest first": (np.cumsum(p[::-1], dtype=F32)[-1], "—"),
         "NumPy, products rounded: in pairs, then pairs of pairs": (accuracy.pairwise(p), "—"),
-        "NumPy, fma (product unrounded): one by one, i = 0, 1, 2, ...": (accuracy.lane_sums(a, b, 1)[0], "—"),
+        "NumPy, fma (each product fused into the sum): one by one, i = 0, 1, 2, ...": (
+            accuracy.lane_sums(a, b, 1)[0],
+            "—",
+        ),
     }
     with backend.using("emulator"):
         for v in ENGINE.versions():
             how, same = ORDERS.get(v, ("", "?"))
+            if "{own}" in how:
+                how = how.format(own=_own_sum(v, a, b))
             answers[f"{v}: {how}"] = (ENGINE.run(v, a, b), same)
     rows = Table()
     for how, (got, same) in answers.items():

@@ -26,13 +26,23 @@ def _bars(ax: Any, x: np.ndarray, y: np.ndarray, colors: Any, *, w: float = 1.0,
     ax.add_collection(PatchCollection(rects, facecolors=colors, edgecolors="none"))
 
 
-def grid_stride(ax: Any, t: Trace, buffer: str = "a") -> None:
+def grid_stride(ax: Any, t: Trace, buffer: str = "a", *, mark_repeats: bool = False) -> None:
     """Which warp loaded which element of `buffer` in which trip of its grid-stride loop: one row
     per trip, one thin cell per element, coloured by warp (block and warp in it); thread 0's
     elements marked, an arrow from each to the next labelled by the step the trace shows (the grid's
-    width in a right grid-stride loop; a learner's wrong stride shows as what it is)."""
+    width in a right grid-stride loop; a learner's wrong stride shows as what it is). `mark_repeats`:
+    a red line under every load of an element that is loaded more than once (an exercise's wrong
+    stride)."""
     it = analysis.iterations(t, buffer)
     it = analysis.subset(it, it.op == "ld")
+    if mark_repeats:
+        times = np.bincount(it.index)
+        again = times[it.index] > 1
+        if again.any():
+            _bars(ax, it.index[again], -it.iteration[again] * 1.6 - 0.16, "red", h=0.12)
+            ax.text(0, 1.0, f"red line under a load: its element is loaded more than once "
+                    f"({int((times > 1).sum())} of {len(times)} elements)", ha="left", va="bottom",
+                    fontsize=FONT + 1, color="red")  # fmt: skip
     tpb = t.threads_per_block
     warps_per_block = -(-tpb // 32)
     gwarp = it.block.astype(np.int64) * warps_per_block + it.warp

@@ -451,9 +451,7 @@ def _gpu_grid_speeds(blocks: int, wave: int, runs: int) -> dict[int, float]:
 grid = Choice(
     key="histogram.grid",
     title="choose hist_wide's grid for 9 600 bins",
-    allowed=lambda blocks: exercises.grid_form(blocks).replace(
-        "a number of blocks", "a whole number of blocks (an int)"
-    ),
+    allowed=exercises.grid_form,
     judge=_judge_grid,
     hints=(
         "three things limit how many blocks an SM runs at once: threads, blocks, and shared "

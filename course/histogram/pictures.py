@@ -44,7 +44,7 @@ def draw_lane_bins(
     for (r, lane), b in np.ndenumerate(bins):
         dark = share[r, lane] >= 9
         label = "–" if b < 0 else str(b) if adds is None else f"{b}\n+{adds[r, lane]}"
-        ax.text(lane, r, label, ha="center", va="center", fontsize=8 if adds is None else 6.5,
+        ax.text(lane, r, label, ha="center", va="center", fontsize=8,
                 color="white" if dark else "black")  # fmt: skip
     for r in range(len(bins)):
         row = bins[r][bins[r] >= 0]

@@ -1,8 +1,8 @@
 // Histogram: how many times each byte value 0..255 occurs in x (the article: 100 MiB of random
 // bytes into 256 bins). Every version counts in unsigned int bins that the host must zero before
 // the launch (course.zeros(256, np.uint32)); a launch ADDS to `hist`. The lesson is contention, and
-// where an atomic is done: in L2 (global) one line's updates queue, same-bin lanes cost most; in the
-// SM (shared: ATOMS.POPC.INC.32 on sm_90) same-word lanes are combined and bank conflicts cost.
+// where an atomic is done: in L2 (global) one line's updates queue, same-bin lanes cost most; in the SM a
+// shared +1 into a 32-bit word (ATOMS.POPC.INC.32, sm_90) combines same-word lanes, bank conflicts cost.
 //
 // Limits shared by all versions: n counts bytes (uint8 keys); a uint32 bin wraps at 2^32, so the
 // counts are exact for n <= 2^32 - 1 (the fixed versions index with 64 bits; the article's kernels
@@ -166,8 +166,8 @@ extern "C" __global__ void hist3_vec(const unsigned char* __restrict__ x, unsign
 // group adds the group's size in ONE atomic. All-equal data: one atomic per warp instruction
 // instead of 32. That pays for global atomics (hist1_agg: L2 queues same-word updates); a shared
 // atomicAdd(&temp[key], 1u) already combines same-word lanes in one instruction (sm_90:
-// ATOMS.POPC.INC.32), so in shared memory the match (MATCH.ANY + POPC + ATOMS.ADD) only adds work.
-// Uniform data: ~30 groups of 32, so little saved, and the match itself costs. Every lane of the
+// ATOMS.POPC.INC.32), so there the agreement (MATCH.ANY + POPC + ATOMS.ADD) only adds work, more of it
+// the more distinct keys a warp holds (uniform data: ~30 groups, least to combine). Every lane of the
 // warp must call it (FULL_MASK), so the loop below runs the same number of times in every lane of
 // a warp, and lanes past the end pass valid = false.
 __device__ __forceinline__ void add_aggregated(unsigned int* h, unsigned int key, bool valid) {

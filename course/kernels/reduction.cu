@@ -254,11 +254,11 @@ __global__ void reduce6(const elem_t* x, acc_t* out, int n) {
 }
 
 // ---- 7. Multiple elements per thread (the article's code).
-// A grid-stride loop: each thread first sums many pairs, so a small grid covers any n and
-// the tree runs once per block instead of once per 2*blockDim elements. BUG: the loop reads
-// x[i + blockSize] without checking it, past the end when n is not a multiple of
-// 2*blockSize. The article also launches it with n/128 blocks, as for kernel 4, so every
-// thread still sees just one pair: the loop never loops.
+// A grid-stride loop: each thread first sums many pairs, so a small grid covers any n and the
+// tree runs once per block. BUGS: the loop reads x[i + blockSize] unchecked, past the end when n
+// is not a multiple of 2*blockSize; x[i] + x[i + blockSize] adds two elem_t, which wrap before the
+// sum widens (kernel 4's bug too). The article also launches it with n/128 blocks, as for kernel
+// 4, so every thread still sees just one pair: the loop never loops.
 template <unsigned int blockSize>
 __global__ void reduce7_article(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];
@@ -276,8 +276,8 @@ __global__ void reduce7_article(const elem_t* x, acc_t* out, int n) {
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }
 
-// 7, fixed: bounds-checked second load, and the running sum kept in a register (a shared
-// memory read-modify-write per element costs more than the add).
+// 7, fixed: bounds-checked second load, each element widened to acc_t before it is added, and
+// the running sum kept in a register (a shared read-modify-write per element costs more than the add).
 template <unsigned int blockSize>
 __global__ void reduce7(const elem_t* x, acc_t* out, int n) {
     extern __shared__ acc_t sdata[];

@@ -142,11 +142,11 @@ extern "C" __global__ void transpose_padded(const elem_t* in, elem_t* out, int m
 }
 
 // ---- 7. Fewer threads, several elements each: TILE x ROWS threads move a TILE x TILE tile.
-// NVIDIA's transposeNoBankConflicts (TILE 32, ROWS 8: 4 elements per thread). Each thread
-// issues TILE / ROWS independent loads back to back, so their latencies overlap, and pays its
-// index arithmetic once for all of them; a barrier holds 256 threads instead of 1024. Padded
-// static tile [TILE][TILE + 1]. Block (TILE, ROWS), ROWS dividing TILE;
-// grid (ceil(n/TILE), ceil(m/TILE)).
+// NVIDIA's transposeNoBankConflicts (TILE 32, ROWS 8: 4 elements per thread). Each load is
+// followed by its store into the tile: the source does not batch the loads, the compiler may
+// (32 x 8: 4 LDG before the first STS, in the SASS; 64 x 8: 4 + 4). Index arithmetic is paid
+// once for all of a thread's elements; a barrier holds 256 threads instead of 1024. Padded
+// static tile [TILE][TILE + 1]. Block (TILE, ROWS), ROWS dividing TILE; grid (ceil(n/TILE), ceil(m/TILE)).
 template <int TILE, int ROWS>
 __global__ void transpose_rows(const elem_t* __restrict__ in, elem_t* __restrict__ out, int m, int n) {
     __shared__ elem_t tile[TILE][TILE + 1];

@@ -22,6 +22,7 @@ from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
+from .lesson import fit_sums
 from .topic import ENGINE
 
 OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
@@ -71,8 +72,9 @@ ways = Prediction(
         "take one stride at a time and write down the indices 2·s·t that the first few threads of "
         "warp 0 touch: which threads add at all, and in which banks do their words sit?",
         "the table 'step_table' above counts the same three columns for a block of 256: redo its "
-        "arithmetic with 1024 threads; the strides where fewer than 32 threads add are where the "
-        "two blocks differ",
+        "arithmetic with 1024 threads. Four times as many threads add at every stride, so the busy "
+        "warps differ everywhere; the worst conflict differs only where warp 0 of the block of 256 "
+        "has idle lanes and the block of 1024's does not",
         "for the conflicts, two things bound the answer: how many lanes of the warp add, and how "
         "many different banks the words 2·s·t can reach at all. Write down the banks of lanes "
         "0 to 31 for s = 1, 2 and 4 and look for the pattern",
@@ -263,6 +265,8 @@ def _draw_tree(block: int, n: int, per_thread: int, *, sums: bool = True) -> Cal
             if sums
             else f"your kernel's shared-memory steps, block 0 of {block} (shuffles: in registers, not drawn)"
         )
+        if sums:
+            fit_sums(ax, block, first=str(per_thread))
 
     return drawn
 
@@ -345,8 +349,9 @@ wavefronts = Prediction(
         "an 8-byte word w covers banks 2w % 32 and 2w % 32 + 1; the hardware serves a warp's 8-byte "
         "access as two half-warps, each on its own. Count the half-warps with an active lane, then "
         "the fullest bank in each",
-        "the table for a block of 64 above counts the same two columns: the later steps of a block "
-        "of 256 look like its steps once only warp 0 adds; the early ones have more adding warps",
+        "the table for a block of 64 above counts the same two columns, but do not copy its rows: the "
+        "banks depend on the stride as well as on how many lanes add, and a block of 256 reaches "
+        "the same number of adding lanes at a larger stride. Work out each step from its own stride",
     ),
 )
 
@@ -388,10 +393,16 @@ def _four_case(n: int, block: int, big: bool = False) -> Case:
 
     def judge(done: tuple[Any, ...], trace: Any) -> str:
         got = arrays.asnumpy(done[1])
+        if (got == want).all():
+            return ""
+        b = int(np.flatnonzero(got != want)[0])
+        short = int(want[b]) - int(got[b])
+        if big and short > 0 and short % 2**32 == 0:  # every element arrived; an elem_t add wrapped
+            return (f"block {b}'s sum is short by {short // 2**32} × 2^32: its elements reached it, but "
+                    "some were added to each other in elem_t (32 bits), which wraps past 2^32 (rule: widen "
+                    "each element to acc_t before it is added; these elements are near 2^32)")  # fmt: skip
         return (
-            ""
-            if (got == want).all()
-            else _wrong_block(got, want)
+            _wrong_block(got, want)
             + " (rule: block b sums elements 4·b·blockDim.x to 4·(b+1)·blockDim.x − 1"
             + (", each widened to acc_t before it is added: these elements are near 2^32)" if big else ")")
         )
@@ -422,6 +433,35 @@ def _coalesced() -> Target:
     return Target("coalesced: no more 32-byte sectors per warp load request than its bytes need", measure)
 
 
+LOADS_PER_WARP = 4  # four elements per thread: four requests of 32 lanes, or fewer wider ones
+
+
+def _four_per_thread() -> Target:
+    """Every warp loads its share itself: at most four global load requests per warp (one per
+    element for all 32 lanes, or fewer with 8- or 16-byte loads), so that no thread or warp loops
+    over the block's elements on behalf of the others."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        req = analysis.sectors(trace.where(op="ld", space="global"))
+        if not len(req):
+            return ""  # _coalesced says that no thread loaded x
+        who = req.block.astype(np.int64) * (1 << 20) + req.warp.astype(np.int64)
+        warps, counts = np.unique(who, return_counts=True)
+        worst = int(np.argmax(counts))
+        if counts[worst] <= LOADS_PER_WARP:
+            return ""
+        block, warp = divmod(int(warps[worst]), 1 << 20)
+        lanes = req.lanes[who == warps[worst]]
+        few, most = int(lanes.min()), int(lanes.max())
+        span = f"{most} lane{'s' * (most != 1)}" if few == most else f"{few} to {most} lanes"
+        return (f"warp {warp} of block {block} issued {int(counts[worst])} load requests of x, with "
+                f"{span} each (rule: each thread loads its own four "
+                f"elements, so a warp needs at most {LOADS_PER_WARP} requests, all its lanes in each but at the "
+                "end of x)")  # fmt: skip
+
+    return Target(f"four per thread: at most {LOADS_PER_WARP} load requests per warp", measure)
+
+
 four = KernelExercise(
     key="reduction.four",
     title="first add during load, with four elements per thread",
@@ -429,7 +469,7 @@ four = KernelExercise(
     stub=FOUR_STUB,
     options=OPTIONS,
     cases=lambda: [_four_case(*c) for c in FOUR_CASES],
-    targets=(_coalesced(),),
+    targets=(_coalesced(), _four_per_thread()),
     timing=_speed(128, 4, "reduce4"),
     draw=_draw_tree(32, 128, 4),
     hints=(
@@ -532,18 +572,21 @@ def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
         return Verdict(per_sm == fewest, lines)
     note = "(no GPU here: checked by the course's wave model on this device, not by a timing)"
     fly, want = grid_bytes_in_flight(per_sm, block), grid_model_answer(block)
+    need, lat = occupancy.bytes_needed_per_sm(), dev.dram_latency_ns
     if per_sm < want:
         return Verdict(False, [
-            f"{head}: each SM keeps {fly} B of loads in flight, fewer than Little's law asks for "
-            "(rule: bytes in flight per SM ≥ bandwidth × latency / SMs; "
-            "course.occupancy.bytes_needed_per_sm() on this device)", note])  # fmt: skip
+            f"{head}: each SM keeps {fly} B of loads in flight, too few for the latency under load "
+            "(rule: the loads in flight per SM must reach the bytes from which the latency table stops "
+            "gaining; Little's law with the idle latency falls short of them, for the latency grows "
+            f"under load. The wave model stands in here: bandwidth × the device model's {lat:.0f} ns / "
+            "SMs, course.occupancy.bytes_needed_per_sm())", note])  # fmt: skip
     if per_sm > want:
         return Verdict(False, [
             f"{head}: {fly} B in flight per SM, but fewer blocks per SM already keep enough in flight "
             "(rule: once the loads in flight cover the latency, more blocks add no bandwidth; blocks "
             "past those an SM holds wait for a slot)", note])  # fmt: skip
-    return Verdict(True, [f"{head}: {fly} B of loads in flight per SM, enough for Little's law on "
-                          f"this device ({occupancy.bytes_needed_per_sm()} B)", note])  # fmt: skip
+    return Verdict(True, [f"{head}: {fly} B of loads in flight per SM, enough by the wave model on this "
+                          f"device (bandwidth × the device model's {lat:.0f} ns / SMs = {need} B)", note])  # fmt: skip
 
 
 def grid_speeds(n: int, block: int, runs: int) -> dict[int, float]:

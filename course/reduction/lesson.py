@@ -156,16 +156,21 @@ def draw_tree(ax: Any, name: str, n: int = 64) -> None:
     one thread per element: two warps for n = 64, so the warp boundary is in the picture."""
     x = np.ones(n, np.float32)
     draw.tree(ax, first_trace(name, x, block=n, blocks=[0]), "sdata", values=x)
-    _fit_sums(ax, n)
+    ax.set_title(f"{ax.get_title()} (4-byte float sums)")  # the bank conflicts drawn are float's
+    fit_sums(ax, n)
 
 
-def _fit_sums(ax: Any, cells: int) -> None:
-    """Shrink the partial sums drawn in the cells so that two digits fit one cell's width (the
-    element numbers above the first row stay as they are)."""
+FIT = 0.8  # a digit's width as a share of the font size, with room to spare: neighbours keep a gap
+
+
+def fit_sums(ax: Any, cells: int, first: str = "1") -> None:
+    """Shrink the partial sums drawn in the cells so that each fits its cell's width with a gap to
+    its neighbours (the element numbers above the first row stay as they are); `first`: the value
+    the first row stores (the label that marks it)."""
     fig = ax.figure
     fig.canvas.draw()  # the axes' final limits, so one element's width in points is known
     width_pt = abs(ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]) * 72 / fig.dpi
-    ones = [t.get_position()[1] for t in ax.texts if t.get_text() == "1"]
+    ones = [t.get_position()[1] for t in ax.texts if t.get_text() == first]
     if not ones:
         return
     store_y = max(ones)
@@ -173,7 +178,7 @@ def _fit_sums(ax: Any, cells: int) -> None:
         label, y = t.get_text(), t.get_position()[1]
         in_cells = (y - store_y) * (ax.get_ylim()[0] - ax.get_ylim()[1]) >= 0  # on or below the first row
         if label.isdigit() and len(label) > 1 and in_cells:
-            t.set_fontsize(min(t.get_fontsize(), width_pt / (0.6 * len(label))))
+            t.set_fontsize(min(t.get_fontsize(), width_pt / (FIT * len(label))))
 
 
 def worst_step(name: str, n: int = 256) -> int:

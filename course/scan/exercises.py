@@ -212,6 +212,25 @@ def _one_block_speed(k: Kernel, n: int = 2**24, block: int = 1024) -> list[str]:
     return exercises.compare_speed(mine, ENGINE, "lookback", (x,), 8 * n)
 
 
+_ANY_INDEX = (
+    "every index a thread uses must be checked against the length (`if (i < n)`), for each access it makes"
+)
+_XY_SIZE = (
+    "the launch gives `XY` blockDim.x ints (shared_mem = blockDim.x × 4 bytes), one per thread: a second "
+    "buffer, as a double-buffered Kogge-Stone keeps, needs a static array of its own "
+    "(`__shared__ int other[1024];`), not more of `XY`"
+)
+
+
+def _explain_exclusive(lines: list[str]) -> list[str]:
+    """An access past the end of the dynamic `XY` is a second buffer squeezed into it, more often
+    than a missing bound check: say how big the launch makes `XY`."""
+    if not any("`XY` past the end" in line for line in lines):
+        return lines
+    said = [line.replace(_ANY_INDEX, _XY_SIZE) for line in lines]
+    return said if said != lines else [*lines[:1], _XY_SIZE, *lines[1:]]
+
+
 exclusive = KernelExercise(
     key="scan.exclusive",
     title="make Kogge-Stone exclusive",
@@ -221,6 +240,7 @@ exclusive = KernelExercise(
     targets=(_log_depth(),),
     timing=_one_block_speed,
     draw=_draw_exclusive,
+    explain=_explain_exclusive,
     hints=(
         "it is inclusive now: Y[i] counts X[i] itself. Which element should thread t hold before "
         "the first step, so that the same steps give the sum of the elements before it?",
@@ -319,9 +339,41 @@ def _one_load_per_lane() -> Target:
     return Target("one load of x per lane", measure)
 
 
-def _five_shuffles() -> Target:
+def _sources_take_part() -> Target:
+    """Every lane a shuffle reads from makes that same call. The emulator hands over an idle lane's
+    register; on a GPU "if the target thread is inactive, the retrieved value is undefined" (CUDA C++
+    Programming Guide, warp shuffle functions)."""
+
     def measure(trace: Any, k: Kernel) -> str:
         sh = trace.where(op="shfl")
+        if not len(sh):
+            return ""
+        active, src = sh.lanes(), sh.columns["addr"]
+        for r in range(len(sh)):
+            lanes = np.flatnonzero(active[r])
+            from_idle = [lane for lane in lanes if not active[r, int(src[r, lane]) % 32]]
+            if from_idle:
+                lane = int(from_idle[0])
+                return (
+                    f"line {int(sh.line[r])}: lane {lane} of warp {int(sh.warp[r])}, block {int(sh.block[r])} reads "
+                    f"lane {int(src[r, lane])}, which does not make this call ({len(from_idle)} lane{'s' * (len(from_idle) != 1)} read so): "
+                    "on a GPU the value read from a lane outside the call is undefined. The lane read from "
+                    "must be in the mask and make the same call, so every lane makes the shuffle and the "
+                    "test goes on the add"
+                )
+        return ""
+
+    return Target("every lane a shuffle reads from makes the call", measure)
+
+
+# warp-wide exchanges: shuffles, and votes (ballot, any, all) and warp reductions (__reduce_add_sync),
+# which the trace records as "vote"; each is one step of lanes trading values
+_EXCHANGES = ("shfl", "vote", "match")
+
+
+def _five_shuffles() -> Target:
+    def measure(trace: Any, k: Kernel) -> str:
+        sh = trace.where(op=list(_EXCHANGES))
         if not len(sh):
             return ""
         key = sh.block.astype(np.int64) * 64 + sh.warp
@@ -330,12 +382,16 @@ def _five_shuffles() -> Target:
         if counts[worst] <= WARP_STEPS:
             return ""
         b, w = divmod(int(warps[worst]), 64)
+        mine = sh.where(block=b, warp=w)
+        kinds, n = np.unique(mine.columns["opcode"].astype(str), return_counts=True)
+        said = ", ".join(f"{c} × {o}" for o, c in zip(kinds, n, strict=True))
         return (
-            f"warp {w} of block {b} runs {counts[worst]} shuffles: Kogge-Stone across 32 lanes takes "
-            f"log2 32 = {WARP_STEPS} steps, one shuffle each"
+            f"warp {w} of block {b} runs {counts[worst]} warp-wide exchanges ({said}): Kogge-Stone across "
+            f"32 lanes takes log2 32 = {WARP_STEPS} steps, one shuffle each; a vote or a warp reduction "
+            "is a warp-wide step too"
         )
 
-    return Target(f"at most {WARP_STEPS} shuffles per warp", measure)
+    return Target(f"at most {WARP_STEPS} shuffles per warp (votes and warp reductions count too)", measure)
 
 
 def _draw_warp(fig: Any, k: Kernel) -> None:
@@ -366,14 +422,15 @@ warp = KernelExercise(
     kernel="warp_scan",
     stub=WARP_STUB,
     cases=lambda: [_warp_case(*c) for c in WARP_CASES],
-    targets=(_registers_only(), _one_load_per_lane(), _five_shuffles()),
+    targets=(_registers_only(), _one_load_per_lane(), _sources_take_part(), _five_shuffles()),
     timing=_warp_speed,
     draw=_draw_warp,
     hints=(
         "Kogge-Stone's steps, with a warp's 32 lanes for the threads: in the step with offset d, lane l "
         "adds what lane l - d holds. Which instruction reads another lane's register?",
         "__shfl_up_sync(mask, v, d) gives each lane the v of the lane d below it (lanes below d get their "
-        "own v back). Every lane named in the mask must make the call, whatever it then does with the value",
+        "own v back). Every lane named in the mask must make the call, whatever it then does with the value, "
+        "and the lane it reads from must make the same call: a lane that skipped it hands over an undefined value",
         "start from the fixed kogge_stone_scan listed above: keep its loop over the strides and its "
         "test around the add; the read of XY[threadIdx.x - stride] becomes the shuffle, made by every "
         "lane, and the barriers go (the shuffle is the exchange)",
@@ -434,39 +491,41 @@ banks = Prediction(
 
 # ---------------------------------------------------------------- 6. predict, then check: what scan-then-propagate moves
 
-BYTES_SIZES = (4096, 12_288, 40_960)  # one, three and ten tiles of 4096 (blocks of 128)
+BYTES_SIZES = (2100, 6200, 20_000)  # tiles of 2048 (blocks of 64): 2, 4 and 10 tiles, each last one partial
+BYTES_BLOCK = 64  # not the tables' 128: the prediction is the learner's count, not a figure on screen
 
 
 @functools.lru_cache(maxsize=2)
-def bytes_truth(sizes: tuple[int, ...] = BYTES_SIZES) -> dict[str, tuple[float]]:
-    """Elements scan-then-propagate reads and writes in global memory per element of x, blocks of
-    128, counted from the traces of every launch (`lesson.bytes_moved`)."""
+def bytes_truth(sizes: tuple[int, ...] = BYTES_SIZES, block: int = BYTES_BLOCK) -> dict[str, tuple[float]]:
+    """Elements scan-then-propagate reads and writes in global memory per element of x, counted
+    from the traces of every launch (`lesson.bytes_moved`)."""
     from .lesson import bytes_moved
 
     out = {}
     for n in sizes:
-        (row,) = [r for r in bytes_moved(n) if r["version"] == "scan_then_propagate"]
+        (row,) = [r for r in bytes_moved(n, block=block) if r["version"] == "scan_then_propagate"]
         out[f"N = {n}"] = (float(row["in all"]),)
     return out
 
 
 moved = Prediction(
     key="scan.moved",
-    title="predict what scan-then-propagate moves at one, three and ten tiles",
+    title="predict what scan-then-propagate moves, blocks of 64, at 2, 4 and 10 tiles",
     truth=lambda: dict(bytes_truth()),
     columns=("elements moved per element",),
     what="size",
     tolerance=0.03,
     rules={
-        "elements moved per element": "count every element of x and y that a launch reads or writes, "
-        "divided by N: scan_tiles reads x and writes y once; add_tile_prefix reads and writes every "
-        "element of every tile but the first (tile 0 needs no prefix); the tile totals are few "
-        "(within 3 % passes)"
+        "elements moved per element": "count every element of x and y that each launch reads or writes "
+        "(read the three launches' listings for which elements each one touches), add them up and divide "
+        "by N; the tile totals are few (within 3 % passes)"
     },
     hints=(
         "start from the largest N: 4N is the limit, but how far from it are ten tiles?",
-        "a tile is 128 × 32 = 4096 elements; which tiles does the third launch touch, and which does it skip?",
-        "the tables of bytes_moved above give 2^14 (4 tiles) and 2^16 (16 tiles): your formula should give them too",
+        "a tile is 64 × 32 = 2048 elements here; which elements does the third launch read and write, "
+        "which does it skip, and how full is the last tile?",
+        "the tables of bytes_moved above (tiles of 4096) give 2^14 (4 tiles) and 2^16 (16 tiles): your "
+        "formula should give them too",
     ),
 )
 

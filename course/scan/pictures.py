@@ -246,13 +246,17 @@ def shuffles(ax: Any, t: Trace, block: int = 0, warp: int = 0) -> None:
     every = np.arange(32)
     ax.scatter(every, np.full(32, rows), s=16, color="0.25")
     ax.text(-1, rows, "registers", ha="right", va="center", fontsize=8)
+    idle_reads = 0
     for r in range(rows):
         y = rows - 1 - r
         moved = lanes[r] & (src[r] != every)
         ax.scatter(every, np.full(32, y), s=16, color=np.where(lanes[r], "0.25", "0.85").tolist())
         for lane in np.flatnonzero(moved):
+            # a read from a lane outside the call: undefined on a GPU
+            idle = not lanes[r, int(src[r, lane]) % 32]
+            idle_reads += idle
             ax.annotate("", xy=(lane, y + 0.1), xytext=(int(src[r, lane]), y + 0.9),
-                        arrowprops=dict(arrowstyle="->", color=colour, lw=0.7))  # fmt: skip
+                        arrowprops=dict(arrowstyle="->", color="red" if idle else colour, lw=1.2 if idle else 0.7))  # fmt: skip
         offset = f", offset {int(np.median(every[moved] - src[r][moved]))}" if moved.any() else ""
         ax.text(
             -1, y, f"shuffle {r + 1}{offset} (line {int(sh.line[r])})", ha="right", va="center", fontsize=8
@@ -267,7 +271,12 @@ def shuffles(ax: Any, t: Trace, block: int = 0, warp: int = 0) -> None:
         ax.spines[side].set_visible(False)
     ax.set_title(
         f"your warp scan, warp 0: {rows} shuffle{'s' * (rows != 1)}, {shared} shared-memory accesses, "
-        f"{bars} barriers\n(an arrow: the lane whose register a lane received)"
+        f"{bars} barriers\n"
+        + (
+            f"(an arrow: the lane a lane received from; red: {idle_reads} from a lane not in the call, undefined on a GPU)"
+            if idle_reads
+            else "(an arrow: the lane whose register a lane received)"
+        )
     )
 
 

@@ -268,20 +268,37 @@ STORE_SHAPES = ((64, 96), (1, 1), (1, 40), (40, 1), (31, 31), (63, 33), (65, 31)
                 (1111, 113))  # fmt: skip
 
 
+def _store_room(shape: tuple[int, int]) -> int:
+    """Words past the end of in and out that the picture's run gets: enough for any index a whole
+    grid of 64 × 32 tiles can form from a tile row and column, so a store past out's end lands
+    there instead of stopping the run."""
+    m, n = shape
+    return (_cdiv(m, STORE_TILE[0]) + 1) * STORE_TILE[0] * (_cdiv(n, STORE_TILE[1]) + 1) * STORE_TILE[1]
+
+
 def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     """`out` of a 70 × 45 matrix (4 blocks): each element coloured by the block that stored it,
-    white where nothing was stored; the checker's first finding in the title."""
+    white where nothing was stored; the checker's first finding in the title. The checker's
+    run stops at its first fault, so the picture comes from a second run with room past the
+    ends of in and out: every store the kernel makes is drawn, not only those before the fault."""
     m, n = shape
     a = _matrix(shape)  # the frame draws on the emulator: these are its arrays
-    args = (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
     grid = (_cdiv(n, STORE_TILE[1]), _cdiv(m, STORE_TILE[0]))
-    findings, t = k.inspect(grid, BLOCK, args)
+    findings, _ = k.inspect(
+        grid, BLOCK, (arrays.asarray(a), arrays.asarray(np.full((n, m), -1, I32)), I32(m), I32(n))
+    )
+    room = _store_room(shape)
+    roomy_in = np.concatenate([a.ravel(), np.full(room, -2, I32)])  # -2: no element of a
+    args = (arrays.asarray(roomy_in), arrays.asarray(np.full(n * m + room, -1, I32)), I32(m), I32(n))
+    roomy_findings, t = k.inspect(grid, BLOCK, args)
     acc = analysis.steps(t, "out")
-    acc = acc[(acc.op == "st") & (acc.index >= 0) & (acc.index < m * n)]
+    acc = acc[(acc.op == "st") & (acc.index >= 0)]
+    past = int((acc.index >= m * n).sum())
+    acc = acc[acc.index < m * n]
     fig.set_size_inches(9, 5.5)
     rgba = np.ones((n * m, 4))
     rgba[acc.index] = [draw.group_color(int(b)) for b in acc.block]
-    got = arrays.asnumpy(args[1])
+    got = arrays.asnumpy(args[1])[: n * m].reshape(n, m)
     ax = fig.add_subplot()
     ax.imshow(rgba.reshape(n, m, 4), interpolation="nearest", extent=(0, m, n, 0))
     bad = np.argwhere(got != a.T)
@@ -292,9 +309,14 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
     for r in range(0, n + 1, STORE_TILE[1]):
         ax.axhline(r, color="0.3", linewidth=1)
     said = f"checker: {str(findings[0]).splitlines()[0]}" if findings else "checker: clean"
+    if roomy_findings.kinds() & {"out-of-bounds", "misaligned"}:  # the kinds that stop a run
+        run = "drawn up to where the run stopped at a fault: white may be stores that never ran"
+    else:
+        run = "drawn from a run with room past the ends of in and out, so every store is shown"
+        run += f": {past} of them fell past the end of out" if past else ""
     ax.set_title(
         f"your kernel: out ({n}×{m}) of a {m}×{n} matrix, colour = the block that stored it, "
-        f"white = never stored, × = wrong\n{said}",
+        f"white = never stored, × = wrong\n{said}\n{run}",
         fontsize=8,
     )
 
@@ -338,8 +360,9 @@ store = KernelExercise(
 
 # ---------------------------------------------------------------- 3. predict, then check: bank-conflict ways
 
-WAYS_CASES = (("transpose_tiled", (16, 32)), ("transpose_padded", (8, 32)), ("transpose_padded", (64, 16)),
-              ("transpose_padded", (16, 8)))  # fmt: skip  # blocks the text and the panel never show
+WAYS_CASES = (("transpose_tiled", (16, 32)), ("transpose_padded", (8, 8)), ("transpose_padded", (64, 16)),
+              ("transpose_padded", (16, 8)))  # fmt: skip  # blocks the text, the panel and transpose_padded's
+# comment (conflict-free loads when by = 32 and bx is even) never decide
 WAYS_COLUMNS = ("stores to the tile: worst ways", "loads from the tile: worst ways")
 
 
@@ -458,7 +481,9 @@ banks = KernelExercise(
 # ---------------------------------------------------------------- 5. measure, then choose: transpose_rows' block
 
 CHOICE_SHAPE = (4096, 16384)  # int32: not the text's 8192² float32
-NEED_TIMES = 4  # without a GPU: at least this many times the read side's Little's law, at the launch's peak
+NEED_TIMES = (
+    4  # without a GPU: a rule of thumb between the in-flight timings' 16 KB and 32 KB rows, not an edge
+)
 MAX_THREADS = (
     512  # without a GPU: blocks of 1024 threads (2 per SM) lost to blocks of 256 at the same bytes in flight
 )
@@ -526,10 +551,13 @@ def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, 
     need = NEED_TIMES * little
     lines = [
         f"block {bx}×{by} (a {bx}×{bx} tile): {fly['B per thread']} B loaded per thread before the barrier "
-        f"× {fly['threads per SM']} threads per SM = {fly['B in flight per SM']} B in flight per SM, at most",
-        f"Little's law for the reads with {backend.device().name}'s figures asks {little} B per SM; the rule "
-        f"the in-flight table showed: a launch with a barrier wants about {NEED_TIMES} times that at its peak, "
-        f"{need} B (its loads stop at the barrier, and a busy memory answers later than an idle one)",
+        f"× {fly['threads per SM']} threads per SM = {fly['B in flight per SM']} B in flight per SM, at most, "
+        "counted by the source as if every load before the barrier were out at once (the SASS may keep fewer: "
+        "transpose_rows 64×8 keeps at most 7 of its 8)",
+        f"Little's law for the reads with {backend.device().name}'s figures asks {little} B per SM; the course's "
+        f"rule of thumb, set between the measured table's 16 KB and 32 KB rows (not a measured edge): a launch "
+        f"with a barrier wants about {NEED_TIMES} times that at its peak, {need} B (its loads stop at the "
+        "barrier, and a busy memory answers later than an idle one)",
         "(no GPU here: the check is the launch's arithmetic, not a timing)",
     ]
     ok = fly["B in flight per SM"] >= need
@@ -735,11 +763,13 @@ batched = KernelExercise(
     timing=_speed(BATCHED_TILE),
     draw=_draw_batched,
     hints=(
-        "two loops: the first only reads in (into v), the second only writes the tile",
-        "thread (x, y) moves tile rows y, y + 8, y + 16, y + 24 of column x: word k is in[r0 + y + 8k][c0 + x]. "
-        "A word past the matrix must not be read: give v[k] something harmless instead",
-        "show(mine) draws warp 0's instructions in order; the load loop must not touch the tile, and the "
-        "stash writes tile[y + 8k][x] (a row, as the loads walk)",
+        "the target is an order: a warp's global loads all come before its first store to the tile. A loop "
+        "that loads a word and stores it in turn breaks it, whatever ptxas makes of that loop later",
+        "a thread's 4 words are in one column of in, as far apart as the block has rows of threads. A word past "
+        "the matrix must not be read, yet its register is stashed all the same: what may it hold, given that the "
+        "store phase below tests its own bounds?",
+        "show(mine) draws warp 0's instructions in order: look for a tile store between two loads. Each word goes "
+        "where transpose_rows' load puts it, so the store phase below finds it",
     ),
 )
 

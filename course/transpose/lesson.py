@@ -576,7 +576,7 @@ def in_flight_speed(shape: tuple[int, int] = (8192, 8192), dtype: str = "float32
     return speed_rows(timed(IN_FLIGHT_CASES, shape, dtype))
 
 
-GEAM = "cupy.cublas.geam"  # cuBLAS's transpose (C = α·op(A) + β·B), float32 and float64 only
+GEAM = "cupy.cublas.geam"  # cuBLAS's transpose (C = α·op(A) + β·B): S/D/C/Z types, no integer one
 
 
 def _geam_launch(inputs: Any) -> list[Any]:

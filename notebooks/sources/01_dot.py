@@ -289,10 +289,13 @@ dot.exercises.block_cost.check(my_costs)
 # course's shared header: *Beyond the article* shows it) and one atomic per block, but its loop's
 # stride is wrong. It is right with one block; find out what goes wrong with several, and fix it.
 # The check runs it on N from 1 to 77 777 with one to eight blocks of 32 to 256, counts how many
-# times each element of `a` was loaded (once is right), and compares the answer with the exact
-# dot. On a GPU it then times your kernel beside `dot_vec4` and a copy of the same bytes.
+# times each element of `a` was loaded (once is right), compares the answer with the exact dot,
+# and holds each warp's loads to the 32-byte sectors their bytes need (at most 1.5 times the
+# fewest, from the trace: neighbouring threads must read neighbouring elements). On a GPU it then
+# times your kernel beside `dot_vec4` and a copy of the same bytes.
 # `dot.exercises.stride.show(mine)` draws your loop: a row per trip, each element coloured by the
-# warp that loaded it (the article's loop is drawn the same way below).
+# warp that loaded it, a red line under loads of elements loaded more than once (the article's loop
+# is drawn the same way below).
 
 # %%
 mine = r"""
@@ -390,6 +393,10 @@ dot.exercises.atomics.check(my_counts)
 dot.check("dot2_article", a, b)
 
 # %% [markdown]
+# The three blocks make 768 atomics on 256 words, and atomics on one word take turns: only the
+# first on each word finds it unwritten (the 256 reads above), and the other two add to what it
+# wrote. Which block comes first is the scheduler's choice: here block 1's.
+#
 # Freshly allocated GPU memory is often zero, which is why the article saw the right answer. Run the
 # program again on the same `c` without clearing it, as a timing loop or a second call would:
 
@@ -412,6 +419,9 @@ with course.expect_error():
     dot.trace("dot2_article", *dot.article_inputs(200))
 
 # %% [markdown]
+# The error stops at the first warp that faulted and counts that warp's threads (224 to 255); every
+# thread from 200 to 255, 56 in all, has a slot past the end of c.
+#
 # **The fix** is mostly on the host: zero c (blockDim.x words) before every launch, and launch one
 # wave, so that each thread loops. The kernel takes N as an argument:
 
@@ -549,10 +559,12 @@ source.show("dot.cu", "warp_sum", "block_sum", "dot_shfl")
 # **Exercise 5. Write: 16-byte loads and the tail.** Make this kernel read a and b as `float4`, 16
 # bytes per lane, in the same grid-stride loop, and add the last `n % 4` elements one by one. The
 # check runs it on N from 1 to 77 777 (multiples of 4 and not) with one to eight blocks, reads the
-# trace to count how often each element of a and b was loaded (once) and how many were loaded 4
-# bytes at a time (at most the `n % 4` of the tail), and compares the answer with the exact dot. On
-# a GPU it then times your kernel beside `dot_vec4`. `dot.exercises.vec4.show(mine)` draws your
-# first load of a: its lanes and the 32-byte sectors they touch.
+# trace to count how often each element of a and b was loaded (once) and how many were loaded
+# fewer than 16 bytes at a time (at most the `n % 4` of the tail), compares the answer with the
+# exact dot, and holds each warp's loads to the 32-byte sectors their bytes need (at most 1.5
+# times the fewest: neighbouring lanes read neighbouring float4s). On a GPU it then times your
+# kernel beside `dot_vec4`. `dot.exercises.vec4.show(mine)` draws your first load of a: its lanes
+# and the 32-byte sectors they touch.
 
 # %%
 mine = r"""
@@ -598,10 +610,14 @@ dot.load_table()
 # rounding. They also differ in one more step: dot1 multiplies first (`mul.f32`: each product
 # rounded to float32) and then adds, but the grid-stride kernels' `sum += a[i] * b[i]` compiles to
 # one fused multiply-add (`fma.rn.f32` in their PTX: the exact product added to the sum, with one
-# rounding). So dot2, dot3, dot_shfl and dot_vec4 never round a product on its own. The article's
-# data at N = 2¹⁶ (exact answer 187 645 689 528 320, where float32's spacing is 16 777 216), added
-# in NumPy one by one forwards and backwards and in pairs with each product rounded first, one by
-# one with fma, and by each version's kernels on the emulator:
+# rounding). A thread's sum starts at 0, though, and an fma into 0 is just the rounded product: in
+# dot2, dot3, dot_shfl and dot_vec4 each thread rounds its first product on its own and fuses only
+# the ones after it. How many come after depends on the grid: at the N below, dot2, dot3 and
+# dot_shfl launch one thread per element, so every product they add is rounded, as in dot1, and
+# dot_vec4's one wave gives each thread 8 (the table's labels say so). The article's data at
+# N = 2¹⁶ (exact answer 187 645 689 528 320, where float32's spacing is 16 777 216), added in NumPy
+# one by one forwards and backwards and in pairs with each product rounded first, one by one with
+# fma, and by each version's kernels on the emulator:
 
 # %%
 dot.order_table(2**16)
@@ -614,9 +630,9 @@ dot.order_table(2**16)
 # products' row does: a product here is below 2³³, so rounding it moves it by at most 256, while
 # the sum it joins is rounded to a spacing of up to 16 777 216. On this data the order decides,
 # not the products' own rounding. (The accuracy plot below models each kernel as it compiles: fma
-# for the grid-stride kernels, rounded products for one thread adding one by one.) dot_f64 adds
-# the products in float64, and dot_compensated adds in float32 with a trick that exercise 7 asks
-# you to find: both exact here.
+# sums for the grid-stride kernels, a thread's first product rounded by its fma into 0, and rounded
+# products for one thread adding one by one.) dot_f64 adds the products in float64, and
+# dot_compensated adds in float32 with a trick that exercise 7 asks you to find: both exact here.
 #
 # **Deterministic, or not.** The last column is the other half of the story. dot1 and dot3 leave one
 # sum per block in its own word, and `dot_sum_partials` adds them in a fixed order: the same bits
@@ -696,7 +712,10 @@ dot.draw_errors(ax)
 
 # %% [markdown]
 # One thread adding one by one (blue) loses more as N grows, to about 10⁻⁴ at 2²²: its running sum
-# is big and every product is rounded to its spacing. The orange line models dot3 as it runs in
+# is big and every product is rounded to its spacing. No kernel here adds like that: the legend's
+# "as dot1's" means dot1's arithmetic (rounded products added one by one), not dot1's error. dot1's
+# thread 0 adds only 256 products per block and `dot_sum_partials` adds the block sums in trees, so
+# its error (about 3·10⁻⁷ at 2²⁴ in the table below) sits with the orange line, not the blue. The orange line models dot3 as it runs in
 # one wave: each of the wave's 270 336 threads adds its products into its register with an fma,
 # and the per-thread sums are then added in a tree. Up to 2¹⁸ each thread has at most one product,
 # so there the orange line is simply a sum in pairs; from 2²⁰ on each thread's running sum grows
@@ -931,8 +950,8 @@ dot.speed_table(records, 2**28)
 #
 # Yet in the error table it is more accurate than every float32 version here, and in the repeat
 # table it gives the same bits on every run. Both follow from the same kernels. The multiply
-# kernel rounds each product to float32 (as dot1 does; the grid-stride kernels fuse it into an fma
-# instead); then CUB adds them in short runs (at 2²⁴ its 4096 blocks of
+# kernel rounds each product to float32 (as dot1 does; the grid-stride kernels fuse all but each
+# thread's first into an fma); then CUB adds them in short runs (at 2²⁴ its 4096 blocks of
 # 256 threads leave 16 products to each thread, where dot3's one wave leaves about 62) and in
 # trees: each block's sums, then the 4096 block sums in one block. That is close to a pairwise
 # sum, with no long running sum anywhere. And every partial sum goes to its own word and is added
@@ -946,15 +965,25 @@ dot.speed_table(records, 2**28)
 # timed in the same runs, say what that buys: at 2²⁸ it reaches
 # 102 %<!-- from speed_table: % of copy @ kernel=cupy.cublas.dot --> of the copy, level with
 # dot_vec4's 103 %<!-- from speed_table: % of copy @ kernel=dot_vec4 --> and
-# 2.33×<!-- from speed_table: × cupy.dot @ kernel=cupy.cublas.dot --> as fast as cupy.dot (in the
-# plot it stays a little below dot_vec4 at 2²² and 2²⁴), its median error at 2²⁴, about 1.9·10⁻⁷,
-# is close to cupy.dot's, and it gives the same bits on every run.
+# 2.33×<!-- from speed_table: × cupy.dot @ kernel=cupy.cublas.dot --> as fast as cupy.dot, and it
+# gives the same bits on every run. Below 2²⁶ it falls behind: in the plot its dotted line is
+# clearly under dot_vec4's and the copy's at 2²² and still under them at 2²⁴. The gap is about
+# the time of its second kernel, a cost that does not shrink with N: `reduce_1Block_kernel`, one
+# block of 128 threads reading the 2112 block sums, took
+# 5.4 µs<!-- given: reference --> at 2²⁴ in step 8, beside `dot_kernel`'s
+# 48.8 µs<!-- given: reference -->, about a tenth of the whole, and about as long at 2²⁸. The
+# course's kernels add their block sums inside the one launch instead: dot_vec4's blocks with an
+# atomic each as they finish (before the launch it only zeroes one word), exercise 6's last block
+# in order. Its median error
+# at 2²⁴, about 1.9·10⁻⁷, is a little larger than cupy.dot's (about 1.5·10⁻⁷): by the goal the
+# error table sets dot_vec4 (≤ cupy.dot's), cuBLAS misses too.
 #
-# So: call `cupy.cublas.dot` for a float32 dot product: one pass over a and b at about the copy's
-# speed, an error close to `cupy.dot`'s, and the same bits every run; `cupy.dot` on two 1-D float32
-# arrays gives about the same answer in more than twice the time. When the float32 error itself is
-# the problem, write the kernel: a one-wave grid-stride loop with 16-byte loads (dot_vec4 here)
-# reads as fast as cuBLAS,
+# So: call `cupy.cublas.dot` for a float32 dot product: one pass over a and b, at about the copy's
+# speed from 2²⁶ on, an error a little above `cupy.dot`'s, and the same bits every run; `cupy.dot`
+# on two 1-D float32 arrays gives about the same answer in more than twice the time. Write the
+# kernel when the float32 error itself is the problem, or when a mid-size dot (about 2²²–2²⁴
+# here) must run at the copy's speed: a one-wave grid-stride loop with 16-byte loads (dot_vec4
+# here) reads as fast as cuBLAS at 2²⁸, faster at 2²⁰–2²⁴ in the plot,
 # 2.34×<!-- from speed_table: × cupy.dot @ kernel=dot_vec4 --> as fast as cupy.dot, because it reads
 # a and b once and writes nothing, and `dot_compensated` keeps that speed with an answer millions
 # of times more accurate that also repeats.
@@ -979,9 +1008,10 @@ dot.speed_table(records, 2**28)
 #   then CUB's reduction: it moves twice the bytes of a fused dot product and reaches under half of
 #   the copy's speed, but its short per-thread sums and trees make it more accurate than every
 #   float32 version here, and its fixed order repeats its bits. cuBLAS's own dot,
-#   `cupy.cublas.dot`, is one pass over a and b: here as fast as the course's best kernel, about as
-#   accurate as cupy.dot, and it repeats. A one-wave loop of 16-byte loads reads as fast as cuBLAS
-#   (more than twice as fast as cupy.dot), and with a compensated accumulator it is far more
+#   `cupy.cublas.dot`, is one pass over a and b and repeats: as fast as the course's best kernel
+#   from 2²⁶ on (below that its second, one-block launch shows), a little less accurate than
+#   cupy.dot. A one-wave loop of 16-byte loads reads as fast as cuBLAS at large N, faster at mid
+#   sizes (more than twice as fast as cupy.dot), and with a compensated accumulator it is far more
 #   accurate and repeats too.
 # - The article's code: an `int` accumulator, shared memory indexed by the global index, no bounds
 #   check, a result buffer never zeroed, a 256-slot cache for any block size, a host listing that

@@ -481,9 +481,9 @@ transpose.bank_table()
 # The padding cures the 32 × 32 block, but not every block. With 32 × 8 a warp reads 8 rows of
 # 4 columns: word `33 i + j` for rows i < 8 and columns j < 4 is in bank `(i + j) % 32`, and the
 # sums 0 … 10 take up to 4 words each: 4-way. (The comment in the source above says for which
-# shapes the padding cures the column read; the stores along a tile row are a count of their own,
-# and exercise 3 puts both to work.) The kernels below fix the 32 × 8 block by keeping the tile
-# square.
+# shapes the padding cures the column read; the stores along a tile row are a count of their own.
+# Exercise 3 asks both for blocks that comment does not decide.) The kernels below fix the 32 × 8
+# block by keeping the tile square.
 
 # %% [markdown]
 # **Exercise 3. Predict, then check: bank-conflict ways.** `transpose_tiled` and `transpose_padded` take
@@ -496,7 +496,7 @@ transpose.bank_table()
 # %%
 my_ways = {
     ("transpose_tiled", (16, 32)): (None, None),
-    ("transpose_padded", (8, 32)): (None, None),
+    ("transpose_padded", (8, 8)): (None, None),
     ("transpose_padded", (64, 16)): (None, None),
     ("transpose_padded", (16, 8)): (None, None),
 }
@@ -736,9 +736,11 @@ transpose.in_flight_speed()
 # the check times every one of them at that shape and passes yours within 10 % of the fastest.
 # Without one it can only rule blocks out, with the two lessons of the measured table: the bytes
 # your launch keeps in flight per SM at most (loaded per thread before the barrier, times the
-# threads an SM holds) must reach four times what Little's law asks for the reads with the
-# device's figures (`transpose.littles_law()`), and a block of 1024 threads is out (step 3). More
-# than one block may pass that; the GPU's timing is what ranks them.
+# threads an SM holds, counted by the source: the SASS may keep fewer out) must reach four times
+# what Little's law asks for the reads with the device's figures (`transpose.littles_law()`), and
+# a block of 1024 threads is out (step 3). The four is the course's rule of thumb, set between the
+# table's 16 KB and 32 KB rows, not an edge the table measured. More than one block may pass that;
+# the GPU's timing is what ranks them.
 
 # %%
 my_block = None  # a tuple (bx, by)
@@ -932,7 +934,8 @@ transpose.speed_table()
 # `transpose_naive_cols`' 32 × 8 block holds the 8 output rows that share those sectors (the reuse
 # the coalescing section guessed at). cuBLAS has a transpose of its own:
 # `cupy.cublas.geam("T", "N", 1.0, a, 0.0, out, out=out)` computes `out = 1·aᵀ + 0·out`, for
-# float32 and float64 only (so no row at the int32 size), timed in the table as
+# floating and complex types only (float32, float64, complex64, complex128: cuBLAS's S, D, C and
+# Z `geam`; no integer type, so no row at the int32 size), timed in the table as
 # `cupy.cublas.geam`. On this H100 it runs level with `transpose_grouped`, a point or less behind:
 # 95 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=cupy.cublas.geam --> of the copy
 # against 96 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped --> at
@@ -940,9 +943,10 @@ transpose.speed_table()
 # 97 %<!-- from speed_table: % of copy @ shape=16384×16384,kernel=transpose_grouped --> at 16384², and
 # 2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=cupy.cublas.geam -->× CuPy at 8192².
 # For a transpose that matters, use a tiled kernel like `transpose_grouped`, cuBLAS's `geam`, or
-# a library's tensor permutation (cuTENSOR's `cutensorPermute`, which CuPy reaches through
-# `cupyx.cutensor` where cuTENSOR is installed; not measured here), rather than an elementwise
-# copy through strides.
+# a library's tensor permutation (cuTENSOR's `cutensorPermute`; not measured here, and not in
+# CuPy's `cupyx.cutensor`, which has contractions, reductions and elementwise operations but no
+# permutation: CuPy binds it only as the low-level `cupy_backends.cuda.libs.cutensor.permute`, on
+# raw handles and plans), rather than an elementwise copy through strides.
 #
 # **Against N.** From the article's 1111 × 113 to 16384², float32, beside the device copy (read +
 # write) and the datasheet peak, drawn as lines:

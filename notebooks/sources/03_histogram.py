@@ -34,9 +34,10 @@
 # lanes of a warp that agree before a global atomic, 16-byte loads, a copy of the bins per lane,
 # and 4096 bins, measured against a device-to-device copy and `cupy.bincount`, on four kinds of
 # data. Outside this course, the histogram to call is CUB's `cub::DeviceHistogram::HistogramEven`
-# with 32-bit counters (from C++, or from Python through `cuda.compute`); `cupy.bincount` is the
-# built-in a NumPy user reaches for first, and it calls the same CUB with 64-bit counters. Both are
-# timed beside the course's kernels near the end, where the counter width turns out to matter.
+# with 32-bit counters (from C++; from Python, `cuda.compute` wraps it, not timed here);
+# `cupy.bincount` is the built-in a NumPy user reaches for first, and it calls the same CUB with
+# 64-bit counters. Both are timed beside the course's kernels near the end, where the counter width
+# turns out to matter.
 #
 # Every cell runs without a GPU, on the course's emulator, which records every memory access; the
 # pictures and counts below are read from those records. On a GPU the timing cells measure; on
@@ -206,8 +207,9 @@ print("hist1 matches NumPy:", (histogram.run("hist1", x) == want).all())
 # A GPU issues instructions for a **warp** of 32 threads (lanes) at a time, so one `atomicAdd`
 # instruction asks for 32 additions at once. Lanes that add to different bins can be served side
 # by side; lanes that add to the *same* bin are the read-modify-write the atomic must serialise
-# (in global memory, as here: shared memory, below, combines them). The emulator records the address of every lane. Here is the first atomic instruction of warps
-# 0 to 3 of block 0, lane by lane: the number is the bin each lane adds 1 to, the colour says how
+# (in global memory, as here; in shared memory, below, the course's `atomicAdd` of 1 into a 32-bit
+# word combines them). The emulator records the address of every lane. Here is the first atomic
+# instruction of warps 0 to 3 of block 0, lane by lane: the number is the bin each lane adds 1 to, the colour says how
 # many lanes of that warp hit the same bin:
 
 # %%
@@ -262,10 +264,13 @@ histogram.global_atomics_timing()
 # 69 ms<!-- given: reference -->, nothing between. The four slow rounds had their 1 KiB of bins
 # starting on a 1 KiB boundary, the four fast ones 512 bytes past one. So the time follows where
 # the eight lines sit; why, the script cannot say (how the L2 maps addresses to its slices is not
-# documented, and each round moved the input too). Any one time of `hist1` on uniform bytes
-# belongs to one set of allocations: the table above is one, the GPU table near the end another,
-# and neither need match the script's rounds or each other, while all-equal bytes, one word
-# wherever it lands, do not move. Read `hist1`'s uniform figures as "this allocation's", and
+# documented, and each round moved the input too). The boundary is not the whole story either:
+# CuPy hands out memory in 512-byte steps, so those two are the only places a 1 KiB array can start
+# within a KiB, yet the GPU table near the end measured
+# 38.4 ms<!-- from gpu_table: uniform ms @ version=hist1 -->, in neither group, and what else
+# moves the time is not measured here. Any one time of `hist1` on uniform bytes belongs to one set
+# of allocations: the table above is one, the GPU table another, and neither need match the
+# script's rounds or each other, while all-equal bytes, one word wherever it lands, do not move. Read `hist1`'s uniform figures as "this allocation's", and
 # all-equal against uniform as a few times, not as one ratio.
 #
 # ## Kernel 1, aggregated: lanes that agree before the global atomic
@@ -610,8 +615,10 @@ histogram.draw_banks(ax, "hist3_vec", "uniform")
 # Every row has a bank holding 2, 3 or 4 distinct words: each of those instructions takes 2 to 4
 # passes. All-equal bytes put every lane on one word, which the hardware combines (the table near
 # the end shows all-equal `hist3_vec` at the copy's speed); on uniform bytes it is the
-# conflicts that cost. In shared memory, then, lanes on one word are nearly free and lanes on one
-# bank are not; in global memory (the section after kernel 1) lanes on one word are what costs.
+# conflicts that cost. For this shared atomic, then, an `atomicAdd` of 1 into a 32-bit word, lanes
+# on one word are nearly free and lanes on one bank are not (the SASS table below names the
+# instruction that combines them; it is that instruction's doing, not shared memory's); in global
+# memory (the section after kernel 1) lanes on one word are what costs.
 #
 # **Exercise: predict lanes and banks.** One warp of `hist2` counts 32 bytes, lane `l` holding the
 # byte given by each pattern below. For each, predict how many lanes hit the busiest bin and how
@@ -648,8 +655,9 @@ histogram.sass_table()
 # `REDG.E.ADD` is a global atomic add whose result nobody reads, sent to L2: the count of `hist1`
 # and `hist1_agg`, and the merge of every other kernel. A shared `atomicAdd(&temp[b], 1u)` compiles to
 # `ATOMS.POPC.INC.32`: one instruction that, for each address, counts the lanes of the warp on it
-# (a population count of their mask) and adds that number once. The hardware already aggregates
-# lanes on one word of shared memory, which is why 32 lanes on one bin cost `hist3_vec` no more;
+# (a population count of their mask) and adds that number once. This instruction already
+# aggregates lanes on one word, which is why 32 lanes on one bin cost `hist3_vec` no more (other
+# shared atomics need not: a 64-bit add is a compare-and-swap loop, near the end);
 # what costs there is lanes on *different* words of one bank. `hist4_warp_agg` replaces that
 # instruction with `MATCH.ANY` (find the lanes holding the same byte), `POPC` (count them) and
 # `ATOMS.ADD` (the lowest lane adds the count): software aggregation in front of an instruction that
@@ -799,11 +807,21 @@ histogram.contention_table()
 # Which of these counts turn into time? The GPU table at the end: `hist3_vec`'s time follows its
 # bank conflicts, all-equal (1-way) fastest and uniform (about 3-way) slowest. `hist4_warp_agg` is
 # the slowest of the 16-byte-load kernels (`hist3_vec`, `hist5_lanes`, `hist6_runs`) on every kind
-# of data, most of all on uniform bytes, where it saves almost no atomics. The SASS table above
-# says why: the same-word lanes it removes were already combined by `ATOMS.POPC.INC.32`, so what
-# is left is the cost of the match, while `hist1_agg`'s same agreement pays on all-equal bytes,
-# where global atomics on one word queue in L2. Fewer atomics in a trace is not a faster kernel;
-# which atomics the hardware must carry out one after another, and where, is.
+# of data. It has `hist3_vec`'s loads and bank conflicts (the rows above), and the same-word lanes
+# it removes were already combined by `ATOMS.POPC.INC.32` (the SASS table), so it saves nothing on
+# any data; what it adds is the agreement. Its time over `hist3_vec`'s grows with the distinct
+# words a warp instruction holds (the "distinct words" column): least on all-equal bytes
+# (0.227 ms<!-- from gpu_table: all-equal ms @ version=hist4_warp_agg --> against
+# 0.0904 ms<!-- from gpu_table: all-equal ms @ version=hist3_vec -->), then skewed, real, and most
+# on uniform bytes (2.06 ms<!-- from gpu_table: uniform ms @ version=hist4_warp_agg --> against
+# 0.121 ms<!-- from gpu_table: uniform ms @ version=hist3_vec -->). The agreement is cheap where a
+# warp holds one value and dearest where there is nothing to combine. Of its parts, the match is
+# the likely cost: `hist6_runs` below makes most of its shared atomics with the same `ATOMS.ADD` and
+# counts uniform bytes in 0.154 ms<!-- from gpu_table: uniform ms @ version=hist6_runs -->
+# (`scripts/gpu_facts_histogram.py`, section 6, times `__match_any_sync` alone against 1 to 32
+# distinct keys a warp). `hist1_agg`'s same agreement pays on all-equal bytes, where global atomics
+# on one word queue in L2. Fewer atomics in a trace is not a faster kernel; which atomics the
+# hardware must carry out one after another, and where, is.
 #
 # `hist6_runs` (the last rows; reachable by name, not a listed version) takes another road to
 # fewer atomics: each thread walks its 16 bytes in registers, keeping the current run of equal
@@ -818,7 +836,7 @@ histogram.contention_table()
 source.show("histogram.cu", "count_runs", "hist6_runs")
 
 # %% [markdown]
-# ## More bins than shared memory holds
+# ## More bins than per-lane copies can hold
 #
 # 256 bins are 1 KiB. A histogram of 12-bit pixels, or of colours quantised to 16 levels per
 # channel, has 4096 bins: 16 KiB for one copy, and 512 KiB for `hist5`'s 32 copies, more than an
@@ -859,11 +877,14 @@ histogram.wide_timing()
 # Read the rows: all-equal keys are `hist_wide`'s fastest, uniform keys its slowest. The trace
 # above names three candidates for its uniform time: the `__match_any_sync` per key, bank
 # conflicts of about 3.5 ways, and a merge of up to 4096 global atomics per block. The plain
-# column takes the match away and keeps the other two: compare the two time columns row by row.
-# On this H100 `scripts/gpu_facts_histogram.py` also timed the loads and the merge alone
-# (`hist_wide_load`): all but a few per cent of the plain kernel's uniform time. So the match per
-# key is the cost, and the bank conflicts and the merge hardly show. As for 256 bins
-# (`hist4_warp_agg`), agreement in shared memory does not pay: `hist_wide_plain`'s shared atomic is
+# column takes the agreement away (the match, and the `ATOMS.ADD` of a group's count, which
+# becomes one `ATOMS.POPC.INC.32` per key) and keeps the other two: compare the two time columns
+# row by row. On this H100 `scripts/gpu_facts_histogram.py` also timed the loads and the merge
+# alone (`hist_wide_load`): all but a few per cent of the plain kernel's uniform time. So the
+# agreement is the cost, and the bank conflicts and the merge hardly show; the difference between
+# the columns is largest on uniform keys, where a warp holds the most distinct keys, and smallest
+# on all-equal ones, as for `hist4_warp_agg`. As for 256 bins, agreement in front of the +1
+# shared atomic does not pay: `hist_wide_plain`'s shared atomic is
 # the same `ATOMS.POPC.INC.32` (the SASS table above), which combines same-word lanes itself, and
 # the plain column is the one to read against `cupy.bincount`. When shared memory runs out,
 # privatisation per lane is gone, and what is left is a choice between costs.
@@ -962,8 +983,8 @@ table
 # showed). `hist1_agg`,
 # whose lanes agree, cuts `hist1`'s all-equal time some thirty-fold, its skewed and real times
 # about two-fold, and its uniform time by little. Agreement pays where many lanes queue
-# on one global word and gains little where they do not; in shared memory (`hist4_warp_agg`) it
-# costs everywhere.
+# on one global word and gains little where they do not; in front of the +1 shared atomic
+# (`hist4_warp_agg`) it costs everywhere.
 #
 # The library to call outside the course is CUB's `DeviceHistogram`. The row
 # `cub::DeviceHistogram::HistogramEven` is CUB itself, called as a CUDA C++ programmer calls it:
@@ -987,15 +1008,26 @@ table
 # `scripts/gpu_facts_cub.py` prints both builds' shared atomics and times CUB three ways (CuPy's,
 # nvcc with 32-bit and with 64-bit counters): on the H200 both 64-bit builds took the same time,
 # 3 to 22 times the 32-bit build's, most where many lanes collide (all-equal bytes): the counters,
-# not the way CuPy built CUB, make the difference. On this H100, `scripts/gpu_facts_histogram.py`
-# timed CuPy's 64-bit call (through `cupy.histogram`) on 2^28 bytes at about 1.1 ms<!-- given: reference -->
-# on uniform and 1.7 ms<!-- given: reference --> on all-equal bytes
-# (`docs/notes/histogram-gpu-facts.md`): some 8 and 17 times the 32-bit row above. Before
-# that call, in CuPy's source, `cupy.bincount` also checks `(x < 0).any()` and takes
-# `int(cupy.max(x))`: more passes over the input, each ending in a wait for the host, and the
-# timing includes them. Read `cupy.bincount`'s row against CUB's as both costs, the 64-bit counters
-# and the checks (the table cannot say how the difference splits between them). The same times as
-# bars (log scale):
+# not the way CuPy built CUB, make the difference. With 64-bit counters, lanes on one shared word
+# are retried one after another instead of combined, so all-equal bytes become the slowest data,
+# where the 32-bit row above has them the fastest. Same-word lanes come free with the 32-bit +1
+# instruction, not with every shared atomic: counting in 64 bits loses it, and an add of a
+# per-lane value (summing weights: `ATOMS.ADD`) is not timed here with lanes on one word
+# (`scripts/gpu_facts_histogram.py`, section 6, times both against 1 to 32 keys a warp).
+#
+# On this H100, `scripts/gpu_facts_histogram.py` timed CuPy's other CUB route on 2^28 bytes,
+# `cupy.histogram(x, 256, (0, 256))`: CUB's `HistogramRange` (bin edges as doubles) into 64-bit
+# counters, without `bincount`'s checks, at about 1.1 ms<!-- given: reference --> on uniform and
+# 1.7 ms<!-- given: reference --> on all-equal bytes (`docs/notes/histogram-gpu-facts.md`): some 8
+# and 17 times the 32-bit row above. In the same run `cupy.bincount` took about
+# 3.0 ms<!-- given: reference --> and 3.6 ms<!-- given: reference -->. Before its CUB call, in
+# CuPy's source, `cupy.bincount` checks `(x < 0).any()` and takes `int(cupy.max(x))`: two more
+# passes over the input, each ending in a wait for the host. Those checks (and the other CUB
+# entry) account for the some 1.9 ms<!-- given: reference --> between the two calls on both kinds of data,
+# two thirds of `cupy.bincount`'s time on uniform bytes; the 64-bit counters are the rest of its
+# distance from the 32-bit row. So from Python, `cupy.histogram` with an explicit range was the
+# faster built-in here, about 2.8 times `cupy.bincount` on uniform bytes. The same times as bars
+# (log scale):
 
 # %% tags=["nbval-ignore-output"]
 fig, ax = plt.subplots(figsize=(12, 4))
@@ -1032,26 +1064,32 @@ histogram.plot_speed(ax, records)
 # - **Where the atomic is carried out decides what contention costs.** Global atomics are done in
 #   L2, one line after another: 256 bins are eight 128-byte lines, so a global histogram queues at
 #   eight lines on uniform bytes and at one word on all-equal ones. Shared atomics are done in the
-#   SM: lanes on one word are combined and nearly free, lanes on different words of one bank are
-#   what costs.
+#   SM: for a shared `atomicAdd` of 1 into a 32-bit word, the course's counting, lanes on one word
+#   are combined and nearly free (`ATOMS.POPC.INC.32` in the SASS), lanes on different words of one
+#   bank are what costs. That is the instruction's doing: 64-bit counters are updated by a
+#   compare-and-swap loop, and CUB's 64-bit build is slowest on all-equal bytes.
 # - So **warp aggregation** (lanes that agree, one atomic per distinct key) pays where contention
-#   costs: on `hist1`'s global atomics with equal bytes. In shared memory there is nothing to save:
-#   the atomic instruction itself combines same-word lanes (`ATOMS.POPC.INC.32` in the SASS), so
-#   the agreement (`hist4_warp_agg`, `hist_wide`) is only a cost.
+#   costs: on `hist1`'s global atomics with equal bytes. In front of the +1 shared atomic there is
+#   nothing to save, since the instruction itself combines same-word lanes, so the agreement
+#   (`hist4_warp_agg`, `hist_wide`) is only a cost, and one that grows with the distinct keys a
+#   warp holds: least on all-equal bytes, most on uniform ones.
 # - **Privatisation** moves the atomics where they are cheap: a histogram per block in shared
 #   memory (the article's second kernel), then a copy per lane laid out so that no two lanes of a
 #   warp share a word or a bank, whatever the data.
 # - Then the loads: the article's grid of one block per SM, one byte per thread at a time, keeps
 #   about 3 % of the bytes in flight that Little's law asks for on this H100; a full wave and 16-byte loads
-#   take the histogram to the copy's speed, tens of times `cupy.bincount`. When the bins outgrow
-#   shared memory (4096 bins), per-lane copies no longer fit, and a plain shared atomic beats one
-#   with agreement.
+#   take the histogram to the copy's speed, tens of times `cupy.bincount`. When the bins are too
+#   many for per-lane copies (4096 bins: 16 KiB a copy, 512 KiB for 32), a block keeps one copy in
+#   shared memory, and a plain shared atomic beats one with agreement.
 # - **Outside the course, call CUB's `DeviceHistogram::HistogramEven` with 32-bit counters**: a
 #   general kernel, for any bins and key types, behind the course's 256-bin kernels by less than
 #   two times (about one and a half at most on this H100, up to 1.9 on an H200). The counter width
 #   matters more than generality: `cupy.bincount` calls the same CUB with 64-bit counters, which
 #   CUB's private shared-memory copies update with a compare-and-swap loop, several times slower
-#   (3 to 22 times on an H200; 8 and 17 on this H100 at 2^28 bytes).
+#   (3 to 22 times on an H200; `cupy.histogram`'s 64-bit call 8 and 17 times on this H100 at 2^28
+#   bytes), and `cupy.bincount` adds two checks of its own, each a pass and a wait for the host, about
+#   two thirds of its time on uniform bytes here. From Python, `cupy.histogram` with an explicit
+#   range skips them.
 # - The article's code clears one bin of 256 with `cudaMemset(d_hist, 0, sizeof(int))`, indexes
 #   with `int`, assumes 256 threads per block (128 drop half the bins, 512 write past the shared
 #   array), launches one block per SM where its text says two, draws bytes that almost never hit

@@ -352,14 +352,18 @@ scan.exercises.exclusive.check(mine)
 source.show("scan.cu", "brent_kung_scan_phases_article")
 
 # %% [markdown]
-# The article walks through BLOCK_SIZE = 8 (16 elements), and its walkthrough is garbled. It lists a
-# step "stride = 3", but stride doubles: 1, 2, 4. Its index lists run past the 16 elements
-# ("3, 7, 11 … 31" at stride 2, where the code writes 3, 7, 11, 15; "5, 11, 19 … 47" at its
-# stride 3; "7, 23, 11 … 31" at stride 4, where the code writes 7 and 15). Its reverse phase names
+# The article walks through BLOCK_SIZE = 8 (16 elements), and its walkthrough is garbled. Its four
+# levels ("第一层" to "第四层": threads 0 to 7, 0 to 3, 0 and 1, then 0 alone) are the full tree over
+# 16 elements, at strides 1, 2, 4 and 8; but it labels them "stride = 1" to "stride = 4" and
+# computes its index lists from those labels, past the 16 elements: "3, 7, 11 … 31" at stride 2,
+# where the code writes 3, 7, 11, 15; "5, 11, 19 … 47" at its "stride = 3", the third level, where
+# the code (stride 4) writes 7 and 15; "7, 23, 11 … 31" at its "stride = 4", the fourth level,
+# thread 0 alone, which at stride 8 would write the root, element 15. Its reverse phase names
 # the wrong threads and elements: at stride 4 "thread0 … element5", where thread 0 writes element
 # 11 (7 + 4); at stride 1 "thread0, thread4", where threads 0 to 6 write elements 2, 4, … 14.
 #
-# And the code's `stride < BLOCK_SIZE` stops at stride 4, one level short: a tree over
+# That fourth level is the one the listing leaves out. The code's `stride < BLOCK_SIZE` stops at
+# stride 4, running only the walkthrough's first three levels: a tree over
 # 2 × BLOCK_SIZE elements has log2(16) = 4 levels, the last at stride 8, where the root (element
 # 15) adds the lower half's sum. No down-sweep step writes the root either. So every block's last
 # element is wrong. On 2 × 64 ones, with a block of 64, the elements the kernel gets wrong:
@@ -499,13 +503,18 @@ scan.exercises.work.check(my_counts)
 #
 # Before you read the course's own warp scan further down, write one. Kogge-Stone across the 32
 # lanes of a warp, each lane's value in a register: `__shfl_up_sync(mask, v, d)` hands lane l the
-# `v` of lane l − d (lanes below d get their own back), and every lane named in `mask` must make
-# the call. Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
+# `v` of lane l − d (lanes below d get their own back). The rule has two halves: every lane named
+# in `mask` must make the call, and the lane read from must make the same call ("if the target
+# thread is inactive, the retrieved value is undefined", the CUDA C++ Programming Guide). A lane
+# that skips the shuffle breaks the second half even with a mask of just the lanes that make it.
+# Write the scan where `mine` marks it: each warp scans its own 32 consecutive elements,
 # y[i] = the sum of x over lanes 0 to its lane (inclusive). The check runs N = 1, 31, 32 and 33
 # with blocks of 32, 33 with a block of 64, 100 with blocks of 96 and 1000 with blocks of 256,
 # against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**,
-# **one load of x per lane** (the other lanes' values come through shuffles), and **at most 5
-# shuffles per warp** (log2 32 steps). On a GPU it then times your kernel beside
+# **one load of x per lane** (the other lanes' values come through shuffles), **every lane a
+# shuffle reads from makes the call** (the emulator hands over an idle lane's register; a GPU
+# need not), and **at most 5 shuffles per warp** (log2 32 steps; a vote or a warp reduction such as
+# `__reduce_add_sync` is a warp-wide step too, and counts). On a GPU it then times your kernel beside
 # `lookback` and a copy.
 
 # %%
@@ -719,15 +728,16 @@ scan.bytes_moved(2**16)
 #
 # ### Exercise 6 · Predict, then check: how far from 4N
 #
-# With blocks of 128 (tiles of 4096), predict the elements scan-then-propagate moves per element
-# of x at N = 4096, 12 288 and 40 960: one, three and ten tiles. The check counts them from the
-# traces of every launch and passes within 3 %.
+# With blocks of 64 (tiles of 64 × 32 = 2048 elements, not the tables' 4096), predict the elements
+# scan-then-propagate moves per element of x at N = 2100, 6200 and 20 000: 2, 4 and 10 tiles,
+# the last of each only partly full. Count what each launch reads and writes, from the listings
+# above. The check counts them from the traces of every launch and passes within 3 %.
 
 # %%
 my_moved = {  # (elements read and written per element of x,)
-    "N = 4096": (None,),
-    "N = 12288": (None,),
-    "N = 40960": (None,),
+    "N = 2100": (None,),
+    "N = 6200": (None,),
+    "N = 20000": (None,),
 }
 scan.exercises.moved.check(my_moved)
 
@@ -735,7 +745,14 @@ scan.exercises.moved.check(my_moved)
 # **Bytes set a bound, not the time.** If bytes were all that counted, 4N would run at half a
 # copy's speed at large N. On this H100 scan-then-propagate comes near that bound at 2^28 without
 # reaching it (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of
-# the copy in the GPU table below) and stays further under it at smaller N. Which launch loses the rest, the GPU section times pass by pass (`scan.pass_table()`).
+# the copy in the GPU table below), and at 2^24
+# (43.2 %<!-- from speed_table: % of copy @ N=2^24, kernel=scan_then_propagate -->), and stays
+# further under it at 2^20 (35.5 %<!-- from speed_table: % of copy @ N=2^20, kernel=scan_then_propagate -->),
+# where launches take microseconds. At 2^22 the plot below has it a little above the bound, just
+# over half the copy's speed: there y is 16 MB and the H100's L2 cache 50 MB, so much of y is likely still
+# in L2 when the third launch reads it again. The bound counts the bytes that come from DRAM; an
+# L2 that holds them lets a scan beat it. Which launch loses the rest at 2^28, the GPU section times
+# pass by pass (`scan.pass_table()`).
 # The third launch, `add_tile_prefix` (listed above), gives each 4096-element tile to one block of
 # 128 threads that loops over it, 32 passes per thread, each a load, an add and a store, the loop
 # unrolled 8 times (`#pragma unroll 8`). On the tuning run's H200 the whole scan went from 48.7 to
@@ -858,7 +875,8 @@ scan.lookback_table()
 # ### Exercise 8 · Count, then choose: lookback's block for N = 300 000
 #
 # The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); whether that
-# choice suits a small scan is for you to find. At N = 300 000 (1.2 MB, a size a copy moves in a few
+# choice still holds for a small scan, where other costs decide, is for you to find: it may be the
+# same block, for reasons of its own, and your two counts are those reasons. At N = 300 000 (1.2 MB, a size a copy moves in a few
 # microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and give
 # with it the two counts your choice rests on: the **tiles** the block makes at this N, and the
 # **windows** of 32 predecessors the last tile's look-back reads (the look-back table above). At
@@ -961,7 +979,8 @@ scan.one_block_table()
 # these differences. This is one run of each, medians without their spread, so differences of a few
 # tenths of a µs are a reading of this run, not a ranking. `cupy.cumsum` takes 8.08 µs<!-- from one_block_table: µs @ version=cupy.cumsum -->,
 # slower here than every course kernel
-# but the naive one. The naive scan takes several times longer,
+# but the naive one: it is a copy of x into y, then CUB's scan of y, more than one launch (see
+# "What to call outside the course" below). The naive scan takes several times longer,
 # 18.6 µs<!-- from one_block_table: µs @ version=naive -->: its last thread adds 1023 times in a row,
 # each addition waiting for a load. And one block uses one of the GPU's SMs (`course.device()` says
 # how many there are). That is why the article's kernels are where a scan starts, not where it ends.
@@ -984,9 +1003,9 @@ scan.plot_speed(ax, records)
 # (45.2 %<!-- from speed_table: % of copy @ N=2^28, kernel=scan_then_propagate --> of the copy at
 # 2^28; not for its bytes alone: see "Bytes set a bound" above), and `cupy.cumsum`, at 2^28, is
 # slower still: 33.5 %<!-- from speed_table: % of copy @ N=2^28, kernel=cupy.cumsum --> of the copy.
-# In the plot scan-then-propagate comes closest to the copy at 2^22, about half its speed:
-# there y is 16 MB, and its second pass likely finds much of it still in the H100's 50 MB L2
-# cache. Below 2^22 everything takes microseconds and the look-back's round trips show: the single
+# In the plot scan-then-propagate comes closest to the copy at 2^22, just over half its speed,
+# past the half-copy bound of its 4N bytes: there y is 16 MB, and its second pass likely finds
+# much of it still in the H100's 50 MB L2 cache (the bound counts DRAM bytes). Below 2^22 everything takes microseconds and the look-back's round trips show: the single
 # pass falls further behind a copy that is itself far from the memory's peak
 # (65.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
 #
@@ -1025,10 +1044,17 @@ scan.pass_table()
 # associative operator; `thrust::inclusive_scan` calls it), in two calls, one to size its
 # temporary storage and one to scan. From Python, `cuda.compute` (the `cuda-cccl` package) has
 # `inclusive_scan` and `exclusive_scan`; the table reaches CUB through CuPy's binding,
-# `cupy.cuda.cub.device_scan` (`course.bench` times it beside every scan). `cupy.cumsum` is not
-# that: CuPy 14 runs its own cumsum kernel (switching on CuPy's CUB accelerator left its time
-# unchanged on the tuning run's H200, `docs/tuning/scan.md`), and in the table it takes more than
-# twice CUB's time at 2^24 and 2^28.
+# `cupy.cuda.cub.device_scan` (`course.bench` times it beside every scan). `cupy.cumsum` reaches
+# the same CUB scan, after a copy: with CuPy's CUB accelerator on, CuPy's default,
+# `cupy.cumsum(x, out=y)` (the call the table times) first copies x into y with an element-wise
+# kernel, then runs CUB's `DeviceScan` in place on y (`scan_core` in CuPy's
+# `cupy/_core/_routines_math.pyx`; without `out=`, it copies x into a new array first). That is
+# 4N bytes where a scan needs 2N, and in the table it takes more than twice CUB's time at 2^24
+# and 2^28. With the accelerator off (`CUPY_ACCELERATORS=""`) CuPy runs its own scan kernel, and it
+# was slower still on this H100 at 2^24: 169.1 µs<!-- given: reference --> against
+# 142.0 µs<!-- given: reference --> with CUB (`cupy.cumsum(x)`, timed on an H100 80GB HBM3 by
+# `scripts/gpu_facts_scan.py`, step 4 of `docs/notes/scan-gpu-facts.md`). So from Python, `cupy.cumsum`
+# already calls CUB; what it costs beyond CUB is the copy into its output.
 #
 # **How the single pass got there: the H200's tuning.** `lookback` was tuned on an H200, not on
 # this H100, and there it started at little more than half of the copy's speed. The steps that took

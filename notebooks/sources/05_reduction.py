@@ -168,8 +168,9 @@ reduction.draw_tree(ax, "reduce2")
 
 # %% [markdown]
 # Warp 1 (orange) adds nothing after the load: warp 0's threads 0–31 do all the adding, and from
-# step 2 on only its first lanes. But look at the right column: every step from 1 to 5 is a
-# **2-way bank conflict**.
+# step 2 on only its first lanes. But look at the right column: with the 4-byte float sums the
+# trees are drawn with, every step from 1 to 5 is a **2-way bank conflict** (the article's 8-byte
+# `long long` sums fare worse: the 8-byte rule below).
 #
 # **Shared-memory banks.** Shared memory is split into 32 *banks* of 4-byte words; word `w` is in
 # bank `w % 32`. A warp's access takes one pass when its lanes hit 32 different banks (or the same
@@ -401,9 +402,10 @@ print(reduction.run("reduce4", small), "=", reduction.reference(small))
 # and the grid needs a quarter of kernel 3's blocks. Fill in the marked part: `v` must end with the
 # thread's share of its block's elements. The check launches N = 1 to 5000 (none a multiple of
 # 4 × block) in blocks of 32 to 256, one of them with elements near 2^32, and compares every
-# block's sum with NumPy's. The target, read from the trace: **coalesced loads**, no more 32-byte
+# block's sum with NumPy's. The targets, read from the trace: **coalesced loads**, no more 32-byte
 # sectors per full-warp load request than its bytes need (4 for 32 lanes of 4-byte words: the
-# lanes' words side by side). On a GPU it then times yours beside `reduce4` and a copy.
+# lanes' words side by side), and **four per thread**: each thread loads its own elements, so a
+# warp makes at most four load requests. On a GPU it then times yours beside `reduce4` and a copy.
 
 # %%
 mine = r"""
@@ -478,7 +480,9 @@ source.show("reduction.cu", "warp_reduce")
 # `if (blockSize >= ...)` is decided by the compiler and the loop disappears. The block size
 # becomes a C++ template parameter. The article's kernel 6 (its `warpReduceT` and `reduce6`
 # template; the load is kernel 4's fix, as in kernel 5, and the `blockSize >= 1024` step is ours:
-# the article's `reduce6` starts at 512):
+# the article's `reduce6` starts at 512, and its `main()`'s `switch` on the block size has no
+# `case 1024`, so at a block of 1024 it launches nothing and prints the sum of uninitialised
+# device memory):
 
 # %%
 source.show("reduction.cu", "warp_reduce_unrolled_article", "block_reduce_unrolled", "reduce6_article")
@@ -555,7 +559,7 @@ reduction.issue_table()
 # which spend much of each wave issuing; 44 % and 36 % of the time of kernels 5 and 6, and 14 % of
 # kernel 7's. So from kernel 5 on, issue is not what the time waits for.
 #
-# Harris's reading was right on his GPU. The G80 issued a warp instruction in 4 cycles on each of
+# Harris's reading fits his GPU better than this one. The G80 issued a warp instruction in 4 cycles on each of
 # 16 SMs at 1.35 GHz, about 5.4e9 a second, some 190 times fewer than this H100. The same counts against
 # the G80's issue rate, beside the times Harris measured at 4M elements (the slides' numbers):
 
@@ -563,11 +567,17 @@ reduction.issue_table()
 reduction.g80_floor()
 
 # %% [markdown]
-# On the G80 issuing kernel 3's instructions alone took about as long as Harris measured (rows
-# near or above 100 %: the count is of today's PTX, not of the G80's machine code): kernels 3 to 7
-# sat on their issue floor, and every instruction cut was time saved. On this H100 the floor is at
-# most about half the time (70 % in SASS, for kernels 3 and 4), and cutting it from kernel 4 to
-# kernel 6 barely moved the time. What is the time, then?
+# For kernels 3 to 6 this "floor" comes out *above* the times Harris measured (116 % to 162 %), and
+# a lower bound above the measurement is no bound: the counts overstate what the G80 issued. They
+# are of today's PTX, not of the G80's machine code, and for kernels 5 and 6 of the course's fixed
+# code, whose last warp runs a `__syncwarp()` and a bounds test at every step that Harris's code did
+# not have. (At 5.4e9 a second, Harris's kernel 6, 0.381 ms<!-- from g80_floor: G80 measured ms @ kernel=reduce6 -->
+# at 4 M elements, can have issued at most about 0.49 warp instructions per element; the table
+# counts 0.79.) What the table does show is that on the G80 issuing a kernel's instructions took
+# time of the same order as running it, so an instruction cut could show in the time, and Harris's
+# times fell with each one. On this H100 the floor is at most about half the time (70 % in SASS,
+# for kernels 3 and 4), and cutting it from kernel 4 to kernel 6 barely moved the time. What is the
+# time, then?
 #
 # ### What a wave of blocks costs: a price per block
 #
@@ -586,12 +596,28 @@ reduction.g80_floor()
 # for its time is its loads.
 #
 # So for kernels 3 to 6 neither the DRAM round trip nor the bytes a wave carries set the time; the
-# number of blocks does. Every block pays a fixed price: it is launched onto an SM, stores its
-# elements in shared memory, runs its tree (seven dependent shared-memory steps at blocks of 128,
-# with barriers or warp syncs between them), writes its sum and retires, and only then does its slot take the next
-# block. Kernel 4 halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each
-# block issues but keep the blocks, and the time stays. The way out is fewer blocks, each doing
-# more: kernel 7.
+# number of blocks does. Which part of a block costs, then? Not its work either: the control above
+# removes only the loads, and the tree, the barriers and the stores still run. Remove those too.
+# An **empty kernel** (`if (n < 0) out[blockIdx.x] = 0;`, which stores nothing) launched on kernel
+# 3's grid of 262 144 blocks of 128 takes 165.2 µs<!-- given: reference --> on an H100, against
+# 167.7 µs<!-- given: reference --> for kernel 3 in the same run, and on kernel 4's 131 072 blocks
+# 85.6 µs<!-- given: reference --> (this notebook's kernel 4:
+# 86.2 µs<!-- from issue_table: µs @ kernel=reduce4 -->). Those are the course's third reader's
+# measurements; `scripts/gpu_facts_reduction.py` (step 10) times the empty kernel on each kernel's
+# own grid beside the kernel. The time is the rate at which the GPU **starts blocks**:
+# 165.2 µs<!-- given: reference --> over 262 144 blocks is about 0.63 ns a block, some 0.8 blocks
+# per SM clock for the whole GPU, and what a block does inside (its loads, its tree, its barriers)
+# hides under it. The issue table says the same: a wave of 2112 blocks takes
+# 1.31 µs<!-- from issue_table: µs per wave @ kernel=reduce3 -->, about 0.62 ns a block. Kernel 4
+# halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each block issues but keep
+# the blocks, and the time stays.
+#
+# That gives a rule for any kernel: at 0.63 ns a block and a read stream of
+# 2890 GB/s<!-- from littles_law: GB/s --> (the probe's, below), a block must read at least
+# 0.63 ns × 2890 GB/s<!-- from littles_law: GB/s --> ≈ 1.8 KB before memory, not starting
+# blocks, sets the time. Kernel 3's blocks of 128 read 512 B each and kernel 4's 1 KB; one wave of
+# kernel 7 reads 2^25 × 4 B / 2112 blocks, about 64 KB a block. The way out is fewer blocks, each
+# doing more: kernel 7.
 #
 # ### Latency and bytes in flight
 #
@@ -615,8 +641,11 @@ reduction.littles_law()
 # "All SMs at once" depends on the kernel. An SM holds a block only if it has room for all of it:
 # its **threads** (2048 per SM on Hopper), a **block slot** (32 per SM), its **registers** (65 536
 # per SM, allocated per warp) and its **shared memory** (228 KB per SM, plus 1 KB the driver
-# reserves per block). The least of the four is the number of blocks it holds at once; the
-# threads those blocks have, as a share of the 2048 an SM could hold, is the kernel's
+# reserves per block). Registers go to a warp in units of 256 (registers per thread × 32, rounded
+# up to a multiple of 256), and the 65 536 are four quarters of 16 384, one per scheduler: a quarter
+# holds a whole number of warps. At 20 registers a thread a warp takes 640, rounded up to 768; a
+# quarter holds 21 such warps and the SM 84, not 65 536 / 640 = 102. The least of the four is the
+# number of blocks it holds at once; the threads those blocks have, as a share of the 2048 an SM could hold, is the kernel's
 # **occupancy**. For kernel 7 with the article's `long long` sums, each limit alone,
 # read from the device (on a GPU the registers come from the loaded function and the count from
 # the driver's occupancy API):
@@ -689,7 +718,9 @@ with course.expect_error():
     reduction.run("reduce7_article", small)
 
 # %% [markdown]
-# The fixed kernel 7 checks the second load and keeps its running sum in a register:
+# Its loop has kernel 4's other bug too: `x[i] + x[i + blockSize]` adds two `unsigned int`s, which
+# wrap past 2^32, before the sum is widened to `long long`. The fixed kernel 7 checks the second
+# load, widens each element before adding it, and keeps its running sum in a register:
 
 # %%
 source.show("reduction.cu", "reduce7")
@@ -896,7 +927,7 @@ print(reduction.run("reduce_single_pass", x) == reduction.reference(x))
 #   8-byte `long long` access takes two wavefronts with no conflict at all), the **worst bank
 #   conflict**;
 # - **memory instructions with idle lanes**: divergence, counted over the instructions the trace
-#   records (shared and global memory accesses and barriers, not the arithmetic between them);
+#   records (shared and global memory accesses, not barriers or the arithmetic between them);
 #   **global sectors per load**: coalescing;
 # - the **grid** and the most **elements per thread**, from the launch; on a GPU, the time of the
 #   whole sum.
@@ -964,8 +995,13 @@ table
 # against 65.8 µs<!-- from article_table: fixed µs @ N=33554432, kernel=cupy.sum (generic) -->); at 4 M
 # the second pass may take the whole gap (10.2 µs<!-- from article_table: fixed µs @ N=4194304, kernel=reduce7 -->
 # against 13.8 µs<!-- from article_table: fixed µs @ N=4194304, kernel=cupy.sum (generic) -->).
-# Outside the course, call `DeviceReduce` on a type it sums without promotion (the plot below), or
-# widen the input first.
+# Outside the course, call CUB's `cub::DeviceReduce::Sum` from CUDA C++ with a 64-bit output: it
+# adds in its output's type, so `unsigned int` in and `long long` out sums in 64 bits in one pass,
+# with no widening. The course's third reader timed that call on an H100 at 32 M elements:
+# 54.8 µs<!-- given: reference -->, the right sum, against 246 µs<!-- given: reference --> for
+# widening the input to `long long` first and then reducing (the widening reads 4 bytes an element
+# and writes 8, which the sum reads again: five times the bytes). Do not widen first; from Python, where `cupy.sum` of `uint32` promotes, the
+# generic row above is what you get.
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
@@ -978,9 +1014,10 @@ reduction.g80_comparison(table)
 # On both GPUs kernels 1 to 3 climb and kernel 7 ends near three quarters of each peak
 # (72.5 %<!-- from g80_comparison: G80 % of peak @ kernel=reduce7 --> on the G80,
 # 78 %<!-- from g80_comparison: % of peak @ kernel=reduce7 --> on this H100); they part on 4 to 6.
-# On the G80 each of kernels 4, 5 and 6 took a large step towards the peak, because each cut the
-# instructions its issue rate was bound by. On this H100 kernel 4 takes a step (half the blocks)
-# and kernels 5 and 6 almost none: issue is no longer the bound, the price per block is. The
+# On the G80 each of kernels 4, 5 and 6 took a large step towards the peak: there issuing the
+# instructions took time of the same order as the run, and each cut showed. On this H100 kernel 4
+# takes a step (half the blocks) and kernels 5 and 6 almost none: issue is no longer what the time
+# waits for, starting the blocks is. The
 # lessons that carry over are the first three and kernel 7's; the instruction cuts of 5 and 6 are a
 # G80 lesson, and on this GPU fewer blocks and bytes in flight replace them. The copy row says what "peak" means in practice: no kernel that reads and writes gets much
 # closer to the number on the box.
@@ -1015,9 +1052,9 @@ reduction.plot_speed(ax, records)
 #   avoids both. A warp with no adding lane still runs the loop and every barrier.
 # - Then, on Harris's G80, in *instructions*: add during the load, unroll the last warp (with
 #   `__syncwarp()`, not `volatile`), unroll the loop with a template. On this H100 only the add
-#   during the load pays, because it halves the blocks: every block pays a price (launch, tree,
-#   barriers, retire) whether or not it loads anything, and a wave of blocks costs about the same
-#   whatever its instructions. Kernels 5 and 6 cut the issue floor by a third and more and gain a
+#   during the load pays, because it halves the blocks: the GPU starts blocks at a fixed rate (an
+#   empty kernel on kernel 3's grid takes kernel 3's time), and a block that reads 512 B or 1 KB
+#   does too little to hide it, whatever its instructions. Kernels 5 and 6 cut the issue floor by a third and more and gain a
 #   few percent.
 # - Then in *blocks and bytes in flight*: a grid-stride loop over one wave (Brent's theorem) pays
 #   the price per block once; occupancy (threads, block slots, registers, shared memory per SM) says
@@ -1025,11 +1062,13 @@ reduction.plot_speed(ax, records)
 #   load (Little's law), set the speed, and 16-byte loads put more bytes behind each.
 # - Shuffles make the block's sum simpler, not faster: with one wave the tree runs once per block. One pass
 #   saves the second launch; its last block's round trips are what is left at small N. Outside the
-#   course, CUB's `DeviceReduce` (`cupy.sum` reaches it when the sum needs no type promotion).
+#   course, CUB's `DeviceReduce` (`cupy.sum` reaches it when the sum needs no type promotion; from
+#   C++, give 32-bit integers a 64-bit output rather than widening them first).
 # - The article's code reads past the end of `x` unless N is a multiple of 2 × block, relies on
 #   warp-synchronous `volatile` code that has been a race since Volta, reads past shared memory
-#   with blocks under 64 threads (kernel 5) and of 32 or fewer (kernel 6), times itself with a race
-#   on one word, and launches kernel 7 so that its loop never loops.
+#   with blocks under 64 threads (kernel 5) and of 32 or fewer (kernel 6), adds two `unsigned int`s
+#   before widening them (kernels 4 and 7), launches nothing for kernel 6 at a block of 1024, times
+#   itself with a race on one word, and launches kernel 7 so that its loop never loops.
 
 # %%
 course.my_progress("reduction")
