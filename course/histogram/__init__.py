@@ -13,7 +13,7 @@
 numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic makes, `panel.py` what the
 panel shows (the callbacks the engine's panel calls), `exercises.py` its exercises, `data.py` the
 kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels' machine code, `cpu.py` the
-article's CPU loop, `tuning.py` the tuning's knobs; the kernels are in `kernels/histogram.cu`.
+article's CPU loop, `atomic_cost.py` the kernels that time a shared atomic against distinct keys, `tuning.py` the tuning's knobs; the kernels are in `kernels/histogram.cu`.
 (`story.py` is the old name of `lesson.py`.)
 """
 
