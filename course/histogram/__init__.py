@@ -10,11 +10,12 @@
     histogram.sass_table()                      # what the atomics compile to (needs cuobjdump)
 
 `topic.py` is the description the engine runs, `lesson.py` the functions notebook 03 calls (its
-numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic makes, `panel.py` what the
-panel shows (the callbacks the engine's panel calls), `exercises.py` its exercises, `data.py` the
-kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels' machine code, `cpu.py` the
-article's CPU loop, `atomic_cost.py` the kernels that time a shared atomic against distinct keys, `tuning.py` the tuning's knobs; the kernels are in `kernels/histogram.cu`.
-(`story.py` is the old name of `lesson.py`.)
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels'
+machine code, `cpu.py` the article's CPU loop, `atomic_cost.py` the kernels that time a shared
+atomic against distinct keys, `tuning.py` the tuning's knobs; the kernels are in
+`kernels/histogram.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations

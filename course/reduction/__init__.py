@@ -8,9 +8,9 @@
     reduction.panel()
 
 `topic.py` is the description the engine runs, `lesson.py` the functions notebook 05 calls (its
-numbers, tables, timings and the pictures it asks for), `panel.py` what the panel shows (the callbacks the engine's panel
-calls), `exercises.py` its exercises; the kernels are in `kernels/reduction.cu`. (`story.py` is the
-old name of `lesson.py`.)
+numbers, tables, timings and the pictures it asks for), `panel.py` what the panel shows (the
+callbacks the engine's panel calls), `exercises.py` its exercises; the kernels are in
+`kernels/reduction.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations

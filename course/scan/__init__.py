@@ -11,9 +11,10 @@ that go past one block, up to a single pass at the speed of a copy.
     scan.panel()
 
 `topic.py` is the description the engine runs, `lesson.py` the functions notebook 04 calls (its
-numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic makes, `panel.py` what the
-panel shows (the callbacks the engine's panel calls), `exercises.py` its exercises, `tuning.py` the
-tuning's knobs; the kernels are in `kernels/scan.cu`. (`story.py` is the old name of `lesson.py`.)
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `tuning.py` the tuning's knobs; the kernels are in `kernels/scan.cu`. (`story.py` is the
+old name of `lesson.py`.)
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@
     transpose.panel()
 
 `topic.py` is the description the engine runs, `lesson.py` the functions notebook 02 calls (its
-numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic makes, `panel.py` what the
-panel shows (the callbacks the engine's panel calls), `exercises.py` its exercises,
-`bank_picture.py` the tile's banks drawn word by word, `tuning.py` the tuning's knobs; the kernels
-are in `kernels/transpose.cu`. (`story.py` is the old name of `lesson.py`.)
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `bank_picture.py` the tile's banks drawn word by word, `tuning.py` the tuning's knobs;
+the kernels are in `kernels/transpose.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations
