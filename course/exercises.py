@@ -273,7 +273,11 @@ def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
         except CourseError as exc:
             return f"{type(exc).__name__}: {first_lines(str(exc))}"
         if findings:
-            return "the checker found a bug:\n" + first_lines(str(findings[0]), 8)
+            # a barrier only part of a block reaches is the cause of the races it brings: name it first
+            first = next((f for f in findings if f.kind == "barrier-divergence"), findings[0])
+            others = sorted({f.kind for f in findings if f is not first})
+            also = f"\n(the checker also found: {', '.join(others)})" if others else ""
+            return "the checker found a bug:\n" + first_lines(str(first), 8) + also
         problem = case.judge(args, trace)
     if problem:
         return problem

@@ -361,3 +361,21 @@ def test_explain_gives_a_failing_verdict_the_exercises_own_words(emulator_backen
     v = kernel_exercise(explain=explain).check(wrong)
     assert not v.ok and "here: y has n elements" in v.lines and "the checker found a bug" in v.lines[0]
     assert kernel_exercise(explain=explain).check(ADD_ONE).ok and len(seen) == 1  # a pass is not explained
+
+
+BARRIER_IN_A_BRANCH = r"""
+extern "C" __global__ void add_one(const float* x, float* y, int n) {
+    __shared__ float s[128];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { s[threadIdx.x] = x[i]; __syncthreads(); y[i] = s[(threadIdx.x + 1) % blockDim.x] * 0.0f + x[i] + 1.0f; }
+}
+"""
+
+
+def test_a_barrier_part_of_a_block_reaches_is_named_before_the_races_it_brings(
+    emulator_backend: course.Device,
+) -> None:
+    text = str(kernel_exercise().check(BARRIER_IN_A_BRANCH))
+    assert "[barrier-divergence]" in text
+    first = text.index("[barrier-divergence]")
+    assert "[race]" not in text[:first] and "the checker also found" in text[first:]

@@ -38,7 +38,7 @@
 # the **tile** and its **bank conflicts** (the article's kernel and the padded tile), the **edges**
 # of the grid (bounds checks), **bytes in flight** and the blocks' **barriers** (more work per
 # thread, and how many blocks share an SM), the **order** in which
-# tiles are visited, and why the article's own matrix is too small for a timing to show any of it.
+# tiles are visited, and what the article's own small matrix can and cannot show in a timing.
 # Every cell runs without a GPU, on the course's emulator; on a GPU the timing cells measure, on
 # the emulator they say they cannot.
 
@@ -884,9 +884,14 @@ transpose.panel(version="transpose_article", n=4096, block=(32, 32))
 transpose.article_table()
 
 # %% [markdown]
-# Read the 1111 × 113 rows first and put them aside: every kernel takes a few microseconds, as
-# the device copy does, the launch-bound regime of the last section; no ranking there means
-# anything. At 8192², the article's kernel with its 32 × 32 block reaches only about
+# Read the 1111 × 113 rows first: every kernel takes a few microseconds, as the device copy does,
+# the launch-bound regime of the last section, so they say nothing about bandwidth. They still show
+# the two bugs as latency: the 32-way bank conflict of the 32 × 32 tile costs about a microsecond
+# (`transpose_article` 32 × 32 at
+# 5.28 µs<!-- from article_table: µs @ shape=1111×113,kernel=transpose_article 32×32 --> against
+# `transpose_padded` 32 × 32 at
+# 4.29 µs<!-- from article_table: µs @ shape=1111×113,kernel=transpose_padded 32×32 -->, the same
+# block and grid without the conflict), and the naive kernel's strided stores more than that. At 8192², the article's kernel with its 32 × 32 block reaches only about
 # 33 %<!-- from article_table: % of copy @ shape=8192×8192,kernel=transpose_article 32×32 --> of the
 # copy, level with CuPy (a hair slower, at
 # 0.99<!-- from article_table: × CuPy @ shape=8192×8192,kernel=transpose_article 32×32 -->× CuPy);

@@ -402,8 +402,10 @@ print("hist2_article matches NumPy:", (histogram.run("hist2_article", small) == 
 histogram.merge_table()
 
 # %% [markdown]
-# `hist1` makes 16 384 global atomics, one per byte. The versions after it make their 16 384
-# atomics in shared memory and at most 256 global ones per block. `hist2`'s grid-stride loop hands
+# `hist1` makes 16 384 global atomics, one per byte, and `hist1_agg` nearly as many, still global
+# (15 405: on uniform bytes few lanes of a warp agree). The shared-memory versions, `hist2` and
+# after, make theirs in shared memory (16 384, or 15 409 where `hist4_warp_agg`'s lanes agree) and
+# at most 256 global ones per block. `hist2`'s grid-stride loop hands
 # each thread one byte when it launches a block per 256 bytes (64 blocks here), so the merge costs
 # 0.63 global atomics per byte; the vectorised versions below run 4 blocks of 4096 bytes each, and
 # their merge costs 1/16 of an atomic per byte. Privatising pays when a block counts many more
@@ -493,7 +495,9 @@ histogram.grid_timing()
 # %% [markdown]
 # Read the GB/s column: the shared-memory kernels follow the bytes in flight as long as they are
 # short of Little's law. `hist2_article` with two blocks per SM reads about twice what it reads
-# with one (the article's text was right, its code was not), with a full wave several times more;
+# with one (the article's text asks for twice as many blocks as SMs, its code launches one per SM;
+# more do help, though two per SM still reach only a small share of the copy), with a full wave
+# several times more;
 # `hist3_vec`'s 16-byte loads and `hist5_lanes` take most of the copy's speed. The global-atomic
 # kernels read about the same with one block per SM as with a full wave: their limit is the queue
 # at the eight lines of the bins in L2 (the table after the contention pictures), not the bytes in
@@ -1009,8 +1013,10 @@ table
 # nvcc with 32-bit and with 64-bit counters): on the H200 both 64-bit builds took the same time,
 # 3 to 22 times the 32-bit build's, most where many lanes collide (all-equal bytes): the counters,
 # not the way CuPy built CUB, make the difference. With 64-bit counters, lanes on one shared word
-# are retried one after another instead of combined, so all-equal bytes become the slowest data,
-# where the 32-bit row above has them the fastest. Same-word lanes come free with the 32-bit +1
+# are retried one after another instead of combined. (The 64-bit build is not only another
+# counter: CCCL tunes its histogram for sm_90 with 4-byte counters only, so 64-bit counters also get
+# its generic policy; the two effects are not separated here. In the GPU table above, `cupy.bincount`,
+# 64-bit too, is slowest on skewed bytes.) Same-word lanes come free with the 32-bit +1
 # instruction, not with every shared atomic: counting in 64 bits loses it, and an add of a
 # per-lane value (summing weights: `ATOMS.ADD`) is not timed here with lanes on one word
 # (`scripts/gpu_facts_histogram.py`, section 6, times both against 1 to 32 keys a warp).
@@ -1067,7 +1073,7 @@ histogram.plot_speed(ax, records)
 #   SM: for a shared `atomicAdd` of 1 into a 32-bit word, the course's counting, lanes on one word
 #   are combined and nearly free (`ATOMS.POPC.INC.32` in the SASS), lanes on different words of one
 #   bank are what costs. That is the instruction's doing: 64-bit counters are updated by a
-#   compare-and-swap loop, and CUB's 64-bit build is slowest on all-equal bytes.
+#   compare-and-swap loop, and CUB's 64-bit builds are several times slower than its 32-bit one.
 # - So **warp aggregation** (lanes that agree, one atomic per distinct key) pays where contention
 #   costs: on `hist1`'s global atomics with equal bytes. In front of the +1 shared atomic there is
 #   nothing to save, since the instruction itself combines same-word lanes, so the agreement

@@ -806,9 +806,12 @@ scan.exercises.propagate.check(mine)
 #   elements and stores them.
 #
 # The value and its flag live in one 64-bit word (the value in the high half, the flag and the
-# launch's epoch in the low half), so a reader never sees a flag without its value and plain
-# relaxed loads and stores suffice; the epoch lets the next launch reuse the words without zeroing
-# them. Warp 0 looks at 32 predecessors at once, one word per lane:
+# launch's epoch in the low half), so a reader never sees a flag without its value. The words are
+# read and written whole with relaxed atomic accesses at GPU scope (`load_status` and
+# `store_status`: `ld.relaxed.gpu` and `st.relaxed.gpu`, no fence needed for one word), not plain
+# loads: a plain load in the spin loop is a data race, and the compiler may keep its value in a
+# register and spin forever. The epoch lets the next launch reuse the words without zeroing them.
+# Warp 0 looks at 32 predecessors at once, one word per lane:
 
 # %%
 source.show("scan.cu", "look_back")
@@ -1054,7 +1057,9 @@ scan.pass_table()
 # was slower still on this H100 at 2^24: 169.1 µs<!-- given: reference --> against
 # 142.0 µs<!-- given: reference --> with CUB (`cupy.cumsum(x)`, timed on an H100 80GB HBM3 by
 # `scripts/gpu_facts_scan.py`, step 4 of `docs/notes/scan-gpu-facts.md`). So from Python, `cupy.cumsum`
-# already calls CUB; what it costs beyond CUB is the copy into its output.
+# already calls CUB; what it costs beyond CUB is the copy into its output, and more: in the table it
+# takes longer than a copy and CUB's scan added together, so its copy into y costs more than the
+# device-to-device copy of the same bytes.
 #
 # **How the single pass got there: the H200's tuning.** `lookback` was tuned on an H200, not on
 # this H100, and there it started at little more than half of the copy's speed. The steps that took
