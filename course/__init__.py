@@ -46,7 +46,7 @@ def notebook() -> None:
 
     use_notebook_style()
     dev = device()
-    where = "on a GPU, through CuPy" if dev.backend == "cupy" else "on the course's emulator (no GPU found)"
+    where = "on a GPU, through CuPy" if dev.on_gpu else "on the course's emulator (no GPU found)"
     print(f"Kernels run {where}: {dev}")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .backend import device
+from .backend import device, on_gpu
 
 
 class EmulatorArray:
@@ -111,7 +111,7 @@ def asarray(a: Any, dtype: Any = None) -> Any:
     """`a` as an array of the active backend (a copy unless it already is one)."""
     if is_device_array(a):
         a = asnumpy(a) if backend_of(a) != device().backend else a
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         return cupy.asarray(a, dtype=dtype)
@@ -129,7 +129,7 @@ def asnumpy(a: Any) -> np.ndarray:
 
 def empty(shape: Any, dtype: Any = np.float32) -> Any:
     """An uninitialised array. On the emulator it holds garbage bytes (0xFF), as a GPU would."""
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         return cupy.empty(shape, dtype)
@@ -139,7 +139,7 @@ def empty(shape: Any, dtype: Any = np.float32) -> Any:
 
 
 def zeros(shape: Any, dtype: Any = np.float32) -> Any:
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         return cupy.zeros(shape, dtype)

@@ -88,6 +88,11 @@ class Device:
         )
 
     @property
+    def on_gpu(self) -> bool:
+        """Whether this is a GPU run through CuPy (else the emulator's model)."""
+        return self.backend == "cupy"
+
+    @property
     def arch(self) -> str:
         """The real architecture NVRTC compiles for to count registers, e.g. "sm_90"."""
         return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
@@ -172,6 +177,11 @@ def device() -> Device:
     if _active is None:
         _active = _choose(os.environ.get("COURSE_BACKEND", "").strip().lower() or None)
     return _active
+
+
+def on_gpu() -> bool:
+    """Whether kernels run on a GPU through CuPy now; False on the emulator (nothing to time there)."""
+    return device().on_gpu
 
 
 def set_backend(name: str | None, *, model: str | None = None) -> Device:

@@ -4,10 +4,13 @@ Every function takes a Matplotlib axes and a `Trace`, draws, and returns a `Draw
 listing the artists it added; none creates a figure or calls `plt.show()`. Colours are
 fixed (tab20 by thread id, tab10 by warp or phase), so the same thread has the same
 colour in every picture. Pictures are meant for 8 to 64 elements; beyond that they show
-the first `max_elements` (or warps, or instructions) and say so on the axes.
+the first `max_elements` (or warps, or instructions) and say so on the axes. Each is named by
+what it shows (`tree`, `scan_steps`, `tile`, `bank_heatmap`, `grid_stride_map`, `contention`,
+`warp_access`), whichever topics draw it; a topic's own drawings are in course/<topic>/pictures.py.
+`reduction_tree`, `histogram_contention` and `transpose_tile` are the old names of three of them.
 
     fig, ax = plt.subplots(figsize=(10, 6))
-    draw.reduction_tree(ax, k.trace((1,), (32,), (x, out), shared_mem=128), "s")
+    draw.tree(ax, k.trace((1,), (32,), (x, out), shared_mem=128), "s")
 """
 
 from __future__ import annotations
@@ -265,10 +268,10 @@ def _block(trace: Trace, block: int) -> Trace:
     return sub
 
 
-# ---------------------------------------------------------------- reduction trees and scans
+# ---------------------------------------------------------------- trees (reductions) and scans
 
 
-def reduction_tree(
+def tree(
     ax: Axes,
     trace: Trace,
     buffer: str,
@@ -294,7 +297,7 @@ def reduction_tree(
 def scan_steps(
     ax: Axes, trace: Trace, buffer: str, block: int = 0, *, max_elements: int = MAX_ELEMENTS
 ) -> Drawing:
-    """A scan step by step, drawn like `reduction_tree`: Kogge-Stone (Hillis-Steele) rows with
+    """A scan step by step, drawn like `tree`: Kogge-Stone (Hillis-Steele) rows with
     offsets 1, 2, 4, ...; Brent-Kung or Blelloch trees with the up-sweep and the down-sweep
     labelled. A read interval followed by a write interval (`t = s[i-d]; sync; s[i] += t`)
     is one step."""
@@ -523,7 +526,7 @@ def _sweep_labels(offsets: list[int]) -> list[str]:
 # ---------------------------------------------------------------- tiles and banks
 
 
-def transpose_tile(
+def tile(
     ax: Axes, trace: Trace, buffer: str, *, width: int | None = None, block: int = 0, warps: int = 4
 ) -> Drawing:
     """A 2-D tile (e.g. the shared tile of a transpose): who wrote and who read each element.
@@ -761,7 +764,7 @@ def grid_stride_map(
     return d
 
 
-def histogram_contention(
+def contention(
     ax: Axes, trace: Trace, buffer: str, *, max_instructions: int = 16, max_bins: int = MAX_ELEMENTS
 ) -> Drawing:
     """Atomics on `buffer` (a histogram): one row per atomic warp instruction, one column per
@@ -944,3 +947,9 @@ def _sector_targets(ax: Axes, d: Drawing, sectors: np.recarray) -> tuple[list, f
     where = dict(zip(secs.tolist(), (xs + CELL * pitch / 2).tolist()))
     targets = [(ln, (where[s], CELL)) for ln, s in zip(sectors.lane.tolist(), sectors.sector.tolist())]
     return targets, -2.0
+
+
+# the old names, from when each drawing served its first topic (dot draws trees and contention too)
+reduction_tree = tree
+histogram_contention = contention
+transpose_tile = tile

@@ -226,7 +226,7 @@ class KernelExercise(Exercise):
                 lines = [f"{case.label}: {problem}", f"({i} of {len(cases)} cases passed before this one)"]
                 return Verdict(False, self.explain(lines) if self.explain else lines)
         lines = [f"all {len(cases)} cases right"] + [f"target met: {t.name}" for t in self.targets]
-        if self.timing is not None and backend.device().backend == "cupy":
+        if self.timing is not None and backend.on_gpu():
             lines += self.timing(k)
         return Verdict(True, lines)
 

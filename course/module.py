@@ -152,7 +152,7 @@ class Kernel:
     def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0) -> None:
         dev = device()
         ok = self._validated(grid, block, args, shared_mem, dev)
-        if dev.backend == "cupy":
+        if dev.on_gpu:
             self._cupy()(
                 ok.grid, ok.block, args if type(args) is tuple else tuple(args), shared_mem=ok.shared_mem
             )
@@ -340,7 +340,7 @@ class Kernel:
             raise ArgumentError(f"{self.name}({sig}) takes {len(self.params)} arguments, {len(args)} given")
         for i, (p, a) in enumerate(zip(self.params, args)):
             _validate_arg(self.name, i, p, a, dev)
-        if dev.backend == "cupy" and total > dev.shared_memory_per_block:
+        if dev.on_gpu and total > dev.shared_memory_per_block:
             self._cupy().max_dynamic_shared_size_bytes = shared_mem  # opt in, as CUDA requires
         return _Checked(grid3, block3, shared_mem)
 

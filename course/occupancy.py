@@ -107,7 +107,7 @@ STATIC_SHARED_ALIGN = 16
 def usage(kernel: Kernel, dev: Device | None = None) -> tuple[int, int, str]:
     """(registers a thread, static shared bytes a block, where they came from) of `kernel` on `dev`."""
     dev = dev or device()
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         attrs = _cupy_function(kernel).attributes
         return int(attrs["num_regs"]), int(attrs["shared_size_bytes"]), "the loaded function's attributes"
     regs = cubin.registers(
@@ -132,7 +132,7 @@ def occupancy(kernel: Kernel, block: Any, dynamic_shared: int = 0, dev: Device |
     threads = math.prod(block) if isinstance(block, tuple) else int(block)
     registers, static, where = usage(kernel, dev)
     calc = calculate(dev, threads, registers=registers, shared=static + int(dynamic_shared))
-    if dev.backend != "cupy":
+    if not dev.on_gpu:
         return Occupancy(**{**calc.__dict__, "source": f"the course's occupancy calculation ({where})"})
     blocks = _driver_blocks(kernel, threads, int(dynamic_shared))
     return Occupancy(**{**calc.__dict__, "blocks": blocks, "source": "the CUDA occupancy API"})

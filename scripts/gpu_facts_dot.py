@@ -365,7 +365,7 @@ def article_chain() -> None:
     gpu_or_die()
     import course
     from course import bench, compiler, dot
-    from course.dot.story import muted_printf
+    from course.dot.lesson import muted_printf
     from course.dot.topic import options
     from course.engine import Launch
     from course.module import Module

@@ -79,9 +79,9 @@ def clock() -> float:
     ghz = (khz or 1.98e6) / 1e6
     rate = sms * SCHEDULERS * ghz * 1e9
     say(f"- issue rate: {sms} SMs × {SCHEDULERS} schedulers × {ghz:.3f} GHz = {rate:.3g} warp instructions/s")
-    from course.reduction import story
+    from course.reduction import lesson
 
-    say(f"- the course's figure (story.issue_rate): {story.issue_rate():.3g} ({story.sm_clock_ghz()[1]})")
+    say(f"- the course's figure (lesson.issue_rate): {lesson.issue_rate():.3g} ({lesson.sm_clock_ghz()[1]})")
     return rate
 
 
@@ -250,7 +250,7 @@ def library() -> None:
 def per_block() -> None:
     gpu_or_die()
     from course import backend, bench, reduction
-    from course.reduction import story
+    from course.reduction import lesson
 
     xs = bench.rotated_copies(np.arange(1, N + 1, dtype=np.uint32))
     sms = backend.device().sm_count
@@ -259,7 +259,7 @@ def per_block() -> None:
     say("|---|---|---|---|---|---|---|---|---|---|")
     for name in KERNELS:
         blocks = reduction.ENGINE.grid(name, N, BLOCK, np.uint32)[0]
-        per_wave = sms * story.holds(BLOCK, name)
+        per_wave = sms * lesson.holds(BLOCK, name)
         us = bench.median_us([reduction.ENGINE.plan(name, x, block=BLOCK).launches[0] for x in xs], runs=20)
         one = reduction.ENGINE.plan(name, xs[0][:1], block=BLOCK, grid=blocks).launches[0]
         empty = bench.median_us([one], runs=20)

@@ -242,10 +242,10 @@ def table(out: Path) -> None:
     import cupy
 
     from course import bench, scan
-    from course.scan import story
+    from course.scan import lesson
 
     records = scan.speed_against_n(sizes=TABLE_SIZES)
-    reachable = any(r["kernel"] == story.CUB for r in records)  # course.bench timed CUB (cupy.cuda.cub)
+    reachable = any(r["kernel"] == lesson.CUB for r in records)  # course.bench timed CUB (cupy.cuda.cub)
     say(f"- CUB through cupy.cuda.cub: {'reachable' if reachable else 'NOT reachable in this CuPy'}")
     rows = scan.speed_table(records, sizes=TABLE_SIZES)
     say("```\n" + repr(rows) + "\n```")
@@ -256,7 +256,7 @@ def table(out: Path) -> None:
                 if r["kernel"] != "lookback":
                     continue
                 n = r["n"]
-                run = make(cupy.asarray(story.example(n)))
+                run = make(cupy.asarray(lesson.example(n)))
                 ms = statistics.median(bench.time_runs([run], runs=20))
                 say(f"- nvcc-built cub::DeviceScan::InclusiveSum at 2^{int(np.log2(n))}: {1e3 * ms:.1f} µs, "
                     f"{100 * r['copy_ms'] / ms:.1f} % of copy, lookback {r['pct_of_copy']:.1f} % of copy")  # fmt: skip
@@ -281,7 +281,7 @@ def table(out: Path) -> None:
         say(
             f"- 2^28: cupy.cumsum {cum['% of copy']:.1f} % < scan-then-propagate {stp['% of copy']:.1f} %? {cum['% of copy'] < stp['% of copy']}"
         )
-    cub = by.get(("2^28", story.CUB))
+    cub = by.get(("2^28", lesson.CUB))
     lb = by.get(("2^28", "lookback"))
     if cub and lb:
         say(
@@ -291,7 +291,7 @@ def table(out: Path) -> None:
     from cupy._core import _accelerator
 
     n = 2**24
-    xs = cupy.asarray(story.example(n))
+    xs = cupy.asarray(lesson.example(n))
     ys = cupy.empty_like(xs)
     saved = _accelerator.get_routine_accelerators()
     say(f"- CuPy's routine accelerators as loaded (CUPY_ACCELERATORS): {saved!r}")

@@ -232,7 +232,7 @@ def test_a_private_name_in_a_script_is_seen() -> None:
     for source in (
         "k._cupy()",
         "course.backend._cupy_device().name",
-        "from course.histogram.story import _bytes",
+        "from course.histogram.lesson import _bytes",
     ):
         assert _private_names(ast.parse(source)), source
     assert not _private_names(ast.parse("from cupy._core import _accelerator\nself._x = 1"))
@@ -247,8 +247,61 @@ def test_the_old_module_names_are_the_moved_modules() -> None:
         ("course.gpu", "course.module"),
         ("course.engine.panel", "course.ui.panel"),
         ("course.engine.canvas", "course.ui.canvas"),
+        *((f"course.{t}.story", f"course.{t}.lesson") for t in TOPIC_NAMES),
     ):
         assert importlib.import_module(old) is importlib.import_module(new), old
     from course import module, source, table
 
     assert source.Table is table.Table and course.gpu.LAUNCH_NOTES is module.LAUNCH_NOTES  # type: ignore[attr-defined]
+
+
+def test_gpu_or_emulator_is_asked_of_the_backend_never_by_its_name() -> None:
+    """`backend.on_gpu()` (or a Device's `on_gpu`) says whether kernels run on a GPU: no module
+    outside course/backend.py compares a backend's name with "cupy" itself."""
+    import re
+
+    compare = re.compile(r"""backend"?\]?\s*[!=]=\s*["']cupy["']""")
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in ROOT.rglob("*.py")
+        if p.name != "backend.py" or p.parent != ROOT
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if compare.search(line)
+    ]
+    assert not found
+    assert compare.search('if device().backend == "cupy":') and compare.search('env["backend"] != "cupy"')
+
+
+TOPIC_FILES = {  # the files every topic folder has, each with one job in every topic
+    "__init__.py": "the topic's public names (versions, run, trace, check, panel, what the notebook calls)",
+    "topic.py": "the description the engine runs (versions, launch rules, reference, benchmark, PanelSpec)",
+    "lesson.py": "the functions its notebook calls",
+    "panel.py": "what the panel shows: the PanelSpec's callbacks",
+    "exercises.py": "its exercises",
+    "story.py": "the old name of lesson.py, that very module",
+}
+PANEL_CALLBACKS = {"panel_input", "picture_input", "picture", "metrics", "picture_grid", "block_max_n"}
+
+
+def test_every_topic_folder_has_the_same_files_for_the_same_jobs() -> None:
+    """A newcomer who knows one topic folder knows them all: the same files, the panel's callbacks
+    defined in panel.py and nowhere else, and story.py only the old name of lesson.py."""
+    import importlib
+
+    for name in TOPIC_NAMES:
+        folder = ROOT / name
+        assert set(TOPIC_FILES) <= {p.name for p in folder.glob("*.py")}, name
+        for path in folder.glob("*.py"):
+            defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+            if path.name == "panel.py":
+                assert {"picture", "metrics", "picture_input"} <= defined, path
+            else:
+                assert not defined & PANEL_CALLBACKS, (
+                    f"{path.relative_to(ROOT)} defines {defined & PANEL_CALLBACKS}"
+                )
+        assert importlib.import_module(f"course.{name}.story") is importlib.import_module(
+            f"course.{name}.lesson"
+        )
+        spec = importlib.import_module(f"course.{name}.topic").TOPIC.panel
+        callbacks = [spec.draw, spec.metrics]
+        assert all(f.__module__ == f"course.{name}.panel" for f in callbacks), name

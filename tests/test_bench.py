@@ -424,6 +424,31 @@ def test_plot_lines_ceiling_and_log_axis() -> None:
     assert "GB/s" in ax.get_ylabel()
 
 
+def test_plot_dashes_the_lines_it_is_told_to_and_lets_a_topic_draw_its_own() -> None:
+    """A line that lies on another is dashed (reduction's reduce_shfl on kernel 7); a topic with its
+    own kernel lines (histogram: a colour per kernel, a style per data) keeps the copy, the ceiling
+    and the axes of every speed plot, and the labels it asks for."""
+    records = reduction_records()
+    ax = Figure().subplots()
+    bench.plot(records, ax, dashed=("reduce3",))
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()}
+    assert styles["reduce3"] == "--" and styles["cupy.sum"] == ":"
+    drawn: list[int] = []
+    ax = Figure().subplots()
+    bench.plot(
+        records, ax, lines=lambda a, timed: drawn.append(len(timed)), x_label="N (bytes)", legend_columns=2
+    )
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert drawn == [len(records)] and "reduce3" not in labels and "device copy (read + write)" in labels
+    assert ax.get_xlabel() == "N (bytes)" and ax.get_legend() is not None
+
+
+def test_speed_against_n_times_nothing_on_the_emulator(emulator_backend) -> None:
+    from course import reduction
+
+    assert bench.speed_against_n(reduction.ENGINE, (2**16,)) == []
+
+
 def test_the_ceiling_is_a_measured_read_stream_where_there_is_one_else_the_datasheet() -> None:
     records = reduction_records()
     assert bench.report.ceiling(records) == (3350.0, "datasheet peak (3.35 TB/s)")

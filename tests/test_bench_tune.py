@@ -172,6 +172,7 @@ def test_timed_the_best_so_far_is_the_fastest_and_the_rows_compare_with_the_copy
     than the one before, the copy takes 2 ms and the built-in 4 ms."""
     clock = iter(range(100, 0, -1))
     monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "on_gpu", lambda: True)
     monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [2.0] * runs)
     monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 100] * runs)
     spec = dataclasses.replace(
@@ -290,6 +291,7 @@ def test_transpose_timed_takes_stage_two_from_the_best_mean_and_judges_each_size
 
     clock = iter(range(10_000, 0, -1))
     monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "on_gpu", lambda: True)
     monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [2.0] * runs)
     monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 1000] * runs)
     data = tuning.TUNING.data
@@ -320,6 +322,7 @@ def test_histogram_timed_ranks_by_the_worse_margin_over_its_goals(emulator_backe
 
     clock = iter(range(10_000, 0, -1))
     monkeypatch.setattr(tune, "device", lambda: SimpleNamespace(backend="cupy", name="a made-up GPU"))
+    monkeypatch.setattr(tune, "on_gpu", lambda: True)
     monkeypatch.setattr(tune, "time_copy", lambda nbytes, runs: [1.0] * runs)
     monkeypatch.setattr(tune, "time_runs", lambda steps, runs: [float(next(clock)) / 5000] * runs)
     data = tuning.TUNING.data

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import course
-from course import dot
+from course import bench, dot
 from course.dot import accuracy
 
 WIDE = ("dot_f64", "dot_compensated")
@@ -194,7 +194,7 @@ def test_gpu_measurements_need_a_gpu(emulator_backend):
     with pytest.raises(RuntimeError, match="needs a GPU"):
         dot.measured_errors()
     for table in (dot.article_timings(), dot.launch_table(), dot.wave_table(), dot.speed_table([])):
-        assert table == [] and repr(table) == dot.story.NEEDS_A_GPU
+        assert table == [] and repr(table) == bench.NEEDS_A_GPU
     assert dot.speed_against_n() == []
     assert "needs a GPU" in repr(dot.error_table())
     assert "fixed order" in repr(dot.repeat_table())
@@ -277,7 +277,7 @@ class TestDot1Article:
         )
         assert "sum Calculated" not in capfd.readouterr().out  # kept out of the cell on both backends
         if course.device().backend == "emulator":  # the line is the emulator's own printf, rebuilt
-            from course.dot.story import _article_dot1
+            from course.dot.lesson import _article_dot1
 
             got, kernel_printed = _article_dot1(*dot.article_inputs(1024))
             assert kernel_printed == f"sum Calculated on Device: {got:.6g}\n"
@@ -621,7 +621,9 @@ def test_the_grid_stride_kernels_fuse_each_product_and_dot1_rounds_it(emulator_b
 def test_draw_errors(emulator_backend):
     ax = Figure().add_subplot()
     dot.draw_errors(ax, model_ns=(2**10, 2**12), kernel_ns=(2**10,), seeds=1)
-    assert len(ax.lines) == len(dot.story.MODEL_LINES) + len(dot.story.KERNEL_POINTS) + 1  # + the zero floor
+    assert (
+        len(ax.lines) == len(dot.lesson.MODEL_LINES) + len(dot.lesson.KERNEL_POINTS) + 1
+    )  # + the zero floor
     assert any("exactly 0" in t.get_text() for t in ax.texts)  # the floor is labelled
 
 

@@ -66,7 +66,7 @@ def texts(d: draw.Drawing) -> str:
 @pytest.mark.parametrize("n", [8, 32, 64])
 def test_reduction_tree_has_one_arrow_per_addition(ax, variant, n):
     t = reduction_trace(variant, n=n)
-    d = draw.reduction_tree(ax, t, "s")
+    d = draw.tree(ax, t, "s")
     counts = analysis.step_counts(t, "s")
     for stage, ops in zip(counts.stage.tolist(), counts.ops.tolist()):
         assert len(d.arrows_in_row(stage)) == ops
@@ -76,15 +76,15 @@ def test_reduction_tree_has_one_arrow_per_addition(ax, variant, n):
 
 
 def test_reduction_tree_shows_divergent_warps_and_conflicts(ax):
-    d = draw.reduction_tree(ax, reduction_trace("interleaved", n=64), "s")
+    d = draw.tree(ax, reduction_trace("interleaved", n=64), "s")
     assert frames(d) == 2 + 2 + 2 + 2 + 2 + 1  # both warps diverge while s < 32, then warp 0 alone
     assert "no conflicts" in texts(d)
     plt.close(ax.figure)
     _, ax2 = plt.subplots()
-    d = draw.reduction_tree(ax2, reduction_trace("sequential", n=64), "s")
+    d = draw.tree(ax2, reduction_trace("sequential", n=64), "s")
     assert frames(d) == 5  # full warps while s >= 32: divergence only in the last five steps
     _, ax3 = plt.subplots()
-    d = draw.reduction_tree(ax3, reduction_trace("strided", n=256), "s")
+    d = draw.tree(ax3, reduction_trace("strided", n=256), "s")
     assert [t for t in texts(d).split() if t.endswith("-way")] == [
         "2-way",
         "4-way",
@@ -97,7 +97,7 @@ def test_reduction_tree_shows_divergent_warps_and_conflicts(ax):
 
 
 def test_reduction_tree_caps_large_blocks_and_says_so(ax):
-    d = draw.reduction_tree(ax, reduction_trace("sequential", n=256), "s")
+    d = draw.tree(ax, reduction_trace("sequential", n=256), "s")
     assert "elements 0-63 of 256" in d.note and d.note in texts(d)
     dashed = [a for a in d.arrows if a.dashed]
     assert dashed  # additions from elements beyond the drawn ones enter from the right
@@ -106,7 +106,7 @@ def test_reduction_tree_caps_large_blocks_and_says_so(ax):
 
 def test_arrows_are_drawn_as_one_quiver_and_dashed_shafts_as_one_collection(ax):
     """A few hundred annotations were most of a panel update: one collection draws them all."""
-    d = draw.reduction_tree(ax, reduction_trace("sequential", n=256), "s")
+    d = draw.tree(ax, reduction_trace("sequential", n=256), "s")
     quivers = [a for a in d.arrow_artists if isinstance(a, Quiver)]
     shafts = [a for a in d.arrow_artists if isinstance(a, LineCollection)]
     assert len(quivers) == 1 and len(d.arrows) == quivers[0].N
@@ -131,7 +131,7 @@ def test_scan_steps_blelloch_marks_both_sweeps(ax):
 
 def test_drawing_functions_do_not_open_figures(ax):
     before = plt.get_fignums()
-    draw.reduction_tree(ax, reduction_trace("interleaved", n=8), "s")
+    draw.tree(ax, reduction_trace("interleaved", n=8), "s")
     draw.bank_heatmap(ax, one_warp(np.arange(LANES) * 32))
     assert plt.get_fignums() == before
 
@@ -151,7 +151,7 @@ def tile_trace(width: int) -> Trace:
 
 @pytest.mark.parametrize("width, ways", [(32, 32), (33, 1)])
 def test_transpose_tile(ax, width, ways):
-    d = draw.transpose_tile(ax, tile_trace(width), "tile")
+    d = draw.tile(ax, tile_trace(width), "tile")
     txt = texts(d)
     assert "warp 0: row 0 · 1-way" in txt and f"warp 3: column 3 · {ways}-way" in txt
     assert f"32×{width} tile" in ax.get_title()
@@ -235,7 +235,7 @@ def test_grid_stride_map_caps(ax):
 def test_histogram_contention(ax):
     w = Warps(64, [("hist", "global", 4, 8)])
     w.access("atom", "hist", np.arange(64) % 3)
-    d = draw.histogram_contention(ax, w.build(), "hist")
+    d = draw.contention(ax, w.build(), "hist")
     grid = d.cells[0].get_array().reshape(2, 8)
     assert grid[:, :3].tolist() == [[11, 11, 10], [11, 10, 11]] and grid[:, 3:].sum() == 0
     assert "11 on one bin" in texts(d)
@@ -249,7 +249,7 @@ def render_tree(trace, path: Path) -> None:
     between Matplotlib releases (antialiasing, hinting), and the labels are tested as artists."""
     with plt.rc_context(STABLE_TEXT):
         fig, ax = plt.subplots(figsize=FIGSIZE)
-        drawing = draw.reduction_tree(ax, trace, "s")
+        drawing = draw.tree(ax, trace, "s")
         for text in [*drawing.texts, *ax.texts, ax.title]:
             text.set_visible(False)
         fig.savefig(path, dpi=DPI)
@@ -314,7 +314,7 @@ def test_real_reduction_tree_matches_the_same_reference_image(real, tmp_path):
 @pytest.mark.parametrize("variant", ["interleaved", "strided", "sequential"])
 def test_real_reduction_trees(real, ax, variant):
     t = real_reduction(real, variant, 64)
-    d = draw.reduction_tree(ax, t, "s")
+    d = draw.tree(ax, t, "s")
     counts = analysis.step_counts(t, "s")
     assert [len(d.arrows_in_row(s)) for s in counts.stage] == counts.ops.tolist()
     assert counts.ops.tolist() == [0, 32, 16, 8, 4, 2, 1]
@@ -378,11 +378,21 @@ def test_real_tile_pictures(real, ax):
     mod = real.Module(code=MEMORY_CU)
     x, out = real.asarray(np.arange(1024, dtype=np.float32)), real.zeros(1024, np.float32)
     t = mod.get_function("tile_column").trace((1,), (32, 32), (x, out))
-    d = draw.transpose_tile(ax, t, "tile")
+    d = draw.tile(ax, t, "tile")
     assert "warp 1: column 1 · 32-way" in texts(d)
     _, ax2 = plt.subplots()
-    d = draw.transpose_tile(ax2, t, "padded")
+    d = draw.tile(ax2, t, "padded")
     assert "warp 1: column 1 · 1-way" in texts(d) and "32×33 tile" in ax2.get_title()
     _, ax3 = plt.subplots()
     draw.bank_heatmap(ax3, t)
     assert "column of tile" in ax3.get_title() and "worst 32-way" in ax3.get_title()
+
+
+def test_the_shared_drawings_are_named_by_what_they_show_and_keep_their_old_names():
+    """dot draws trees and contention too: the drawings are `tree`, `contention` and `tile`; the
+    names of the topic that first used each stay, as the same functions."""
+    assert draw.reduction_tree is draw.tree and draw.histogram_contention is draw.contention
+    assert draw.transpose_tile is draw.tile
+    assert not {"reduction_tree", "histogram_contention", "transpose_tile"} & {
+        f.__name__ for f in vars(draw).values() if callable(f)
+    }

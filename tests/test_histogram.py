@@ -450,7 +450,7 @@ class TestLaunchesAndBytesInFlight:
         assert histogram.blocks_per_sm(block, shared) == fit
 
     def test_bytes_a_thread_loads_before_its_first_atomic(self, emulator_backend):
-        from course.histogram.story import loaded_before_use
+        from course.histogram.lesson import loaded_before_use
 
         assert loaded_before_use("hist1_article") == loaded_before_use("hist2") == 1
         assert loaded_before_use("hist3_vec") == loaded_before_use("hist5_lanes") == 16
@@ -530,7 +530,7 @@ class TestPrivatisation:
         assert rows[32]["blocks an SM holds at 256"] == 6
 
     def test_copies_are_the_tunings_templates(self, emulator_backend):
-        from course.histogram.story import copies_kernel
+        from course.histogram.lesson import copies_kernel
 
         assert copies_kernel(8).static_shared_bytes == 8 * 1024
         with pytest.raises(course.InputError, match="copies must be one of"):
@@ -561,20 +561,20 @@ class TestGpuTables:
     """The GPU tables' shape, with bench.run's records made up (the real runs are the gpu tests)."""
 
     def test_gpu_table_one_row_per_kernel(self, emulator_backend, monkeypatch):
-        from course.histogram import story
+        from course.histogram import lesson
 
         def fake_run(topic, n, *, dists, runs):
-            names = ["copy", "cupy.bincount", story.CUB_ROW, *(v.name for v in histogram.VERSIONS)]
+            names = ["copy", "cupy.bincount", lesson.CUB_ROW, *(v.name for v in histogram.VERSIONS)]
             return [{"kernel": k, "kind": "copy" if k == "copy" else "kernel", "dist": d, "ms": 1.0 + i,
                      "pct_of_copy": 100.0 / (1 + i)} for d in dists for i, k in enumerate(names)]  # fmt: skip
 
-        monkeypatch.setattr(story, "on_gpu", lambda: True)
-        monkeypatch.setattr(story.bench, "run", fake_run)
+        monkeypatch.setattr(lesson.backend, "on_gpu", lambda: True)
+        monkeypatch.setattr(lesson.bench, "run", fake_run)
         rows = histogram.gpu_table(dists=("uniform", "all-equal"))
         assert [r["version"] for r in rows][:4] == [
             "device copy",
             "cupy.bincount",
-            story.CUB_ROW,
+            lesson.CUB_ROW,
             "hist1_article",
         ]
         assert len(rows) == 3 + len(histogram.VERSIONS) and rows[3]["all-equal ms"] == 4.0
@@ -802,7 +802,7 @@ class TestStudyKernels:
     """The kernels the fact script and global_atomics_timing time, not versions: right on the emulator."""
 
     def test_hist1_spread_puts_bin_b_at_word_b_times_spacing(self, emulator_backend):
-        from course.histogram.story import SPREAD, _study_module
+        from course.histogram.lesson import SPREAD, _study_module
 
         x = histogram.histogram_bytes(5003, "real", np.random.default_rng(1))
         h = course.zeros(256 * SPREAD, np.uint32)
@@ -813,7 +813,7 @@ class TestStudyKernels:
         assert np.array_equal(got[::SPREAD], np.bincount(x, minlength=256)) and got.sum() == x.size
 
     def test_hist_wide_plain_counts_like_numpy(self, emulator_backend):
-        from course.histogram.story import _study_module
+        from course.histogram.lesson import _study_module
 
         keys = histogram.wide_keys(3001, "uniform")
         h = course.zeros(4096, np.uint32)
@@ -904,11 +904,11 @@ def test_the_fact_script_says_loudly_what_it_could_not_do(tmp_path):
 
 @pytest.mark.gpu
 def test_the_gpu_table_has_cubs_row(cupy_backend):
-    from course.histogram import story
+    from course.histogram import lesson
 
     rows = histogram.gpu_table(n=2**20, dists=("uniform", "all-equal"), runs=20)
     names = [r["version"] for r in rows]
-    assert "hist1_agg" in names and names[2] == story.CUB_ROW
+    assert "hist1_agg" in names and names[2] == lesson.CUB_ROW
     assert all(r["uniform ms"] > 0 for r in rows)
 
 

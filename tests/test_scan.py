@@ -8,12 +8,15 @@ sums that wrap, and the kernels' knobs are in tests/kernels/test_scan_kernels.py
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import course
-from course import scan
-from course.scan import pictures, story, topic
+from course import bench, scan
+from course.scan import lesson, pictures, topic
 
 TILED = ("scan_then_propagate", "lookback")
 WRAPPING = np.iinfo(np.int32)
@@ -135,8 +138,8 @@ def test_run_op_add_is_run_and_other_ops_say_which_there_are(emulator_backend, r
 
 
 def test_inclusive_and_exclusive_and_the_conversions(backend):
-    x = story.example(100)
-    c = story.conversions(x, block=64)
+    x = lesson.example(100)
+    c = lesson.conversions(x, block=64)
     inclusive = np.cumsum(x)
     np.testing.assert_array_equal(c["inclusive"], inclusive)
     np.testing.assert_array_equal(c["exclusive"], np.r_[0, inclusive[:-1]])
@@ -144,7 +147,7 @@ def test_inclusive_and_exclusive_and_the_conversions(backend):
 
 
 def test_steps_against_work_counted_from_traces(emulator_backend):
-    rows = {(r["algorithm"], r["N"]): r for r in story.steps_vs_work((64, 256))}
+    rows = {(r["algorithm"], r["N"]): r for r in lesson.steps_vs_work((64, 256))}
     assert rows["naive", 64] == {
         "algorithm": "naive",
         "N": 64,
@@ -163,7 +166,7 @@ def test_steps_against_work_counted_from_traces(emulator_backend):
 
 
 def test_step_table_kogge_stone_two_warps(emulator_backend):
-    rows = story.step_table("kogge_stone", 64)
+    rows = lesson.step_table("kogge_stone", 64)
     assert [r["threads adding"] for r in rows] == [63, 62, 60, 56, 48, 32]  # all but the first 2^d
     assert [r["warps busy"] for r in rows] == [2, 2, 2, 2, 2, 1]
     assert [r["of them with idle lanes"] for r in rows] == [1, 1, 1, 1, 1, 0]  # warp 0's first lanes
@@ -171,41 +174,41 @@ def test_step_table_kogge_stone_two_warps(emulator_backend):
 
 
 def test_step_table_brent_kung_up_and_down_sweep(emulator_backend):
-    rows = story.step_table("brent_kung", 128)  # block 64: two warps
+    rows = lesson.step_table("brent_kung", 128)  # block 64: two warps
     threads = [r["threads adding"] for r in rows]
     assert threads == [64, 32, 16, 8, 4, 2, 1, 1, 3, 7, 15, 31, 63]
     assert max(int(r["worst bank conflict"].split("-")[0]) for r in rows) >= 4
 
 
 def test_padding_and_gems_bank_offsets(emulator_backend):
-    rows = {r["padding"]: r for r in story.bank_table(1024)}
-    plain, padded, gems16, gems_zero = (rows[k] for k in story.BANK_VARIANTS)
+    rows = {r["padding"]: r for r in lesson.bank_table(1024)}
+    plain, padded, gems16, gems_zero = (rows[k] for k in lesson.BANK_VARIANTS)
     assert plain["worst conflict"] == "32-way" and padded["extra wavefronts"] * 20 < plain["extra wavefronts"]
     assert padded["extra wavefronts"] < gems16["extra wavefronts"] < plain["extra wavefronts"]
     assert gems_zero["extra wavefronts"] == plain["extra wavefronts"]  # the macro's offset is always 0
 
 
 def test_the_articles_errors(emulator_backend):
-    kogge = story.article_findings("kogge_stone_article")
+    kogge = lesson.article_findings("kogge_stone_article")
     assert kogge.kinds() == {"barrier-divergence"} and "threads 0 never do" in str(kogge)
-    short = story.article_findings("kogge_stone_article", n=50)
+    short = lesson.article_findings("kogge_stone_article", n=50)
     assert short.kinds() == {"barrier-divergence", "uninitialized"} and "XY[50]" in str(short)
-    bk = story.article_findings("brent_kung_article")
+    bk = lesson.article_findings("brent_kung_article")
     assert bk.kinds() == {"out-of-bounds", "uninitialized"}
     assert "XY[159]" in str(bk.of("out-of-bounds")) and "XY[64]" in str(bk.of("uninitialized"))
-    assert not story.never_writes_y().any()
-    assert list(story.wrong_last_element()) == [{"element": 127, "the kernel's y": 64, "NumPy's": 128}]
-    assert '"_shared__" is undefined' in story.typo_error()
+    assert not lesson.never_writes_y().any()
+    assert list(lesson.wrong_last_element()) == [{"element": 127, "the kernel's y": 64, "NumPy's": 128}]
+    assert '"_shared__" is undefined' in lesson.typo_error()
 
 
 def test_a_single_pass_moves_2n_and_scan_then_propagate_4n(emulator_backend):
-    rows = {r["version"]: r for r in story.bytes_moved(1 << 15)}
+    rows = {r["version"]: r for r in lesson.bytes_moved(1 << 15)}
     assert rows["lookback"]["launches"] == 1 and 2 <= rows["lookback"]["in all"] < 2.01
     assert rows["scan_then_propagate"]["launches"] == 3 and rows["scan_then_propagate"]["in all"] > 3.7
 
 
 def test_lookback_reads(emulator_backend):
-    rows = story.lookback_reads()
+    rows = lesson.lookback_reads()
     assert len(rows) == 40 and rows[0]["status loads (window 32)"] == 0  # tile 0 has nothing to look at
     assert all(r["status loads (window 32)"] <= r["status loads (window 1)"] for r in rows)
     assert max(r["status loads (window 1)"] for r in rows) > 2 * max(
@@ -218,10 +221,10 @@ def test_draw_steps_and_banks(emulator_backend):
 
     for name in ("kogge_stone", "brent_kung", "blelloch"):
         ax = Figure().add_subplot()
-        story.draw_steps(ax, name, 64)
+        lesson.draw_steps(ax, name, 64)
         assert "step" in " ".join(t.get_text() for t in ax.texts)
     ax = Figure().add_subplot()
-    story.draw_banks(ax)
+    lesson.draw_banks(ax)
     assert ax.get_title()
 
 
@@ -286,7 +289,7 @@ def test_conversion_table(backend):
 def test_adds_are_not_copies(emulator_backend):
     """The double buffer copies unchanged elements and Blelloch copies to the left child: writes,
     not adds. Blelloch adds 2N - 2 times, Kogge-Stone's double buffer as often as Kogge-Stone."""
-    rows = {(r["algorithm"], r["N"]): r for r in story.steps_vs_work((64, 512))}
+    rows = {(r["algorithm"], r["N"]): r for r in lesson.steps_vs_work((64, 512))}
     for n in (64, 512):
         assert rows["blelloch", n]["adds"] == 2 * n - 2
         assert rows["kogge_stone_double_buffer", n]["adds"] == rows["kogge_stone", n]["adds"]
@@ -302,7 +305,7 @@ def test_lookback_table_picks_tiles(emulator_backend):
 def test_tuning_steps_are_the_recorded_ones():
     rows = scan.tuning_steps()
     pct = [float(r["% of copy"]) for r in rows]
-    assert pct[0] == 57.6 and pct[len(story.TUNING_STEPS) - 1] == 88.2 and pct == sorted(pct[:6]) + pct[6:]
+    assert pct[0] == 57.6 and pct[len(lesson.TUNING_STEPS) - 1] == 88.2 and pct == sorted(pct[:6]) + pct[6:]
     assert all(len(str(r[k])) == len(str(rows[0][k])) for r in rows for k in r)  # text columns padded
 
 
@@ -315,9 +318,9 @@ def test_typo_error_is_short():
 
 def test_timings_say_they_need_a_gpu(emulator_backend):
     for table in (scan.one_block_table(), scan.speed_table(scan.speed_against_n()), scan.pass_table()):
-        assert not table and repr(table) == story.NEEDS_A_GPU
+        assert not table and repr(table) == bench.NEEDS_A_GPU
     with pytest.raises(RuntimeError, match="need a GPU"):
-        story.block_speeds()
+        lesson.block_speeds()
 
 
 def test_pass_rows_time_each_launch_of_scan_then_propagate_alone(emulator_backend):
@@ -330,7 +333,7 @@ def test_pass_rows_time_each_launch_of_scan_then_propagate_alone(emulator_backen
         timed.append(step)
         return 50.0
 
-    rows = story.pass_rows(n, clock, lambda nbytes: nbytes / 1e4)
+    rows = lesson.pass_rows(n, clock, lambda nbytes: nbytes / 1e4)
     assert [r["pass"] for r in rows] == [
         "read + write copy of 2N elements", "scan_tiles alone: 41 tiles, no look-back",
         "the tile totals scanned: 1 small launch", "add_tile_prefix alone: 40 tiles",
@@ -341,19 +344,19 @@ def test_pass_rows_time_each_launch_of_scan_then_propagate_alone(emulator_backen
     assert pct["add_tile_prefix alone"] == pytest.approx(100 * 8 * (n - tile) / 1e4 / 50)
     assert len(timed) == 5  # every pass, the whole and lookback: each its own timing
     with pytest.raises(ValueError, match="more than one tile"):
-        story.pass_rows(4096, clock, lambda nbytes: 1.0)
+        lesson.pass_rows(4096, clock, lambda nbytes: 1.0)
 
 
 @pytest.mark.gpu
 def test_pass_table_on_a_gpu(cupy_backend):
-    rows = story.pass_table(n=2**22, runs=5)
+    rows = lesson.pass_table(n=2**22, runs=5)
     assert len(rows) == 6 and all(r["µs"] > 0 for r in rows)
 
 
 @pytest.mark.gpu
 def test_one_block_table_on_a_gpu(cupy_backend):
     rows = scan.one_block_table(runs=10)
-    assert [r["version"] for r in rows] == ["device copy", "cupy.cumsum", *story.ONE_BLOCK]
+    assert [r["version"] for r in rows] == ["device copy", "cupy.cumsum", *lesson.ONE_BLOCK]
     assert all(0 < r["µs"] < 10_000 for r in rows)
     assert {r["version"]: r["launches"] for r in rows}["blelloch"] == 2
 
@@ -364,15 +367,15 @@ def test_speed_against_n_on_a_gpu(cupy_backend):
     assert {r["kernel"] for r in records} == {
         "copy",
         "cupy.cumsum",
-        story.CUB,
+        lesson.CUB,
         "scan_then_propagate",
         "lookback",
     }
     rows = scan.speed_table(records, sizes=(2**20,))
     assert all(r["N"] == "2^20" and r["GB/s"] > 0 for r in rows)
     cub = {r["kernel"]: r["× CUB"] for r in rows}
-    assert cub[story.CUB] == pytest.approx(1.0) and cub["lookback"] > 0
-    speeds = story.block_speeds(n=2**20, runs=10)
+    assert cub[lesson.CUB] == pytest.approx(1.0) and cub["lookback"] > 0
+    speeds = lesson.block_speeds(n=2**20, runs=10)
     assert set(speeds) == set(topic.TILE_BLOCKS) and all(v > 0 for v in speeds.values())
 
 
@@ -416,7 +419,7 @@ def test_pictures_draw(emulator_backend):
     scan.draw_naive_reads(axes[0], n=64, block=32)
     scan.draw_bank_steps(axes[1], block=64)
     scan.draw_lookback(axes[2], window=32, tiles=4)
-    scan.plot_steps_vs_work(axes[3], axes[4], story.steps_vs_work((64,), ("kogge_stone", "brent_kung")))
+    scan.plot_steps_vs_work(axes[3], axes[4], lesson.steps_vs_work((64,), ("kogge_stone", "brent_kung")))
     scan.draw_steps(axes[5], "blelloch", 64)
     assert all(ax.get_title() for ax in axes)
     assert "64" in axes[1].get_title() and "window 32" in axes[2].get_title()
@@ -621,6 +624,18 @@ def test_fact_script_without_a_gpu_says_so(tmp_path):
         pytest.skip("a GPU is here: the script measured")
     assert res.returncode == 1
     assert "lookback_scan" in report and "NVRTC cubin for sm_90" in report  # the registers step needs no GPU
+
+
+def test_the_recorded_tuning_numbers_are_read_from_their_file_and_quoted_where_they_were_measured():
+    """lesson's tuning steps and the tuning run's H200 are numbers recorded on a GPU: they live in
+    course/scan/recorded.json (not typed into the code), and the docs that recorded them quote them."""
+    root = Path(__file__).resolve().parents[1]
+    recorded = json.loads((root / "course" / "scan" / "recorded.json").read_text())
+    assert [s[1] for s in recorded["tuning_steps"]["steps"]] == [p for _, p, _ in lesson.TUNING_STEPS]
+    tuning = (root / "docs" / "tuning" / "scan.md").read_text()
+    assert all(f"{p:.1f}" in tuning for _, p, _ in lesson.TUNING_STEPS + lesson.TUNING_OTHERS)
+    probe = (root / "docs" / "scan-h200.md").read_text()
+    assert f"{lesson.TUNING_GPU[1]:.0f} GB/s" in probe and f"{lesson.TUNING_GPU[2]:.0f} ns" in probe
 
 
 def test_learner_shuffle_picture_marks_reads_from_lanes_outside_the_call(emulator_backend):

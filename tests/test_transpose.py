@@ -4,6 +4,8 @@ panel driven through its widgets. Every version at awkward shapes: tests/test_to
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -380,11 +382,11 @@ def test_the_articles_kernel_without_bounds_checks_writes_past_the_output(emulat
 
 
 def test_launch_facts_count_blocks_and_waves(emulator_backend):
-    from course.transpose import story
+    from course.transpose import lesson
 
-    assert story.resident_blocks(1024, 4096) == 2 and story.resident_blocks(512, 16640) == 4
-    assert story.resident_blocks(256, 0) == 8  # threads decide
-    assert story.resident_blocks(64, 48 * 1024) == 4  # shared memory decides (1 KB reserved per block)
+    assert lesson.resident_blocks(1024, 4096) == 2 and lesson.resident_blocks(512, 16640) == 4
+    assert lesson.resident_blocks(256, 0) == 8  # threads decide
+    assert lesson.resident_blocks(64, 48 * 1024) == 4  # shared memory decides (1 KB reserved per block)
     small = transpose.launch_facts("transpose_grouped", SQUARE)
     assert (small["grid"], small["blocks"], small["blocks per SM"], small["waves"]) == ("36", 36, 4, 0.07)
     big = transpose.launch_facts("transpose_naive", (8192, 8192), (32, 8))
@@ -466,16 +468,16 @@ def test_the_timing_tables_on_a_gpu(cupy_backend):
     }
     assert {r["shape"] for r in transpose.speed_table(shapes=(((1111, 113), "int32"),))} == {"1111×113"}
     floats = transpose.speed_table(shapes=(((1024, 1024), "float32"), ((1111, 113), "int32")))
-    geam = [r for r in floats if r["kernel"] == transpose.story.GEAM]  # cuBLAS's transpose, float only
+    geam = [r for r in floats if r["kernel"] == transpose.lesson.GEAM]  # cuBLAS's transpose, float only
     assert [r["dtype"] for r in geam] == ["float32"] and geam[0]["µs"] > 0
     records = transpose.speed_against_n(shapes=((1111, 113), (1024, 1024)))
-    assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.story.SWEEP_VERSIONS)
+    assert {r["kernel"] for r in records if r["kind"] == "kernel"} == set(transpose.lesson.SWEEP_VERSIONS)
 
 
 # ---------------------------------------------------------------- notebook 02's exercises (course.exercises frame)
 
 from course.transpose import exercises as tx  # noqa: E402
-from course.transpose.story import BANK_CASES  # noqa: E402
+from course.transpose.lesson import BANK_CASES  # noqa: E402
 from course.transpose.topic import ANY  # noqa: E402
 
 STORE_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, copied: fix it for the store"
@@ -575,12 +577,12 @@ def test_the_panel_and_show_draw_every_word_of_a_32_way_tower(emulator_backend):
     from matplotlib.figure import Figure
 
     from course import draw
-    from course.transpose import topic
 
+    panel = importlib.import_module("course.transpose.panel")  # course.transpose.panel is the panel itself
     a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     t = transpose.trace("transpose_article", a, block=(32, 32)).launches()[0]
     ax = Figure().add_subplot()
-    topic.picture(ax, t, transpose.ENGINE.version("transpose_article"))
+    panel.picture(ax, t, transpose.ENGINE.version("transpose_article"))
     assert draw.MAX_STACK == 16  # put back
     assert not any("words" in x.get_text() for x in ax.texts)  # no cut stack with its height written
     assert "32-way" in ax.get_title()

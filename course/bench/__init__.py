@@ -16,6 +16,7 @@ counts read from an emulator trace instead. docs/benchmarks/README.md says how n
 from __future__ import annotations
 
 from .measure import (
+    SPEED_SIZES,
     Benchable,
     Setup,
     WithCases,
@@ -23,6 +24,7 @@ from .measure import (
     host_inputs,
     input_sets,
     run,
+    speed_against_n,
     sweep,
     topic_sizes,
 )
@@ -30,6 +32,7 @@ from .progress import progress
 from .records import (
     EMULATOR_MESSAGE,
     MET,
+    NEEDS_A_GPU,
     NO_DATA,
     NOT_MET,
     Goal,
@@ -76,8 +79,10 @@ __all__ = [
     "EMULATOR_MESSAGE",
     "MET",
     "MIN_RUNS",
+    "NEEDS_A_GPU",
     "NOT_MET",
     "NO_DATA",
+    "SPEED_SIZES",
     "WARMUP",
     "Benchable",
     "Goal",
@@ -113,6 +118,7 @@ __all__ = [
     "rotated_copies",
     "rotation_sets",
     "run",
+    "speed_against_n",
     "sweep",
     "table",
     "time_copy",

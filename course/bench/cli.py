@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..backend import device
+from ..backend import on_gpu
 from ..topics import TOPICS
 from .measure import sweep
 from .records import EMULATOR_MESSAGE
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.runs < MIN_RUNS:
         parser.error(f"--runs must be at least {MIN_RUNS}")
     topics = [by_name[t] for t in args.topics] if args.topics else list(TOPICS)
-    if device().backend != "cupy":
+    if not on_gpu():
         print(EMULATOR_MESSAGE + " Nothing is written.", file=sys.stderr)
         print(table(sweep(topics, mode="emulator", progress=sys.stderr)))
         return 0

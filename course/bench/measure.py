@@ -15,7 +15,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from ..arrays import asarray
-from ..backend import device
+from ..backend import device, on_gpu
 from ..errors import InputError
 from .progress import progress as progress_bar
 from .records import (
@@ -33,6 +33,7 @@ from .timing import MIN_RUNS, WARMUP, Step, free_gpu_memory, rotation_sets, time
 EMULATOR_MAX_ELEMENTS = 1 << 18  # the most bench.run traces on the emulator: seconds per kernel, not minutes
 
 Setup = Callable[[Inputs], Sequence[Step]]
+SPEED_SIZES = tuple(2**k for k in range(16, 29, 2))  # a notebook's speed plot: 2^16 to 2^28 elements
 
 
 class Benchable(Protocol):
@@ -209,7 +210,7 @@ def run(
         )
     env = environment()
     combos = [(d, s) for d in (dtypes or spec.dtypes) for s in (dists or spec.dists)]
-    if env["backend"] != "cupy":
+    if not on_gpu():
         _validate_emulator_size(topic, size)
         return [r for d, s in combos for r in _count_inputs(topic, size, d, s, kernels, seed, env)]
     records: list[Record] = []
@@ -239,6 +240,15 @@ def _case_label(case: tuple[Benchable, Size]) -> str:
     return f"{case[0].name} {format_size(case[1])}"
 
 
+def speed_against_n(topic: Benchable, sizes: Sequence[Size] = SPEED_SIZES, **kw: Any) -> list[Record]:
+    """`run` at each size, one after another (kw: `kernels`, `dtypes`, `dists`), for a notebook's
+    speed plot; none on the emulator, where nothing is timed. No progress bar: an executed notebook
+    would store it in its outputs."""
+    if not on_gpu():
+        return []
+    return [r for size in sizes for r in run(topic, size, **kw)]
+
+
 def sweep(
     topics: Sequence[Benchable],
     *,
@@ -251,7 +261,7 @@ def sweep(
     """`run` over every size of every topic (mode "full", "quick" or "emulator"; `sizes`, by
     topic name, overrides). On the emulator, mode is "emulator": nothing is timed there.
     `progress` (a stream, e.g. sys.stderr) shows a tqdm bar there, one step per (topic, size)."""
-    if environment()["backend"] != "cupy":
+    if not on_gpu():
         mode = "emulator"
     plan = [
         (topic, size)

@@ -27,6 +27,10 @@ EMULATOR_MESSAGE = (
     "The numbers below are counts from an emulator trace (course.analysis.totals), not times."
 )
 
+NEEDS_A_GPU = (
+    "timings need a GPU: on the emulator the counts above tell the story"  # a notebook's empty table
+)
+
 COUNT_KEYS = (
     "global_bytes", "global_requests", "global_sectors", "shared_requests",
     "shared_wavefronts", "barrier_steps", "atomics",
@@ -115,7 +119,7 @@ def environment() -> dict[str, Any]:
         "accelerators": None,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         env.update(_cupy_environment())
     return env
 

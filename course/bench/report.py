@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -129,19 +129,33 @@ def ceiling(records: Sequence[Record]) -> tuple[float, str] | None:
     return (peak, f"datasheet peak ({peak / 1000:.3g} TB/s)") if peak else None
 
 
-def plot(records: Sequence[Record], ax: Axes, *, title: str | None = None) -> Axes:
-    """GB/s against N (log x), a line per kernel and built-in, the device copy (it reads and
-    writes) dashed, and the ceiling (`ceiling`: a measured read stream, or the datasheet peak) as
-    a labelled horizontal line."""
+def plot(
+    records: Sequence[Record],
+    ax: Axes,
+    *,
+    title: str | None = None,
+    dashed: Collection[str] = (),
+    lines: Callable[[Axes, list[Record]], None] | None = None,
+    x_label: str = "N (elements)",
+    y_label: str = "effective bandwidth (GB/s)",
+    legend_columns: int = 1,
+) -> Axes:
+    """GB/s against N (log x), a line per kernel and built-in (those named in `dashed` dashed, so
+    one lying on another still shows; `lines(ax, timed records)` draws them its own way instead),
+    the device copy (it reads and writes) dashed black, and the ceiling (`ceiling`: a measured read
+    stream, or the datasheet peak) as a labelled horizontal line. Without timings: says so."""
     timed = [r for r in records if r.get("gbps") is not None]
     if not timed:
         ax.text(0.5, 0.5, "Timings need a GPU:\nno times on the emulator", ha="center", va="center",
                 transform=ax.transAxes)  # fmt: skip
         ax.set_axis_off()
         return ax
-    for label, points in _series(timed).items():
-        style = ":" if label.startswith("cupy") else "-"
-        ax.plot(*zip(*points, strict=True), style, marker="o", markersize=3, label=label)
+    if lines is not None:
+        lines(ax, timed)
+    else:
+        for label, points in _series(timed).items():
+            style = "--" if label in dashed else ":" if label.startswith("cupy") else "-"
+            ax.plot(*zip(*points, strict=True), style, marker="o", markersize=3, label=label)
     copies = copy_ceiling(timed)
     if copies:
         ax.plot(*zip(*copies, strict=True), "--", color="black", linewidth=1.5, label=COPY_LABEL)
@@ -149,11 +163,11 @@ def plot(records: Sequence[Record], ax: Axes, *, title: str | None = None) -> Ax
     if top:
         ax.axhline(top[0], color="tab:red", linestyle="-.", linewidth=1.2, label=top[1])
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("N (elements)")
-    ax.set_ylabel("effective bandwidth (GB/s)")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", **({"ncols": legend_columns} if legend_columns > 1 else {}))
     ax.set_title(title or " / ".join(sorted({r["topic"] for r in timed})))
     return ax
 

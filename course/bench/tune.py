@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import occupancy
 from ..arrays import asnumpy, is_cupy_array
-from ..backend import device
+from ..backend import device, on_gpu
 from .records import environment, gbps, pct_of_copy, x_cupy
 from .timing import MIN_RUNS, time_copy, time_runs
 
@@ -287,7 +287,7 @@ def occupancy_columns(kernel: Any, block: Any, dynamic_shared: int = 0) -> dict[
     try:
         occ = occupancy.occupancy(kernel, block, dynamic_shared)
         out.update(registers=occ.registers, blocks_per_sm=occ.blocks)
-        if device().backend == "cupy":
+        if on_gpu():
             name = kernel.name if kernel.name in kernel.module.name_expressions else kernel.ptx_name
             out["spill_bytes"] = int(
                 kernel.module.cupy_module().get_function(name).attributes["local_size_bytes"]
@@ -324,7 +324,7 @@ def tune(
     """Run `stages` (default: the spec's default ones) of `spec` at `sizes` (default: the spec's;
     a dry run: its tiny ones), printing a table per stage; write out/tune_<name>[_<stages>].json
     (out None: no file). Dry (or on the emulator): every configuration launched and checked, none timed."""
-    dry = dry or device().backend != "cupy"
+    dry = dry or not on_gpu()
     chosen = [spec.stage(s) for s in stages] if stages else [s for s in spec.stages if s.default]
     if not chosen:
         raise ValueError(f"no stages to run; {spec.name}'s stages are {[s.name for s in spec.stages]}")
@@ -411,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             spec.stage(s)
     except ValueError as exc:
         p.error(str(exc))
-    if device().backend != "cupy" and not args.dry_run:
+    if not on_gpu() and not args.dry_run:
         p.error("timings need a GPU (CuPy found none); --dry-run checks every configuration on the emulator")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a `timeout` still writes what was measured
     tune(spec, runs=args.runs, out=args.out, stages=stages, dry=args.dry_run)

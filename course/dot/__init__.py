@@ -8,15 +8,17 @@
     dot.check("dot1_article", a, b)         # the checker's findings (what the kernels print kept out)
     dot.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 01
-tells the story with (drawn by `pictures.py`), `exercises.py` its exercises, `accuracy.py` NumPy
-models of the kernels' ways of adding. The kernels are in `kernels/dot.cu`.
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 01 calls (its
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `accuracy.py` NumPy models of the kernels' ways of adding, `tuning.py` the tuning's
+knobs; the kernels are in `kernels/dot.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations
 
 from . import exercises
-from .story import (
+from .lesson import (
     AtomicOrders,
     Printed,
     article_answer,

@@ -23,7 +23,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
 from . import pictures
-from .story import atomic_table, block_work
+from .lesson import atomic_table, block_work
 from .topic import ENGINE, article_inputs
 
 F32 = np.float32
@@ -82,7 +82,7 @@ BLOCK_COST_COLUMNS = ("dot1: shared loads by one lane alone", "dot3: barriers", 
 
 
 def block_cost_truth() -> dict[str, tuple[int, ...]]:
-    """Block size -> the three counts of `story.block_work`, read from the traces of block 0."""
+    """Block size -> the three counts of `lesson.block_work`, read from the traces of block 0."""
     out: dict[str, tuple[int, ...]] = {}
     for block in BLOCK_COST_BLOCKS:
         rows = {r["version"]: r for r in block_work(block)}
@@ -124,7 +124,7 @@ def atomic_truth(
     n: int = ATOMICS_N, block: int = 256, grid: int = ATOMICS_GRID
 ) -> dict[str, tuple[int, ...]]:
     """Launch -> (atomics, atomics on the busiest word, most loads of a by one thread), counted
-    from the traces (`story.atomic_table`)."""
+    from the traces (`lesson.atomic_table`)."""
     return {r["launch"]: tuple(int(r[c]) for c in COLUMNS) for r in atomic_table(n, block, grid)}
 
 
@@ -622,7 +622,7 @@ def _judge_grid(blocks: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int
     dev = backend.device()
     full = dev.sm_count * resident_blocks(block)
     per_thread = -(-n // (blocks * block))
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         speeds = _gpu_grid_speeds(int(blocks), full, n, block, runs)
         return exercises.timed_verdict(speeds, blocks, f"{blocks} blocks of {block}")
     lines = ["(no GPU here: the check is the launch's arithmetic, not a timing)"]

@@ -201,7 +201,7 @@ def running_sum(ax_spacing: Any, ax_error: Any, rows: Mapping[str, np.ndarray], 
 def atomic_orders(ax: Any, result: Any) -> None:
     """How often each answer came out when the same block sums were added in random orders (as a
     GPU's atomics may land), in float32 spacings from the correctly rounded dot; the emulator's
-    answer marked. `result`: a `story.AtomicOrders`."""
+    answer marked. `result`: a `lesson.AtomicOrders`."""
     values, counts = np.unique(result.steps, return_counts=True)
     ax.bar(values, counts, width=0.8, color=draw.group_color(0), label=f"{len(result.steps)} random orders")
     ax.axvline(

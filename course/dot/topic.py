@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, draw, occupancy
-from ..backend import device
+from .. import arrays, occupancy
+from ..backend import device, on_gpu
 from ..bench import Goal, Inputs
-from ..emulator import Trace
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
 from ..module import Kernel, Module
 from . import accuracy
+from .panel import metrics, picture, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two (dot3's tree), multiples of 32 (block_sum)
 # The article's block, and the default everywhere: on the H200 every fast version is within 0.5 %
@@ -191,7 +191,7 @@ def plan(call: Call) -> Plan:
     assert isinstance(v, DotVersion)
     if v.article:
         return _article_plan(call, v)
-    if v.name == "dot3_sync_in_if" and device().backend == "cupy":
+    if v.name == "dot3_sync_in_if" and on_gpu():
         raise InputError(
             "dot3_sync_in_if may hang a GPU (a barrier part of the block never reaches): "
             "run it on the emulator, or dot.check() it"
@@ -264,7 +264,7 @@ def host_sum(c: np.ndarray) -> np.float32:
 
 def _article_plan(call: Call, v: DotVersion) -> Plan:
     n, blocks, block = call.n, call.grid[0], call.block3[0]
-    if device().backend == "cupy":
+    if on_gpu():
         _refuse_out_of_bounds(v.name, n, blocks, block)
     a, b = call.inputs
     c = call.empty(n, np.float32)  # cudaMalloc(&C, N * sizeof(float)): never zeroed
@@ -315,7 +315,7 @@ def cublas_dot(a: Any, b: Any) -> Callable[[], Any]:
     return lambda: cublas.dot(a, b)
 
 
-# the goals of issue #12 (the error parts are not bandwidth goals: story.measured_errors measures them)
+# the goals of issue #12 (the error parts are not bandwidth goals: lesson.measured_errors measures them)
 GOALS = (
     Goal("dot", 2**28, "float32", min_pct_of_copy=100, min_x_cupy=3),
     Goal("dot", 2**28, "float32", kernel="dot_compensated", min_pct_of_copy=95),
@@ -345,60 +345,6 @@ def article_inputs(n: int, rng: np.random.Generator | None = None) -> tuple[np.n
     """The article's input: a[i] = i, b[i] = 2i (the dot product is twice a sum of squares)."""
     a = np.arange(n, dtype=np.float32)
     return a, 2 * a
-
-
-DOT1_BLOCKS = 4  # dot1's picture: the partial sums of its first blocks, the last one's zeros
-
-
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
-    """One block's worth of the input: what the picture of block 0 shows; for dot1, the first few
-    blocks' worth (its picture shows a row per block: what N changes is how many)."""
-    a, b = inputs
-    m = max(1, min(a.size, int(block) * (DOT1_BLOCKS if version.name == "dot1" else 1)))
-    return a[:m], b[:m]
-
-
-def picture(ax: Any, t: Trace, version: Version) -> Any:
-    """What the version is about, from the trace of block 0: each block's products and thread 0's
-    adds (dot1: a row per block), thread 0's loop (the article's dot1), the atomics on c's slots
-    (dot2), the tree (dot3), 16-byte loads (dot_vec4), the grid-stride loop (others)."""
-    from .pictures import block_sums  # pictures.py draws from traces; the topic only picks
-
-    name = version.name
-    if name == "dot1":
-        return block_sums(ax, t, max_blocks=DOT1_BLOCKS)
-    if name.startswith("dot1"):
-        return draw.grid_stride_map(ax, t, "temp", op="ld")
-    if name.startswith("dot2"):
-        return draw.histogram_contention(ax, t, "c")
-    if name.startswith("dot3"):
-        return draw.reduction_tree(ax, t, "cache")
-    if name == "dot_vec4":
-        loads = np.flatnonzero((t.space == "global") & (t.op == "ld"))
-        if len(loads):
-            return draw.warp_access(ax, t, int(loads[0]))
-    return draw.grid_stride_map(ax, t, "a")
-
-
-def metrics(t: Trace, version: Version) -> dict[str, Any]:
-    """The numbers the dot story is about, read from a trace of block 0."""
-    totals = analysis.totals(t)
-    out: dict[str, Any] = {}
-    loads = analysis.sectors(t.where(space="global", op="ld"))
-    if len(loads):
-        out["global load instructions (block 0)"] = len(loads)
-        out["bytes per load instruction"] = round(float(loads.bytes.sum()) / len(loads), 1)
-        out["32-byte sectors per load instruction"] = round(float(loads.sectors.sum()) / len(loads), 2)
-    out["barriers (block 0)"] = totals["barrier_steps"]
-    out["atomics (block 0)"] = totals["atomics"]
-    if totals["shared_requests"]:
-        shared = analysis.bank_conflicts(t)
-        out["shared-memory requests"] = totals["shared_requests"]
-        out["worst bank conflict"] = f"{int(shared.ways.max())}-way"
-    if "temp" in {b.name for b in t.buffers}:
-        one = t.where(space="shared", op="ld")
-        out["shared loads by thread 0 alone"] = int((one.lanes().sum(axis=1) == 1).sum())
-    return out
 
 
 TOPIC = Topic(

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays
-from ..backend import device
+from ..backend import device, on_gpu
 from ..bench.tune import Data, Run, Stage, Sweep, Tuning
 from ..engine import Launch
 from ..module import Kernel, Module
@@ -109,7 +109,7 @@ def data(key: Any) -> Data:
     n = int(key)
     host = vectors(n, 0)
     builtin = None
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         builtin = lambda ab: cupy.dot(*ab)  # noqa: E731
@@ -133,7 +133,7 @@ def prepare(c: Config, a: Any, b: Any) -> tuple[list[Callable[[], Any]], Callabl
     launch = Launch(k, (grid, 1, 1), (block, 1, 1), (a, b, out, np.int32(n)), shared_mem=shared)
     if kind == "one":
         return [lambda: out.fill(0), launch], lambda: float(arrays.asnumpy(out)[0])
-    if device().backend != "cupy":  # the emulator: the host adds the partial sums
+    if not on_gpu():  # the emulator: the host adds the partial sums
         return [lambda: out.fill(0), launch], lambda: float(arrays.asnumpy(out).sum(dtype=out.dtype))
     import cupy
 
@@ -193,7 +193,7 @@ def accuracy(s: Sweep) -> dict[str, dict[str, Any]]:
     errs: dict[str, list[float]] = {str(c): [] for c in cfgs}
     errs_f32: dict[str, list[float]] = {str(c): [] for c in cfgs if c.version in WIDE}
     repeats: dict[str, int] = {}
-    gpu = device().backend == "cupy"
+    gpu = on_gpu()
     for seed in range(seeds):
         a_host, b_host = vectors(n, 1000 + seed)
         want, _ = reference(a_host, b_host)

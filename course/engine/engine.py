@@ -80,7 +80,7 @@ class Engine:
         a launch can poison) never runs it."""
         v, host, block = self.admit(version, inputs, block)
         plan = self.plan(v, *(arrays.asarray(a) for a in host), block=block)
-        if v.bug and not v.bug_is_a_race and backend.device().backend == "cupy":
+        if v.bug and not v.bug_is_a_race and backend.on_gpu():
             self._vet(v, host, block)
         return plan()
 
@@ -117,6 +117,12 @@ class Engine:
                 else:
                     step()
         return Trace.concat(traces)
+
+    def first_trace(self, version: str, *inputs: Any, **kw: Any) -> Trace:
+        """The trace of `version`'s own launch on `inputs`, the first it makes (not a pass that
+        adds partial sums or converts after it), on the emulator; kw as `trace`'s (block, grid,
+        blocks, spaces)."""
+        return self.trace(version, *inputs, **kw).launches()[0]
 
     def check(
         self, version: str, *inputs: Any, block: Block | None = None, grid: int | None = None

@@ -9,20 +9,20 @@
     histogram.wide(keys, bins=4096)             # 16-bit keys into up to 12,288 bins
     histogram.sass_table()                      # what the atomics compile to (needs cuobjdump)
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 03
-tells the story with (`pictures.py` draws what the shared drawings do not), `exercises.py` its
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 03 calls (its
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
 exercises, `data.py` the kinds of bytes, `wide.py` the many-bin variant, `sass.py` the kernels'
-machine code. The kernels are in
-`kernels/histogram.cu`.
+machine code, `cpu.py` the article's CPU loop, `atomic_cost.py` the kernels that time a shared
+atomic against distinct keys, `tuning.py` the tuning's knobs; the kernels are in
+`kernels/histogram.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations
 
 from . import exercises
 from .data import BINS, DISTS, histogram_bytes, photo_bytes
-from .panel import panel
-from .sass import atomics_table as sass_table
-from .story import (
+from .lesson import (
     Report,
     article_grids,
     article_timing,
@@ -47,6 +47,7 @@ from .story import (
     load_table,
     memset_replay,
     merge_table,
+    panel,
     plot_speed,
     plot_times,
     rnd_255,
@@ -59,6 +60,7 @@ from .story import (
     wide_table,
     wide_timing,
 )  # fmt: skip
+from .sass import atomics_table as sass_table
 from .topic import ENGINE, STORY, TOPIC, VERSIONS
 from .wide import WIDE_BINS, wide, wide_plan, wide_reference
 

@@ -23,8 +23,9 @@ from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdic
 from ..module import Kernel
 from . import pictures
 from .data import BINS, histogram_bytes
-from .story import blocks_per_sm, first_trace
-from .topic import ENGINE, counting_line
+from .lesson import blocks_per_sm, first_trace
+from .panel import counting_line
+from .topic import ENGINE
 
 WARP = 32
 
@@ -409,7 +410,7 @@ def _judge_grid(blocks: int, runs: int = 20) -> Verdict:
     fit = max(1, blocks_per_sm(GRID_BLOCK, grid_shared()))
     wave = dev.sm_count * fit
     what = f"{blocks} blocks of {GRID_BLOCK} with {GRID_BINS} bins"
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         return exercises.timed_verdict(_gpu_grid_speeds(blocks, wave, runs), blocks, f"{what}, 2^28 bytes")
     rule = (
         f"an SM holds as many blocks as fit in all of: its {dev.threads_per_sm} threads, "
@@ -432,7 +433,7 @@ def _gpu_grid_speeds(blocks: int, wave: int, runs: int) -> dict[int, float]:
     """GB/s of hist_wide (GRID_BINS bins, blocks of GRID_BLOCK) on 2^28 bytes of uniform keys with
     `blocks` blocks, and with one wave, the threads' wave, two waves and one block per SM (GPU only)."""
     from .. import bench
-    from .story import wide_keys
+    from .lesson import wide_keys
     from .wide import wide_plan
 
     sms = backend.device().sm_count
@@ -477,7 +478,7 @@ IN_FLIGHT_COLUMNS = ("bytes in flight an SM", "% of Little's law")
 def in_flight_truth() -> dict[str, tuple[int, float]]:
     """Per launch: threads an SM runs x bytes a thread loads before its first atomic (from the
     trace), and that as a % of Little's law on this device (rounded to 0.1)."""
-    from .story import little_bytes_per_sm, loaded_before_use
+    from .lesson import little_bytes_per_sm, loaded_before_use
 
     need = little_bytes_per_sm()
     out = {}
@@ -579,7 +580,7 @@ def copies_case_bytes(case: str) -> np.ndarray:
 
 
 def copies_truth() -> dict[str, tuple[int, int]]:
-    from .story import copies_kernel
+    from .lesson import copies_kernel
 
     out = {}
     for case, (c, _) in COPIES_CASES.items():
@@ -717,7 +718,7 @@ def wide_case_keys(n: int, bins: int, data: str) -> np.ndarray:
     if data == "all-equal":
         return np.full(n, bins - 1, np.uint16)
     if data == "real":
-        from .story import wide_keys
+        from .lesson import wide_keys
 
         return (wide_keys(n, "real") % (bins + bins // 4 + 1)).astype(np.uint16)
     return rng.integers(0, bins + bins // 4 + 1, n, dtype=np.uint16)

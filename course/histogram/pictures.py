@@ -129,18 +129,10 @@ DATA_STYLES = {
 }
 
 
-def draw_speed(
-    ax: Any, records: Sequence[dict[str, Any]], ceiling: tuple[float, str] | None, copy_label: str, title: str
-) -> None:
-    """GB/s against N (log x) from course.bench records: one colour per kernel or built-in, one line
-    style and marker per kind of data (DATA_STYLES), the device copy black and dashed, the
-    `ceiling` (GB/s, label) a red line. Without timed records: says so, centred."""
-    timed = [r for r in records if r.get("gbps") is not None]
-    if not timed:
-        ax.text(0.5, 0.5, "Timings need a GPU:\nno times on the emulator", ha="center", va="center",
-                transform=ax.transAxes)  # fmt: skip
-        ax.set_axis_off()
-        return
+def draw_speed_lines(ax: Any, timed: Sequence[dict[str, Any]]) -> None:
+    """The kernels' lines of the speed plot (course.bench.plot draws the copy, the ceiling and the
+    axes): one colour per kernel or built-in, one line style and marker per kind of data
+    (DATA_STYLES)."""
     kernels = list(dict.fromkeys(r["kernel"] for r in timed if r["kind"] not in ("copy", "read")))
     dists = list(dict.fromkeys(r["dist"] for r in timed))
     for k, name in enumerate(kernels):
@@ -149,20 +141,3 @@ def draw_speed(
             if points:
                 style = DATA_STYLES.get(dist, {"linestyle": "-", "marker": "x"})
                 ax.plot(*zip(*points, strict=True), color=f"C{k}", label=f"{name}, {dist}", **style)
-    copies: dict[int, float] = {}
-    for r in timed:
-        if r["kind"] == "copy":
-            copies[r["n"]] = max(copies.get(r["n"], 0.0), r["gbps"])
-    if copies:
-        ax.plot(
-            *zip(*sorted(copies.items()), strict=True), "--", color="black", linewidth=1.5, label=copy_label
-        )
-    if ceiling:
-        ax.axhline(ceiling[0], color="tab:red", linestyle="-.", linewidth=1.2, label=ceiling[1])
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("N (bytes)")
-    ax.set_ylabel("bytes counted per second (GB/s)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", ncols=2)
-    ax.set_title(title)

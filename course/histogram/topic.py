@@ -9,20 +9,21 @@ blocks, as many as an SM holds (course.occupancy), 1024 threads a block.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw, occupancy
+from .. import arrays, backend, occupancy
 from ..backend import Device
 from ..bench import Goal, Inputs, cub
-from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, OneWave, PanelSpec, Plan, Residency, Size, Topic, Version
 from ..engine.topic import residency
 from ..errors import ArgumentError, InputError
 from .data import BINS, DISTS, histogram_bytes
+from .panel import LANES_NOTE, lanes_max_n, metrics, panel_input, picture, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # multiples of 32 (hist4's __match_any_sync needs whole warps)
 ARTICLE_BLOCKS = (256, 128, 512)  # the article's 256, and the two sizes that break its shared kernel
@@ -153,7 +154,7 @@ def plan(call: Call) -> Plan:
             f"{v.name} indexes with int: with {call.grid[0]} blocks of {call.block3[0]} it counts at most "
             f"{INT_MAX + 1 - threads} bytes; got {call.n} (hist1 and later index with 64 bits)"
         )
-    if v.name == "hist2_article" and call.block3[0] > 256 and backend.device().backend == "cupy":
+    if v.name == "hist2_article" and call.block3[0] > 256 and backend.on_gpu():
         raise InputError(
             f"hist2_article with {call.block3[0]} threads writes past its 256 shared bins: the course "
             "runs that only on the emulator (histogram.check or histogram.trace show it)"
@@ -217,94 +218,11 @@ def sample(n: Any, rng: np.random.Generator) -> tuple[np.ndarray]:
     return (x,)
 
 
-def counting_line(t: Trace, version: Version, c: np.recarray | None = None) -> int:
-    """The .cu line of the version's per-byte atomic: the busiest atomic line on its counting
-    buffer (`c`: that buffer's `analysis.contention`, if already computed)."""
-    assert isinstance(version, HistogramVersion)
-    c = analysis.contention(t, version.counts_in) if c is None else c
-    if not len(c):
-        return -1
-    lines, counts = np.unique(c.line, return_counts=True)
-    return int(lines[np.argmax(counts)])
-
-
-def metrics(t: Trace, version: Version) -> dict[str, Any]:
-    """What the histogram story is about, read from a trace of block 0: how many lanes of a warp
-    instruction meet on one bin, the rounds they take where same-word lanes queue (global atomics,
-    done in L2; shared ones combine them: ATOMS.POPC.INC.32), bank conflicts, what the merge costs,
-    and which machine ran the kernel (the trace and its numbers are always the emulator's)."""
-    assert isinstance(version, HistogramVersion)
-    out: dict[str, Any] = {}
-    c = analysis.contention(t, version.counts_in)
-    where = "global" if version.counts_in == "hist" else "shared"
-    if len(c):
-        out[f"counting atomics on {version.counts_in} ({where}, block 0)"] = int(c.lanes.sum())
-        out["atomic warp instructions"] = len(c)
-        out["lanes on one bin: most / mean"] = f"{int(c.max_lanes.max())} / {float(c.max_lanes.mean()):.2f}"
-        if where == "global":  # in shared memory same-word lanes are combined: no rounds to count
-            out["same-word rounds (global atomics queue in L2)"] = int(c.max_lanes.sum())
-    if where == "shared":
-        atoms = analysis.bank_conflicts(t.where(space="shared", op=["atom", "red"]))
-        atoms = atoms[atoms.line == counting_line(t, version, c)]
-        if len(atoms):
-            out["bank conflict of the atomics: worst / mean"] = (
-                f"{int(atoms.ways.max())}-way / {float(atoms.ways.mean()):.2f}"
-            )
-        merge = t.where(space="global", op=["atom", "red"])
-        out["global atomics (the merge)"] = int(merge.lanes().sum()) if len(merge) else 0
-    loads = analysis.sectors(t.where(op="ld"))
-    if len(loads):
-        out["bytes per warp load"] = round(float(loads.bytes.sum()) / len(loads), 1)
-    dev = backend.device()
-    out["run on"] = dev.name if dev.backend == "cupy" else f"{dev.name}: no time to show"
-    return out
-
-
-PICTURE_ROWS = 8  # warp instructions drawn: each cell is a label, and labels are what a click waits for
-
-
-def picture(ax: Any, t: Trace, version: Version) -> Any:
-    """Lanes per bin of the first atomic warp instructions; for the per-lane copies (8192 words,
-    too many to draw), the banks their atomics fall in."""
-    assert isinstance(version, HistogramVersion)
-    if version.name in ("hist5_lanes", "hist6_runs"):
-        return draw.bank_heatmap(ax, t, line=counting_line(t, version), max_rows=PICTURE_ROWS // 2)
-    d = draw.histogram_contention(ax, t, version.counts_in, max_instructions=PICTURE_ROWS)
-    if version.counts_in != "hist":  # shared atomics combine lanes on one word: nothing queues there
-        ax.set_title(
-            ax.get_title().replace(
-                "lanes on one bin are serialised",
-                "shared memory combines lanes on one bin; lanes on other words of a bank conflict",
-            )
-        )
-    return d
-
-
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
-    """One loop trip of one block: the first block × 16 bytes (what block 0's atomics look like;
-    tracing all of N again would double what a click costs)."""
-    (x,) = inputs
-    return (x[: max(1, min(x.size, LOAD_BYTES * int(block)))],)
-
-
-def panel_input(dist: str) -> Any:
-    """The panel's input of N bytes of one kind."""
-    return lambda n, rng: (histogram_bytes(int(n), dist, rng),)
-
-
-def lanes_max_n(block: Any) -> int:
-    """The panel's largest N for the per-lane copies on the emulator: 64 blocks' worth (N needs a
-    block per 16 x block bytes, and every block zeroes and merges its 8192 counters)."""
-    return 64 * LOAD_BYTES * int(block)
-
-
-LANES_NOTE = (
-    "every block zeroes and merges its 32 copies of the 256 bins however few bytes it counts, "
-    "256 loop trips at block 32 (a bigger block takes a bigger N)"
-)
+_lanes_max_n = functools.partial(lanes_max_n, load_bytes=LOAD_BYTES)
 PANEL = PanelSpec(
-    panel_input("uniform"), picture, metrics, picture_input=picture_input, version="hist1", n=4096,
-    figsize=(10.0, 5.0), emulator_max_n={"hist5_lanes": lanes_max_n, "hist6_runs": lanes_max_n},
+    panel_input("uniform"), picture, metrics, picture_input=functools.partial(picture_input, load_bytes=LOAD_BYTES),
+    version="hist1", n=4096, figsize=(10.0, 5.0),
+    emulator_max_n={"hist5_lanes": _lanes_max_n, "hist6_runs": _lanes_max_n},
     limit_notes={"hist5_lanes": LANES_NOTE, "hist6_runs": LANES_NOTE},
 )  # fmt: skip
 

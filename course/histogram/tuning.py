@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays, occupancy
-from ..backend import device
+from ..backend import device, on_gpu
 from ..bench.records import format_size
 from ..bench.tune import Data, Run, Stage, Sweep, Tuning
 from ..module import Kernel, Module
@@ -95,7 +95,7 @@ def data(key: Any) -> Data:
     want = np.bincount(host, minlength=bins)[:bins]
     x = arrays.asarray(host)
     builtin = None
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         builtin = functools.partial(cupy.bincount, minlength=bins)
@@ -118,7 +118,7 @@ def launch(c: Config, d: Data) -> Run:
     args = (x, hist, np.int64(x.size), *((np.int32(bins),) if c.version == "hist_wide" else ()))
     shared = 4 * WIDE_BINS if c.version == "hist_wide" else 0
     grid = c.per_sm * device().sm_count
-    if device().backend != "cupy":  # the emulator: no more blocks than cover the input
+    if not on_gpu():  # the emulator: no more blocks than cover the input
         grid = min(grid, max(1, -(-x.size // (c.block * per_trip(c.version, c.load_bytes) // x.itemsize))))
 
     def step() -> None:

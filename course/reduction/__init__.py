@@ -7,14 +7,16 @@
     reduction.check("reduce5_article", x, block=64)
     reduction.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers and pictures notebook 05
-tells the story with, `exercises.py` its exercises. The kernels are in `kernels/reduction.cu`.
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 05 calls (its
+numbers, tables, timings and the pictures it asks for), `panel.py` what the panel shows (the
+callbacks the engine's panel calls), `exercises.py` its exercises; the kernels are in
+`kernels/reduction.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations
 
 from . import exercises
-from .story import (
+from .lesson import (
     article_table,
     barriers_per_warp,
     compare_steps,

@@ -22,7 +22,7 @@ from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
-from .story import fit_sums
+from .lesson import fit_sums
 from .topic import ENGINE
 
 OPTIONS = ("-Delem_t=unsigned int", "-Dacc_t=long long")
@@ -43,8 +43,8 @@ WAYS_COLUMNS = ("warps busy", "of them divergent", "worst bank conflict")
 def ways_truth(block: int = WAYS_BLOCK) -> dict[int, tuple[int, int, int]]:
     """Kernel 2, one block of `block` float sums: stride s -> (warps that add, of them with idle
     lanes, the worst bank conflict of the step's shared accesses, in ways), counted from the trace
-    of block 0 (`story.step_table`)."""
-    from .story import step_table
+    of block 0 (`lesson.step_table`)."""
+    from .lesson import step_table
 
     with backend.using("emulator"):
         rows = step_table("reduce2", n=block, block=block)
@@ -92,8 +92,8 @@ def warp_steps_truth(
 ) -> dict[int, tuple[int, int]]:
     """Kernel 1 (or `version`), one block of `block`: warp -> (the __syncthreads() it reaches, the
     tree steps in which at least one of its lanes adds), counted from the trace
-    (`story.barriers_per_warp`)."""
-    from .story import barriers_per_warp
+    (`lesson.barriers_per_warp`)."""
+    from .lesson import barriers_per_warp
 
     with backend.using("emulator"):
         rows = barriers_per_warp(version, n=block, block=block)
@@ -259,7 +259,7 @@ def _draw_tree(block: int, n: int, per_thread: int, *, sums: bool = True) -> Cal
         args = (arrays.asarray(np.ones(n, np.uint32)), arrays.zeros(grid, np.int64), np.int32(n))
         t = k.trace((grid,), (block,), args, shared_mem=block * ACC_BYTES, blocks=[0])
         ax = fig.add_subplot()
-        draw.reduction_tree(ax, t, "sdata", values=np.full(block, per_thread) if sums else None)
+        draw.tree(ax, t, "sdata", values=np.full(block, per_thread) if sums else None)
         ax.set_title(
             f"your tree: block 0 of {block} threads summing ones (a cell: how many inputs it holds)"
             if sums
@@ -318,8 +318,8 @@ WAVEFRONTS_VERSION, WAVEFRONTS_BLOCK = "reduce2", 256  # the text's table: block
 
 def wavefronts_truth(block: int = WAVEFRONTS_BLOCK) -> dict[int, tuple[int, int]]:
     """Kernel 2 with the article's long long sums, one block of `block`: tree step -> (shared
-    wavefronts of the step, of them added by bank conflicts), from the trace (`story.wavefront_table`)."""
-    from .story import wavefront_table
+    wavefronts of the step, of them added by bank conflicts), from the trace (`lesson.wavefront_table`)."""
+    from .lesson import wavefront_table
 
     with backend.using("emulator"):
         rows = wavefront_table(WAVEFRONTS_VERSION, block=block)
@@ -535,8 +535,8 @@ LOADS_IN_FLIGHT = 2  # kernel 7's loop issues two 4-byte loads per thread before
 
 def grid_bytes_in_flight(per_sm: int, block: int = GRID_BLOCK) -> int:
     """Bytes of loads each SM has in flight with `per_sm` blocks of kernel 7 per SM on the active
-    device: only the blocks an SM holds at once (`story.holds`) run; the rest wait for a slot."""
-    from .story import holds
+    device: only the blocks an SM holds at once (`lesson.holds`) run; the rest wait for a slot."""
+    from .lesson import holds
 
     return min(per_sm, holds(block, GRID_VERSION)) * block * LOADS_IN_FLIGHT * 4
 
@@ -559,7 +559,7 @@ def _grid_form(per_sm: Any) -> str:
 def _judge_grid(per_sm: int, n: int = GRID_N, block: int = GRID_BLOCK, runs: int = 20) -> Verdict:
     dev = backend.device()
     head = f"{per_sm} block{'s' * (per_sm != 1)} of {block} per SM ({per_sm * dev.sm_count} blocks)"
-    if dev.backend == "cupy":
+    if dev.on_gpu:
         speeds = grid_speeds(n, block, runs)
         best = max(speeds.values())
         fewest = next(p for p in GRID_PER_SM if speeds[p] >= FULL_SPEED * best)

@@ -18,7 +18,7 @@ from .. import arrays
 from ..bench import Goal, Inputs, cub
 from ..engine import BenchSpec, Call, Cover, Engine, OneWave, PanelSpec, Plan, Topic, Version
 from ..errors import ArgumentError, InputError
-from .pictures import metrics, panel_input, picture, picture_grid, picture_input
+from .panel import metrics, panel_input, picture, picture_grid, picture_input
 
 BLOCKS = (32, 64, 128, 256, 512, 1024)  # powers of two: the halving trees need them
 BENCH_BLOCK = 1024  # with 2 blocks per SM and LOADS=2: the best of docs/reduction-tuning.md and -tail.md

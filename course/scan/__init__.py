@@ -10,9 +10,11 @@ that go past one block, up to a single pass at the speed of a copy.
     scan.check("kogge_stone_article", x[:64], block=64)
     scan.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers (and the timings on a GPU)
-notebook 04 tells the story with, `pictures.py` its pictures that `course.draw` does not draw,
-`exercises.py` its exercises. The kernels are in `kernels/scan.cu`.
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 04 calls (its
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `tuning.py` the tuning's knobs; the kernels are in `kernels/scan.cu`. (`story.py` is the
+old name of `lesson.py`.)
 """
 
 from __future__ import annotations
@@ -21,15 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import exercises
-from .pictures import (
-    bank_steps,
-    draw_bank_steps,
-    draw_lookback,
-    draw_naive_reads,
-    draw_warp_scan,
-    plot_steps_vs_work,
-)
-from .story import (
+from .lesson import (
     article_findings,
     bank_table,
     bytes_moved,
@@ -56,6 +50,14 @@ from .story import (
     typo_error,
     wrong_last_element,
 )  # fmt: skip
+from .pictures import (
+    bank_steps,
+    draw_bank_steps,
+    draw_lookback,
+    draw_naive_reads,
+    draw_warp_scan,
+    plot_steps_vs_work,
+)
 from .topic import ENGINE, MAX_ENGINE, STORY, TOPIC, VERSIONS
 
 versions = ENGINE.versions

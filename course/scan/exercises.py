@@ -22,7 +22,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel, Module
 from . import pictures
-from .story import code_labels, steps_vs_work
+from .lesson import code_labels, steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
 
 I32 = np.int32
@@ -42,7 +42,7 @@ def _work_key(name: str, n: int) -> str:
 @functools.lru_cache(maxsize=4)
 def work_truth(cases: tuple[tuple[str, int], ...] = WORK_CASES) -> dict[str, tuple[int, int, int]]:
     """Launch -> (steps, adds, barriers) of one block covering N (block N for Kogge-Stone, N / 2 for
-    Brent-Kung), counted from traces (`story.steps_vs_work`)."""
+    Brent-Kung), counted from traces (`lesson.steps_vs_work`)."""
     out = {}
     for name, n in cases:
         (row,) = steps_vs_work((n,), (name,))
@@ -451,8 +451,8 @@ def _bank_key(sweep: str, stride: int) -> str:
 @functools.lru_cache(maxsize=2)
 def bank_truth(block: int = BANK_BLOCK) -> dict[str, tuple[int]]:
     """The worst bank conflict (ways) of Brent-Kung's steps at the BANK_STEPS strides, one block of
-    `block` threads on 2 x block elements, counted from the trace (`story.step_table`)."""
-    from .story import step_table
+    `block` threads on 2 x block elements, counted from the trace (`lesson.step_table`)."""
+    from .lesson import step_table
 
     rows = step_table("brent_kung", 2 * block)
     levels = len(rows) // 2 + 1  # log2(2 x block) up-sweep steps, one fewer down-sweep steps
@@ -498,8 +498,8 @@ BYTES_BLOCK = 64  # not the tables' 128: the prediction is the learner's count, 
 @functools.lru_cache(maxsize=2)
 def bytes_truth(sizes: tuple[int, ...] = BYTES_SIZES, block: int = BYTES_BLOCK) -> dict[str, tuple[float]]:
     """Elements scan-then-propagate reads and writes in global memory per element of x, counted
-    from the traces of every launch (`story.bytes_moved`)."""
-    from .story import bytes_moved
+    from the traces of every launch (`lesson.bytes_moved`)."""
+    from .lesson import bytes_moved
 
     out = {}
     for n in sizes:
@@ -844,7 +844,7 @@ def _judge_block(answer: dict[str, Any], n: int = BLOCK_N, runs: int = 50) -> Ve
     if problem := _count_problem(answer, n):
         return Verdict(False, [problem])
     block = int(answer["block"])
-    if backend.device().backend == "cupy":
+    if backend.on_gpu():
         return exercises.timed_verdict(
             block_speeds(n, runs), block, f"lookback at N = {_spaced(n)} with block {block}"
         )

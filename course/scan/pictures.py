@@ -20,8 +20,9 @@ from matplotlib.patches import Rectangle
 from .. import analysis, arrays, draw
 from ..emulator import Trace
 from ..gpu import Module
-from .story import BANK_VARIANTS, bank_trace, example
-from .topic import ENGINE, ITEMS, options, picture
+from .lesson import BANK_VARIANTS, bank_trace, example
+from .panel import picture
+from .topic import ENGINE, ITEMS, options
 
 ALERT = "#d62728"
 IDLE = "#e6e6e6"
@@ -54,7 +55,7 @@ def plot_steps_vs_work(
     rows: Sequence[dict[str, Any]],
     names: Sequence[str] = ("naive", "kogge_stone", "brent_kung"),
 ) -> None:
-    """Two panels from `story.steps_vs_work` rows (counted from traces) of the algorithms `names`:
+    """Two panels from `lesson.steps_vs_work` rows (counted from traces) of the algorithms `names`:
     the adds each does against N, beside the lines N log2 N and 2N; the steps of its longest chain
     against N, beside log2 N and 2 log2 N."""
     sizes = np.array(sorted({r["N"] for r in rows}), float)
@@ -86,7 +87,7 @@ def plot_steps_vs_work(
 def bank_steps(variant: str = "blelloch (no padding)", block: int = 1024) -> dict[str, Any]:
     """For each step of the Blelloch tree (one block, 2 x block elements): the distinct words in
     each of the 32 banks in the step's worst warp instruction, its ways, and the step's label.
-    Read from the trace of `story.BANK_VARIANTS[variant]`."""
+    Read from the trace of `lesson.BANK_VARIANTS[variant]`."""
     t = bank_trace(variant, block)
     counts = analysis.step_counts(t, "temp")
     steps = counts[counts.ops > 0]

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays
-from ..backend import device
+from ..backend import device, on_gpu
 from ..bench.timing import rotation_sets
 from ..bench.tune import Data, Run, Stage, Sweep, Tuning, equal, occupancy_columns
 from ..module import Module
@@ -180,12 +180,12 @@ def data(key: Any) -> Data:
     """(n, dtype): rotating (x, y, status) sets on the device; NumPy's scan uploaded, to compare there."""
     n, dtype = key
     host, ref = (a[:n] for a in _inputs(dtype, 1 << max(n - 1, 2**20).bit_length()))
-    sets = rotation_sets(2 * n * 4, device().l2_cache_bytes) if device().backend == "cupy" else 1
+    sets = rotation_sets(2 * n * 4, device().l2_cache_bytes) if on_gpu() else 1
     status = arrays.zeros(2 + n // min(b * i for b, i in SHAPES), np.uint64)  # zeroed once: epochs reuse it
     first = arrays.asarray(host)
     xs = [first] + [first.copy() for _ in range(sets - 1)]
     builtin = None
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         builtin = lambda s: cupy.cumsum(s[0], out=s[1])  # noqa: E731
@@ -358,7 +358,7 @@ def rounding(s: Sweep) -> list[dict[str, Any]]:
     status = arrays.zeros(2 + n // (c.block * c.items), np.uint64)
     _launches(c, x, y, status, n)()
     answers = {str(c): arrays.asnumpy(y)}
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         answers["cupy.cumsum"] = cupy.asnumpy(cupy.cumsum(x))

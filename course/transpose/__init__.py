@@ -7,24 +7,17 @@
     transpose.check("transpose_article", a, block=(32, 8))
     transpose.panel()
 
-`topic.py` is the description the engine runs, `story.py` the numbers notebook 02 tells the story
-with, `pictures.py` its pictures, `exercises.py` its exercises. The kernels are in
-`kernels/transpose.cu`.
+`topic.py` is the description the engine runs, `lesson.py` the functions notebook 02 calls (its
+numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
+makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
+exercises, `bank_picture.py` the tile's banks drawn word by word, `tuning.py` the tuning's knobs;
+the kernels are in `kernels/transpose.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
 from __future__ import annotations
 
 from . import exercises
-from .pictures import (
-    draw_edge_block,
-    draw_sectors,
-    draw_tile,
-    draw_tile_order,
-    draw_tile_read,
-    edge_threads,
-    tile_order,
-)
-from .story import (
+from .lesson import (
     article_blocks,
     article_conflicts,
     article_grid,
@@ -54,6 +47,15 @@ from .story import (
     warp_elements,
     wide_block_fault,
 )  # fmt: skip
+from .pictures import (
+    draw_edge_block,
+    draw_sectors,
+    draw_tile,
+    draw_tile_order,
+    draw_tile_read,
+    edge_threads,
+    tile_order,
+)
 from .topic import ENGINE, GROUP, STORY, TILE, TOPIC, VERSIONS, copy_kernel, kernel, shape_for
 
 versions = ENGINE.versions

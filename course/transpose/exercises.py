@@ -23,7 +23,7 @@ from .. import analysis, arrays, backend, draw, exercises, gpu
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
 from .bank_picture import draw_bank_access
-from .story import (
+from .lesson import (
     first_trace,
     index_matrix,
     launch_facts,
@@ -533,7 +533,7 @@ def _allowed_block(block: Any) -> str:
 
 def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, runs: int = 20) -> Verdict:
     bx, by = block
-    if backend.device().backend == "cupy":
+    if backend.on_gpu():
         return exercises.timed_verdict(
             _gpu_block_speeds(shape, runs),
             block,

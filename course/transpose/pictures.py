@@ -19,7 +19,7 @@ from matplotlib.patches import Rectangle
 from .. import analysis, backend, draw
 from ..emulator import Trace
 from .bank_picture import draw_bank_access
-from .story import accepted_block, first_trace, global_buffers, index_matrix, launch_facts
+from .lesson import accepted_block, first_trace, global_buffers, index_matrix, launch_facts
 from .topic import ENGINE
 
 WORD = 4  # bytes: every version moves 4-byte words
@@ -247,15 +247,15 @@ def _tile_trace(name: str, block: Any, shape: tuple[int, int] = (64, 64)) -> Tra
 
 
 def draw_tile(ax: Any, name: str, block: Any, shape: tuple[int, int] = (64, 64), warps: int = 4) -> None:
-    """Block 0's shared tile (`draw.transpose_tile`): left, who stored each word (warps 0 ..
+    """Block 0's shared tile (`draw.tile`): left, who stored each word (warps 0 ..
     warps - 1 in colour); right, who loaded it; under each, how each warp walks the tile and its
     bank conflict. The tile is by rows × bx columns (bx + 1 with the padding of transpose_padded)."""
     t = _tile_trace(name, block, shape)
     bx = int(launch_facts(name, shape, block)["block"].split("×")[0])
     width = bx + 1 if name == "transpose_padded" else bx
     buffer = next(b.name for b in t.buffers if b.space == "shared")
-    draw.transpose_tile(ax, t, buffer, width=width, warps=warps)
-    if width > 16:  # draw.transpose_tile writes lane numbers into narrow tiles only
+    draw.tile(ax, t, buffer, width=width, warps=warps)
+    if width > 16:  # draw.tile writes lane numbers into narrow tiles only
         ax.set_title(ax.get_title().replace(", number = lane", ""), fontsize=ax.title.get_fontsize())
 
 

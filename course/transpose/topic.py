@@ -6,7 +6,7 @@ out[c][r] = a[r][c]; nothing is computed, only the addressing changes. `run` ret
 transposed matrix as a NumPy array of the input's dtype.
 
 The copy (`copy` in transpose.cu) is a read + write copy, not a transpose, so it is not a
-version: the story launches it by hand (`story.copy_kernel`), and the benchmark's 100 % is a
+version: the story launches it by hand (`lesson.copy_kernel`), and the benchmark's 100 % is a
 device copy (cudaMemcpy).
 """
 
@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, draw
+from .. import arrays
 from ..bench import Goal, Inputs
-from ..emulator import Trace
 from ..engine import BenchSpec, Block, Call, Engine, PanelSpec, Plan, Size, Tiles, Topic, Version
 from ..errors import ArgumentError, InputError
 from ..module import Kernel
-from .bank_picture import draw_bank_access
+from .panel import metrics, panel_input, picture, picture_input
 
 KERNEL_FILE = "transpose.cu"
 C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int"}  # 4-byte words only
@@ -328,67 +327,6 @@ BENCH = BenchSpec(
 )
 
 
-# ---------------------------------------------------------------- the panel
-
-
-def panel_input(n: int, rng: np.random.Generator) -> tuple[np.ndarray]:
-    """A float32 matrix of about N elements (`shape_for`), values 0, 1, 2, ... in row order."""
-    rows, cols = shape_for(n)
-    return (np.arange(rows * cols, dtype=np.float32).reshape(rows, cols),)
-
-
-PICTURE_SIDE = 128  # the picture traces the top-left 128 × 128 of the matrix: block 0 and its neighbours
-
-
-def picture_input(inputs: tuple[np.ndarray, ...], block: Any, version: Version) -> tuple[np.ndarray, ...]:
-    (a,) = inputs
-    return (a[:PICTURE_SIDE, :PICTURE_SIDE],)
-
-
-def picture_event(t: Trace, v: Version) -> int:
-    """The warp instruction the picture shows, in block 0 (whose numbers the panel shows; the
-    trace need not list it first): its first read of the shared tile (versions with one), else its
-    first strided global access (the naive write, or the naive_cols read)."""
-    zero = t.block == 0
-    shared = np.flatnonzero(zero & (t.op == "ld") & (t.space == "shared"))
-    if len(shared):
-        return int(shared[0])
-    strided = "ld" if v.name == "transpose_naive_cols" else "st"
-    return int(np.flatnonzero(zero & (t.op == strided) & (t.space == "global"))[0])
-
-
-def picture(ax: Any, t: Trace, v: Version) -> Any:
-    """One warp instruction of block 0 up close (`draw.warp_access`): its 32 lanes onto the
-    shared-memory banks of the tile read (a tower of 32 words in one bank is a 32-way conflict),
-    or, for the naive versions, onto the 32-byte sectors of their strided access. A tile read
-    is drawn as the notebook draws it (`bank_picture.draw_bank_access`: all 32 words of a tower)."""
-    event = picture_event(t, v)
-    if t.space[event] == "shared":
-        return draw_bank_access(ax, t, event)
-    return draw.warp_access(ax, t, event)
-
-
-def metrics(t: Trace, v: Version) -> dict[str, Any]:
-    """Sectors per request of the global reads and writes, and bank conflicts of the tile, read
-    from the trace of block 0."""
-    out: dict[str, Any] = {}
-    glob = analysis.sectors(t)
-    for op, what in (("ld", "reads"), ("st", "writes")):
-        mine = glob[glob.op == op]
-        if len(mine):
-            out[f"global {what}: sectors per request"] = (
-                f"{mine.sectors.sum() / len(mine):.1f} (ideal {mine.ideal.sum() / len(mine):.1f})"
-            )
-    shared = analysis.bank_conflicts(t)
-    for op, what in (("st", "stores to"), ("ld", "loads from")):
-        mine = shared[shared.op == op]
-        if len(mine):
-            out[f"shared {what} the tile: worst conflict"] = f"{int(mine.ways.max())}-way"
-    if len(shared):
-        out["shared wavefronts per request"] = round(float(shared.ways.sum()) / len(shared), 2)
-    return out
-
-
 TOPIC = Topic(
     name="transpose",
     title="Transpose: coalescing, a shared-memory tile, bank conflicts, and beyond",
@@ -405,7 +343,12 @@ TOPIC = Topic(
     tolerance="exact: a transpose only moves bits",
     bench=BENCH,
     panel=PanelSpec(
-        panel_input, picture, metrics, picture_input=picture_input, version="transpose_naive", n=4096
+        lambda n, rng: panel_input(shape_for(n)),
+        picture,
+        metrics,
+        picture_input=picture_input,
+        version="transpose_naive",
+        n=4096,
     ),
     sample=sample,
     sample_sizes=sample_sizes,

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays, compiler
-from ..backend import device
+from ..backend import device, on_gpu
 from ..bench.tune import Data, Run, Stage, Sweep, Tuning, equal
 from ..engine import Launch
 from ..module import Kernel, Module
@@ -357,7 +357,7 @@ def data(key: Any) -> Data:
     want = arrays.asarray(np.ascontiguousarray(host.T))
     builtin = None
     count = 1
-    if device().backend == "cupy":
+    if on_gpu():
         import cupy
 
         from ..bench.timing import rotation_sets

@@ -114,7 +114,7 @@ class Panel:
         """Every cap on N for `version` with `block`, by what sets it: the backend (what it answers
         quickly), the version's own limit, the topic's emulator cap, what one block covers."""
         v = self.engine.version(version)
-        on_gpu = backend.device().backend == "cupy"
+        on_gpu = backend.on_gpu()
         limits = {"backend": GPU_MAX_N if on_gpu else EMULATOR_MAX_N, "version": v.max_n or GPU_MAX_N}
         block = self.engine.block_for(v) if block is None else block
         if not on_gpu and version in self.spec.emulator_max_n:
@@ -222,7 +222,7 @@ class Panel:
             result["findings"] = findings
             first = trace.launches()[0]
             result["metrics"] = facts | dict(self.spec.metrics(first.where(block=0), v))
-            if backend.device().backend == "cupy":
+            if backend.on_gpu():
                 result["ms"], result["launches"] = self._time_ms(version, inputs, block)
             result["drawn"], result["caption"] = self._draw(first, lambda drawn: picture_caption(
                 n, (blocks, _block_label(block)), first, drawn, shown[0].shape, inputs[0].shape

@@ -1,5 +1,5 @@
 """What reduction's panel shows: its input for N, the picture of block 0 and the numbers read
-from the trace."""
+from the trace (the `PanelSpec` callbacks topic.py hands the engine)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def picture(ax: Any, t: Trace, version: Version) -> Any:
     """Block 0's tree where there is one (kernels 1-7); for the kernels without a shared-memory
     tree, which block and thread loaded which element of x in which iteration of the loop."""
     if "sdata" in {b.name for b in t.buffers}:
-        return draw.reduction_tree(ax, t, "sdata")
+        return draw.tree(ax, t, "sdata")
     return draw.grid_stride_map(ax, t, "x", by="block", max_elements=256)
 
 
