@@ -599,24 +599,22 @@ reduction.g80_floor()
 # number of blocks does. Which part of a block costs, then? Not its work either: the control above
 # removes only the loads, and the tree, the barriers and the stores still run. Remove those too.
 # An **empty kernel** (`if (n < 0) out[blockIdx.x] = 0;`, which stores nothing) launched on kernel
-# 3's grid of 262 144 blocks of 128 takes 165.2 µs<!-- given: reference --> on an H100, against
-# 167.7 µs<!-- given: reference --> for kernel 3 in the same run, and on kernel 4's 131 072 blocks
-# 85.6 µs<!-- given: reference -->. Those are the course's third reader's measurements, on another
-# H100 that ran kernel 3 about 3 % slower than this notebook's (compare them with each other, not
-# with the tables here: on this card kernels 5 and 6 take
-# 82.8 µs<!-- from issue_table: µs @ kernel=reduce5 --> on that same grid);
-# `scripts/gpu_facts_reduction.py` (step 10) times the empty kernel on each kernel's own grid beside
-# the kernel. The time is the rate at which the GPU **starts blocks**:
-# 165.2 µs<!-- given: reference --> over 262 144 blocks is about 0.63 ns a block, some 0.8 blocks
-# per SM clock for the whole GPU, and what a block does inside (its loads, its tree, its barriers)
-# hides under it. The issue table says the same: a wave of 2112 blocks takes
+# 3's grid of 262 144 blocks of 128 takes 160.7 µs<!-- given: reference --> on this notebook's H100,
+# against 162.9 µs<!-- given: reference --> for kernel 3 in the same run, and on kernel 4's 131 072
+# blocks 81.9 µs<!-- given: reference -->, against 86.5 µs<!-- given: reference --> for kernel 4 and
+# 82.8 µs<!-- from issue_table: µs @ kernel=reduce5 --> for kernel 5 (`scripts/gpu_facts_reduction.py` step 10, which times the
+# empty kernel on each kernel's own grid beside the kernel: `docs/notes/reduction-gpu-facts.md`; a
+# reader of the course measured the same on another H100). The time is the rate at which the GPU
+# **starts blocks**: 160.7 µs<!-- given: reference --> over 262 144 blocks is about 0.61 ns a
+# block, some 0.8 blocks per SM clock for the whole GPU, and what a block does inside (its loads, its
+# tree, its barriers) hides under it. The issue table says the same: a wave of 2112 blocks takes
 # 1.31 µs<!-- from issue_table: µs per wave @ kernel=reduce3 -->, about 0.62 ns a block. Kernel 4
 # halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each block issues but keep
 # the blocks, and the time stays.
 #
-# That gives a rule for any kernel: at 0.63 ns a block and a read stream of
+# That gives a rule for any kernel: at 0.61 ns a block and a read stream of
 # 2890 GB/s<!-- from littles_law: GB/s --> (the probe's, below), a block must read at least
-# 0.63 ns × 2890 GB/s<!-- from littles_law: GB/s --> ≈ 1.8 KB before memory, not starting
+# 0.61 ns × 2890 GB/s<!-- from littles_law: GB/s --> ≈ 1.8 KB before memory, not starting
 # blocks, sets the time. Kernel 3's blocks of 128 read 512 B each and kernel 4's 1 KB; one wave of
 # kernel 7 reads 2^25 × 4 B / 2112 blocks, about 64 KB a block. The way out is fewer blocks, each
 # doing more: kernel 7.
