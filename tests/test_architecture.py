@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import course
 import course.topics
 
@@ -305,3 +307,22 @@ def test_every_topic_folder_has_the_same_files_for_the_same_jobs() -> None:
         spec = importlib.import_module(f"course.{name}.topic").TOPIC.panel
         callbacks = [spec.draw, spec.metrics]
         assert all(f.__module__ == f"course.{name}.panel" for f in callbacks), name
+
+
+def test_a_sixth_topic_joins_by_its_entry_in_the_one_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's new-topic checklist: a toy topic (dot's engine under another name) added to
+    course.topics.TOPICS alone gets its notebook's name, the benchmark's command line and the
+    list of goals, with no other list touched."""
+    import dataclasses
+
+    from course import dot, topics
+    from course.bench import cli
+    from course.engine import Engine
+
+    toy = Engine(dataclasses.replace(dot.ENGINE.topic, name="toy"))
+    monkeypatch.setattr(topics, "TOPICS", (*topics.TOPICS, toy))
+    monkeypatch.setattr(cli, "TOPICS", topics.TOPICS)
+    assert topics.notebook("toy") == "06_toy.ipynb"
+    assert "toy" in cli._parser().format_help()
+    with pytest.raises(SystemExit):  # a topic that is not in the list is refused, naming the list
+        cli.main(["not_a_topic"])
