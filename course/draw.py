@@ -15,257 +15,42 @@ what it shows (`tree`, `scan_steps`, `tile`, `bank_heatmap`, `grid_stride_map`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-import matplotlib as mpl
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.collections import Collection, LineCollection, PatchCollection, PolyCollection
 from matplotlib.patches import Rectangle
-from matplotlib.text import Text
 
 from . import analysis
+from . import drawkit as kit
+from .drawkit import (  # noqa: F401  (the sizes, colours and Drawing of every picture, by their old names)
+    ALERT,
+    ARROW_WIDTH,
+    CELL,
+    DASHED_HEAD,
+    DIGIT_EM,
+    EDGE,
+    FONT,
+    GROUP_COLORS,
+    HEAD,
+    IDLE,
+    MAX_ELEMENTS,
+    MAX_ROWS,
+    NOTE_SPACE,
+    NOTEBOOK_STYLE,
+    ROW_INCHES,
+    ROW_PITCH,
+    STRIP,
+    THREAD_COLORS,
+    Arrow,
+    Drawing,
+    group_color,
+    thread_color,
+    use_notebook_style,
+)
 from .emulator.trace import LANES, Trace
 
-MAX_ELEMENTS = 64  # columns drawn before a picture is capped
-FONT = 8  # points: the smallest text a picture has (readable at a notebook's width)
-MAX_ROWS = 24  # stage rows drawn before a picture is capped
-CELL = 0.9  # cell side; the pitch is 1, so the gap shows the borders
-ROW_PITCH = 2.4  # distance between stage rows: the arrows live in the gap
-ROW_INCHES = 0.36  # the least height of a stage row, for its two lines of 8-point labels
-STRIP = 0.3  # height of the thread strip under a stage row
-NOTE_SPACE = 1.0  # room at the bottom for the "what was drawn" message
 MAX_STACK = 16  # words drawn in one bank's stack by warp_access
-DIGIT_EM = 0.64  # the width of a digit, in ems: whether a number fits its cell
-IDLE = "#e6e6e6"
-EDGE = "0.45"
-ALERT = "#d62728"
-THREAD_COLORS = [mpl.colormaps["tab20"](i) for i in range(20)]
-GROUP_COLORS = [mpl.colormaps["tab10"](i) for i in range(10)]
-
-
-NOTEBOOK_STYLE: dict[str, Any] = {
-    "figure.dpi": 110,  # crisp at a notebook's width, where 72 is blurred
-    "savefig.dpi": 110,
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
-    "figure.constrained_layout.use": True,
-}
-
-
-def use_notebook_style() -> None:
-    """Figures readable at a notebook's width: 110 dpi, no text under 8 points."""
-    mpl.rcParams.update(NOTEBOOK_STYLE)  # type: ignore[arg-type]
-
-
-def thread_color(thread: int | np.integer) -> tuple[float, float, float, float]:
-    """The colour of a thread (linear id) in every picture."""
-    return THREAD_COLORS[int(thread) % len(THREAD_COLORS)]
-
-
-def group_color(group: int | np.integer) -> tuple[float, float, float, float]:
-    """The colour of a warp, a phase or another small group."""
-    return GROUP_COLORS[int(group) % len(GROUP_COLORS)]
-
-
-@dataclass(frozen=True)
-class Arrow:
-    """One arrow of a picture, in data coordinates; `row` is the stage row it points into."""
-
-    start: tuple[float, float]
-    end: tuple[float, float]
-    color: Any
-    row: int = 0
-    dashed: bool = False  # its source lies outside the drawn columns
-
-
-@dataclass
-class Drawing:
-    """The artists one drawing function added to its axes, and the arrows it drew."""
-
-    cells: list[Collection] = field(default_factory=list)
-    arrows: list[Arrow] = field(default_factory=list)
-    arrow_artists: list[Collection] = field(default_factory=list)  # all arrows in two or three collections
-    texts: list[Text] = field(default_factory=list)
-    note: str = ""  # what was left out of the picture ("" when everything is drawn)
-    min_height: float = 0.0  # inches the picture needs to be readable (rows of labels); 0: any
-    blocks: tuple[int, ...] = ()  # the blocks whose work is drawn (a caption names them); (): none
-
-    def arrows_in_row(self, row: int) -> list[Arrow]:
-        return [a for a in self.arrows if a.row == row]
-
-
-# ---------------------------------------------------------------- building blocks
-
-
-def _cells(
-    ax: Axes,
-    d: Drawing,
-    x: np.ndarray,
-    y: np.ndarray,
-    colors: list,
-    *,
-    w: float = CELL,
-    h: float = CELL,
-    edge: str = EDGE,
-    lw: float = 0.5,
-    values: np.ndarray | None = None,
-    cmap: str | None = None,
-    vmax: float = 1.0,
-    zorder: float = 1,
-) -> PolyCollection:
-    """One collection of w x h rectangles with lower-left corners (x, y), built from a vertex array
-    (a PatchCollection of Rectangles takes ten times longer, and the panel redraws on every click)."""
-    x0, y0 = np.asarray(x, float), np.asarray(y, float)
-    corners = [np.c_[x0, y0], np.c_[x0 + w, y0], np.c_[x0 + w, y0 + h], np.c_[x0, y0 + h]]
-    verts: Any = np.stack(corners, axis=1)  # (n, 4, 2): PolyCollection's fast path takes the array
-    if values is not None:
-        pc = PolyCollection(verts, cmap=cmap, edgecolors=edge, linewidths=lw, zorder=zorder)
-        pc.set_array(np.asarray(values, float))
-        pc.set_clim(0, max(vmax, 1))
-    else:
-        pc = PolyCollection(verts, facecolors=colors, edgecolors=edge, linewidths=lw, zorder=zorder)
-    ax.add_collection(pc, autolim=False)  # the limits are set at the end (_finish)
-    d.cells.append(pc)
-    return pc
-
-
-@dataclass
-class _Batch:
-    """Cells, lines and frames of many rows, drawn as one collection of each kind (a picture of
-    seventeen stage rows made seventy collections)."""
-
-    cells: dict[tuple[float, float], list[tuple[np.ndarray, np.ndarray, list]]] = field(default_factory=dict)
-    lines: list[list[tuple[float, float]]] = field(default_factory=list)
-    frames: list[Rectangle] = field(default_factory=list)
-
-    def add_cells(
-        self, x: np.ndarray, y: np.ndarray, colors: list, *, h: float = CELL, lw: float = 0.5
-    ) -> None:
-        self.cells.setdefault((h, lw), []).append((np.asarray(x, float), np.asarray(y, float), list(colors)))
-
-    def draw(self, ax: Axes, d: Drawing) -> None:
-        for (h, lw), parts in self.cells.items():
-            x, y = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-            _cells(ax, d, x, y, [c for p in parts for c in p[2]], h=h, lw=lw)
-        if self.lines:
-            ax.add_collection(
-                LineCollection(self.lines, colors="0.15", linewidths=1.6, zorder=2), autolim=False
-            )
-        if self.frames:
-            pc = PatchCollection(self.frames, facecolors="none", edgecolors=ALERT, linewidths=1.2, zorder=2)
-            ax.add_collection(pc, autolim=False)
-            d.cells.append(pc)
-
-
-def _arrow(
-    d: Drawing, row: int, start: tuple[float, float], end: tuple[float, float], color, *, dashed: bool = False
-) -> None:
-    """Record an arrow; `_draw_arrows` draws all of a picture's arrows at once."""
-    d.arrows.append(Arrow(start, end, color, row, dashed))
-
-
-ARROW_WIDTH = 0.9 / 72  # inches: a 0.9-point shaft
-HEAD = 3.2  # head length and width, in shaft widths
-DASHED_HEAD = 0.2  # the solid part at the end of a dashed arrow, as a fraction of its length
-
-
-def _draw_arrows(ax: Axes, d: Drawing) -> None:
-    """Every arrow of the picture as one quiver (polygons computed in display space, so heads
-    keep their shape at any aspect) and the shafts of dashed ones as one line collection: a
-    few hundred annotations took most of a panel update."""
-    if not d.arrows:
-        return
-    start = np.array([a.start for a in d.arrows], float)
-    end = np.array([a.end for a in d.arrows], float)
-    dashed = np.array([a.dashed for a in d.arrows])
-    colors = [a.color for a in d.arrows]
-    if dashed.any():
-        shafts = LineCollection(
-            list(np.stack([start[dashed], end[dashed]], axis=1)),
-            colors=[c for c, x in zip(colors, dashed) if x],
-            linewidths=0.9,
-            linestyles="--",
-            zorder=3,
-        )
-        ax.add_collection(shafts, autolim=False)
-        d.arrow_artists.append(shafts)
-        start[dashed] = end[dashed] - DASHED_HEAD * (end[dashed] - start[dashed])
-    delta = end - start
-    quiver = ax.quiver(
-        start[:, 0], start[:, 1], delta[:, 0], delta[:, 1],
-        color=colors, angles="xy", scale_units="xy", scale=1, units="inches", width=ARROW_WIDTH,
-        headwidth=HEAD, headlength=HEAD, headaxislength=HEAD, zorder=3,
-    )  # fmt: skip
-    d.arrow_artists.append(quiver)
-
-
-def _text(ax: Axes, d: Drawing, x: float, y: float, s: str, **kw) -> Text:
-    t = ax.text(x, y, s, **{"fontsize": FONT, "va": "center", "ha": "center", **kw})
-    d.texts.append(t)
-    return t
-
-
-def _note(ax: Axes, d: Drawing, parts: list[str]) -> None:
-    """Say on the axes what part of the data the picture shows."""
-    if parts:
-        d.note = "; ".join(parts)
-        _text(
-            ax,
-            d,
-            0.0,
-            0.0,
-            "showing " + d.note,
-            transform=ax.transAxes,
-            ha="left",
-            va="bottom",
-            style="italic",
-            color="0.3",
-        )
-
-
-def _label_size(ncols: int) -> float:
-    """Font size of labels inside cells: cells shrink as columns grow (never below FONT: where
-    labels would be smaller, callers leave them out)."""
-    return float(np.clip(400 / max(ncols, 1), FONT, 10))
-
-
-def _points_per_unit(ax: Axes, span: float) -> float:
-    """Points per data unit along x, once the axes' x limits span `span` units (at the axes' size
-    now: the panel sets its margins before drawing)."""
-    fig = ax.figure
-    return ax.get_position().width * fig.bbox.width / fig.dpi * 72 / span
-
-
-def _fits(label: str, fontsize: float, width: float) -> bool:
-    """Whether a label of digits fits `width` points at `fontsize` (a digit is 0.64 em wide in
-    DejaVu Sans, Matplotlib's font), with a little room either side."""
-    return DIGIT_EM * fontsize * len(label) + 2 <= width
-
-
-def _finish(ax: Axes, xlim: tuple[float, float], ylim: tuple[float, float], title: str) -> None:
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=FONT + 2)
-
-
-def _source_line(trace: Trace, line: int, width: int = 48) -> str:
-    text = trace.source[line - 1].strip() if 0 < line <= len(trace.source) else ""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _block(trace: Trace, block: int) -> Trace:
-    sub = trace.where(block=block)
-    if not len(sub):
-        have = np.unique(trace.columns["block"])[:8].tolist()
-        raise ValueError(f"block {block} is not in this trace; traced blocks include {have}")
-    return sub
 
 
 # ---------------------------------------------------------------- trees (reductions) and scans
@@ -351,10 +136,10 @@ def _stage_rows(
     values: np.ndarray | None = None,
 ) -> Drawing:
     """Rows of cells, one per stage, with arrows from the elements read to the one written."""
-    data = _Stages.of(_block(trace, block), buffer)
+    data = _Stages.of(kit.block_of(trace, block), buffer)
     d = Drawing(blocks=(block,))
     if not len(data.counts):
-        _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no writes to {buffer} in block {block}")
+        kit.finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no writes to {buffer} in block {block}")
         return d
     n_elem = int(data.acc.index.max()) + 1
     ncols = min(n_elem, max_elements)
@@ -370,25 +155,25 @@ def _stage_rows(
     labels, sweep = _stage_labels(data, stages, sweeps)
     sums = _partial_sums(data, stages, values, n_elem) if values is not None else {}
     _column_numbers(ax, d, ncols, CELL + 0.35, "element")
-    batch = _Batch()
+    batch = kit.Batch()
     for r, stage in enumerate(rows):
         y0 = -r * ROW_PITCH
         if stage is None:
             batch.add_cells(np.arange(ncols), np.full(ncols, y0), ["white"] * ncols)
-            _text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
+            kit.text(ax, d, -0.4, y0 + CELL / 2, "input", ha="right")
             continue
         _stage_row(ax, d, batch, data, stage, y0, ncols, sums.get(stage))
         k = stages.index(stage)
-        _text(ax, d, -0.4, y0 + CELL / 2, labels[k], ha="right")
+        kit.text(ax, d, -0.4, y0 + CELL / 2, labels[k], ha="right")
         if sweep[k]:  # in the gap above the row, left of the arrows
-            _text(ax, d, -0.4, y0 + CELL + 0.55, sweep[k], ha="right", style="italic", color="0.3")
+            kit.text(ax, d, -0.4, y0 + CELL + 0.55, sweep[k], ha="right", style="italic", color="0.3")
         if r > 0:
             _stage_arrows(ax, d, data, stage, y0 + CELL, y0 + ROW_PITCH - STRIP - 0.15, ncols)
     batch.draw(ax, d)
-    _draw_arrows(ax, d)
+    kit.draw_arrows(ax, d)
     if np.any(data.moves.src >= ncols) and n_elem > ncols:
         capped.append("dashed arrows come from elements further right")
-    _note(ax, d, capped)
+    kit.note(ax, d, capped)
     bottom = -(len(rows) - 1) * ROW_PITCH - STRIP - 0.4 - NOTE_SPACE
     span = ncols + 1
     cells = "number = partial sum" if sums else "number = writing thread" if ncols <= 32 else ""
@@ -396,7 +181,7 @@ def _stage_rows(
         f"{trace.kernel}: {what} on {buffer} in block {block}, one row per barrier step\n"
         f"arrows: elements read → element written; colour = warp" + (f"; {cells}" if cells else "")
     )
-    _finish(ax, (-max(2.5, 0.13 * span), ncols + max(6.0, 0.33 * span)), (bottom, CELL + 0.8), title)
+    kit.finish(ax, (-max(2.5, 0.13 * span), ncols + max(6.0, 0.33 * span)), (bottom, CELL + 0.8), title)
     d.min_height = ROW_INCHES * len(rows) + 1.5  # two lines of labels a row, the title and notes
     return d
 
@@ -436,7 +221,7 @@ def _number(v: float) -> str:
 
 
 def _stage_row(
-    ax: Axes, d: Drawing, batch: _Batch, data: _Stages, stage: int, y0: float, ncols: int,
+    ax: Axes, d: Drawing, batch: kit.Batch, data: _Stages, stage: int, y0: float, ncols: int,
     sums: np.ndarray | None = None,
 ) -> None:  # fmt: skip
     """One stage: cells coloured by their writer's warp, the thread strip, and the counts at the right."""
@@ -445,14 +230,14 @@ def _stage_row(
     writer = dict(zip(here.index.tolist(), here.thread.tolist()))
     colors = [group_color(writer[i] // LANES) if i in writer else IDLE for i in range(ncols)]
     batch.add_cells(np.arange(ncols), np.full(ncols, y0), colors)
-    size = _label_size(ncols)
+    size = kit.label_size(ncols)
     labels = (
         {i: _number(float(sums[i])) for i in writer} if sums is not None else writer if ncols <= 32 else {}
     )
     if labels and max(len(str(v)) for v in labels.values()) * size * 0.62 <= 900 / ncols:  # fits a cell
         for i, label in labels.items():
             if i < ncols:
-                _text(ax, d, i + CELL / 2, y0 + CELL / 2, str(label), fontsize=size)
+                kit.text(ax, d, i + CELL / 2, y0 + CELL / 2, str(label), fontsize=size)
     n_threads = min(ncols, data.trace.threads_per_block)
     divergent = np.unique(here.warp[np.isin(here.event, data.partial)])
     _thread_strip(batch, y0, n_threads, set(here.thread.tolist()), divergent.tolist())
@@ -465,7 +250,7 @@ def _stage_row(
     ok = "no conflicts" if data.shared else "no divergence"
     info = f"{_plural(counts.threads, 'thread')}, {_plural(counts.warps, 'warp')}\n{' · '.join(flags) or ok}"
     color = ALERT if len(divergent) or worst > 1 else "0.1"
-    _text(ax, d, ncols + 0.6, y0 + CELL / 2 - STRIP / 2, info, ha="left", color=color)
+    kit.text(ax, d, ncols + 0.6, y0 + CELL / 2 - STRIP / 2, info, ha="left", color=color)
 
 
 def _stage_arrows(
@@ -478,21 +263,21 @@ def _stage_arrows(
             continue
         outside = src >= ncols  # the source is beyond the drawn columns: enter from the right
         start = (ncols + 0.2, below) if outside else (src + CELL / 2, below)
-        _arrow(d, stage, start, (dst + CELL / 2, top), group_color(t // LANES), dashed=outside)
+        kit.arrow(d, stage, start, (dst + CELL / 2, top), group_color(t // LANES), dashed=outside)
 
 
 def _column_numbers(ax: Axes, d: Drawing, ncols: int, y: float, name: str) -> None:
     """Element (or bank, or bin) numbers above the first row: all of them, or every 8th."""
-    _text(ax, d, -0.4, y, name, ha="right", color="0.3")
+    kit.text(ax, d, -0.4, y, name, ha="right", color="0.3")
     for i in range(0, ncols, 1 if ncols <= 16 else 8 if ncols <= 64 else 16):
-        _text(ax, d, i + CELL / 2, y, str(i), color="0.3")
+        kit.text(ax, d, i + CELL / 2, y, str(i), color="0.3")
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _thread_strip(batch: _Batch, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
+def _thread_strip(batch: kit.Batch, y0: float, n: int, active: set[int], divergent: list[int]) -> None:
     """Threads 0..n-1 under a stage row, in warps: coloured if active, grey if idle, red frame
     round a divergent warp, a thick mark where one warp ends and the next begins."""
     y = y0 - STRIP - 0.08
@@ -537,7 +322,7 @@ def tile(
     that covers a row accessed the tile by row, one that covers a column by column. Under
     each tile, each warp's pattern and its bank conflict (shared) or sectors (global).
     """
-    sub = _block(trace, block)
+    sub = kit.block_of(trace, block)
     bid = analysis.buffer_index(sub, buffer)
     info = sub.buffers[bid]
     acc = analysis.steps(sub, buffer)
@@ -552,16 +337,16 @@ def tile(
         part = analysis.subset(acc, np.isin(acc.op, ops))
         x0 = side * (shown_w + gap)
         _tile_side(ax, d, part, x0, width, (shown_w, shown_h), warps, cost)
-        _text(ax, d, x0 + shown_w / 2, CELL + 0.8, f"{name} of {buffer}", fontsize=8)
+        kit.text(ax, d, x0 + shown_w / 2, CELL + 0.8, f"{name} of {buffer}", fontsize=8)
     capped = []
     if (shown_w, shown_h) != (width, nrows):
         capped.append(f"the top-left {shown_h}×{shown_w} of the {nrows}×{width} tile")
     total_warps = -(-sub.threads_per_block // LANES)
     if total_warps > warps:
         capped.append(f"warps 0-{warps - 1} in colour, the other {total_warps - warps} grey")
-    _note(ax, d, capped)
+    kit.note(ax, d, capped)
     title = f"{sub.kernel}: {buffer} as a {nrows}×{width} tile, block {block} — colour = warp, number = lane"
-    _finish(ax, (-0.5, 2 * shown_w + gap + 0.5), (-shown_h - 1.4 * warps - 1.6, CELL + 1.4), title)
+    kit.finish(ax, (-0.5, 2 * shown_w + gap + 0.5), (-shown_h - 1.4 * warps - 1.6, CELL + 1.4), title)
     return d
 
 
@@ -583,16 +368,16 @@ def _tile_side(
         group_color(owner[(c, r)][0]) if (c, r) in owner else (IDLE if (c, r) in touched else "white")
         for c, r in zip(cx.tolist(), cy.tolist())
     ]
-    _cells(ax, d, x0 + cx, -cy, colors, lw=0.3)
+    kit.cells(ax, d, x0 + cx, -cy, colors, lw=0.3)
     if shown_w <= 16:
         for (c, r), (_, ln) in owner.items():
-            _text(ax, d, x0 + c + CELL / 2, -r + CELL / 2, str(ln), fontsize=_label_size(shown_w))
+            kit.text(ax, d, x0 + c + CELL / 2, -r + CELL / 2, str(ln), fontsize=kit.label_size(shown_w))
     for w in range(warps):
         mine = analysis.subset(part, part.warp == w)
         if len(mine):
             first = analysis.subset(mine, mine.event == mine.event[0])  # the warp's first instruction
             text = f"warp {w}: {_pattern(first, width)} · {cost.get(int(first.event[0]), '')}"
-            _text(ax, d, x0, -shown_h - 0.6 - 1.4 * w, text, ha="left", color=group_color(w))
+            kit.text(ax, d, x0, -shown_h - 0.6 - 1.4 * w, text, ha="left", color=group_color(w))
 
 
 def _tile_width(n: int) -> int:
@@ -637,7 +422,7 @@ def bank_heatmap(
     hits = analysis.bank_hits(trace)
     d = Drawing()
     if not len(hits):
-        _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no shared-memory accesses in this trace")
+        kit.finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no shared-memory accesses in this trace")
         return d
     if line is None:
         by_line = analysis.bank_conflicts_by_line(trace)
@@ -655,14 +440,16 @@ def bank_heatmap(
     counts = rows.hits
     banks = np.tile(np.arange(analysis.BANKS), len(rows))
     ys = -np.repeat(np.arange(len(rows)), analysis.BANKS)
-    _cells(ax, d, banks, ys, [], values=counts.ravel(), cmap="Reds", vmax=max(int(counts.max()), 2), lw=0.3)
+    kit.cells(
+        ax, d, banks, ys, [], values=counts.ravel(), cmap="Reds", vmax=max(int(counts.max()), 2), lw=0.3
+    )
     for r, row in enumerate(rows):
         for bank in np.flatnonzero(row.hits).tolist():
             dark = row.hits[bank] > 0.6 * counts.max()
             color = "white" if dark else "black"
-            _text(ax, d, bank + CELL / 2, -r + CELL / 2, str(row.hits[bank]), fontsize=FONT, color=color)
-        _text(ax, d, -0.4, -r + CELL / 2, f"warp {row.warp}", ha="right")
-        _text(
+            kit.text(ax, d, bank + CELL / 2, -r + CELL / 2, str(row.hits[bank]), fontsize=FONT, color=color)
+        kit.text(ax, d, -0.4, -r + CELL / 2, f"warp {row.warp}", ha="right")
+        kit.text(
             ax,
             d,
             analysis.BANKS + 0.4,
@@ -672,14 +459,14 @@ def bank_heatmap(
             color=ALERT if row.ways > row.phases else "0.1",
         )
     _column_numbers(ax, d, analysis.BANKS, CELL + 0.4, "bank")
-    _note(ax, d, capped)
-    src = _source_line(trace, line)
+    kit.note(ax, d, capped)
+    src = kit.source_line(trace, line)
     title = (
         f"{trace.kernel}, line {line}"
         + (f": {src}" if src else "")
         + f"\ndistinct words per bank, per warp instruction (worst {int(rows.ways.max())}-way)"
     )
-    _finish(ax, (-4, analysis.BANKS + 4), (-len(rows) - NOTE_SPACE + 0.6, CELL + 1.0), title)
+    kit.finish(ax, (-4, analysis.BANKS + 4), (-len(rows) - NOTE_SPACE + 0.6, CELL + 1.0), title)
     return d
 
 
@@ -710,7 +497,7 @@ def grid_stride_map(
     it = analysis.subset(it, it.op == op)
     d = Drawing()
     if not len(it):
-        _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no {op} of {buffer} in this trace")
+        kit.finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no {op} of {buffer} in this trace")
         return d
     if by not in ("thread", "block"):
         raise ValueError(f"by must be 'thread' or 'block', not {by!r}")
@@ -726,23 +513,23 @@ def grid_stride_map(
     d.blocks = tuple(np.unique(it.gthread // tpb).tolist())
     colors = [group_color(b) if by == "block" else thread_color(b) for b in owner]
     wide = per_col > 1 or ncols > 128  # thin columns: no borders, no gaps
-    _cells(ax, d, col, -it.iteration * 1.3, colors, w=1.0 if wide else CELL, lw=0.0 if wide else 0.5)
-    fs = _label_size(ncols)
+    kit.cells(ax, d, col, -it.iteration * 1.3, colors, w=1.0 if wide else CELL, lw=0.0 if wide else 0.5)
+    fs = kit.label_size(ncols)
     if ncols <= 48 and per_col == 1:
         labels = it.gthread % tpb if by == "block" else it.gthread
         for i, r, g in zip(col.tolist(), it.iteration.tolist(), labels.tolist()):
-            _text(ax, d, i + CELL / 2, -r * 1.3 + CELL / 2, str(g), fontsize=fs)
+            kit.text(ax, d, i + CELL / 2, -r * 1.3 + CELL / 2, str(g), fontsize=fs)
     for r in range(n_iter):
-        _text(ax, d, -0.4, -r * 1.3 + CELL / 2, f"iteration {r}", ha="right")
+        kit.text(ax, d, -0.4, -r * 1.3 + CELL / 2, f"iteration {r}", ha="right")
     if per_col == 1:
         _column_numbers(ax, d, ncols, CELL + 0.35, "element")
     else:
-        _text(ax, d, -0.4, CELL + 0.35, "element", ha="right", color="0.3")
+        kit.text(ax, d, -0.4, CELL + 0.35, "element", ha="right", color="0.3")
         step = max(1, ncols // 8)
         for c in range(0, ncols, step):
-            _text(ax, d, c + CELL / 2, CELL + 0.35, str(c * per_col), color="0.3")
+            kit.text(ax, d, c + CELL / 2, CELL + 0.35, str(c * per_col), color="0.3")
     capped = [f"elements 0-{ncols - 1} of {n_elem}"] if by == "thread" and n_elem > ncols else []
-    _note(ax, d, capped)
+    kit.note(ax, d, capped)
     blocks = int(np.prod(trace.grid))
     numbered = ncols <= 48 and per_col == 1
     what = (
@@ -755,7 +542,7 @@ def grid_stride_map(
         f"\ntraced with {_plural(blocks, 'block')} × {tpb} threads"
         + (f"; a column is {per_col} elements" if per_col > 1 else "")
     )
-    _finish(
+    kit.finish(
         ax,
         (-max(4.0, 0.12 * ncols), ncols + 0.5),
         (-(n_iter - 1) * 1.3 - NOTE_SPACE - 0.2, CELL + 0.9),
@@ -774,7 +561,7 @@ def contention(
     ct = analysis.contention(trace, buffer)
     d = Drawing()
     if not len(ct):
-        _finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no atomics on {buffer} in this trace")
+        kit.finish(ax, (0, 1), (0, 1), f"{trace.kernel}: no atomics on {buffer} in this trace")
         return d
     bid = analysis.buffer_index(trace, buffer)
     n_bins = max(trace.buffers[bid].nbytes // analysis.element_size(trace, bid), int(at.index.max()) + 1)
@@ -791,7 +578,7 @@ def contention(
         mine = at[(at.event == e) & (at.index < ncols)]
         grid[r, mine.index] = mine.lanes
     cols, rows = np.meshgrid(np.arange(ncols), np.arange(len(ct)))
-    _cells(
+    kit.cells(
         ax,
         d,
         cols.ravel(),
@@ -802,13 +589,13 @@ def contention(
         vmax=max(int(grid.max()), 2),
         lw=0.3,
     )
-    fs = _label_size(ncols)
+    fs = kit.label_size(ncols)
     margin = max(6.0, 0.15 * ncols)
-    cell = CELL * _points_per_unit(ax, ncols + 2 * margin)
+    cell = CELL * kit.points_per_unit(ax, ncols + 2 * margin)
     numbered = grid > 1  # numbers where lanes meet (one lane is the pale colour), where they fit
-    numbered &= np.vectorize(lambda k: _fits(str(k), fs, cell))(grid)
+    numbered &= np.vectorize(lambda k: kit.fits(str(k), fs, cell))(grid)
     for r, c in zip(*np.nonzero(numbered)):
-        _text(
+        kit.text(
             ax,
             d,
             c + CELL / 2,
@@ -818,8 +605,8 @@ def contention(
             color="white" if grid[r, c] > 0.6 * grid.max() else "black",
         )
     for r, row in enumerate(ct):
-        _text(ax, d, -0.4, -r + CELL / 2, f"block {row.block} warp {row.warp}", ha="right")
-        _text(
+        kit.text(ax, d, -0.4, -r + CELL / 2, f"block {row.block} warp {row.warp}", ha="right")
+        kit.text(
             ax,
             d,
             ncols + 0.4,
@@ -829,7 +616,7 @@ def contention(
             color=ALERT if row.max_lanes > 1 else "0.1",
         )
     _column_numbers(ax, d, ncols, CELL + 0.35, "bin")
-    _note(ax, d, capped)
+    kit.note(ax, d, capped)
     worst = int(ct.max_lanes.max())
     how = (  # numbers too wide for their cells are left to the count at the right
         "numbered where more than one: lanes on one bin are serialised"
@@ -839,7 +626,7 @@ def contention(
     title = (
         f"{trace.kernel}: atomics on {buffer} — lanes of one warp instruction per bin\n({how}; worst {worst})"
     )
-    _finish(
+    kit.finish(
         ax,
         (-margin, ncols + margin),
         (-len(ct) - NOTE_SPACE + 0.6, CELL + 0.9),
@@ -848,7 +635,7 @@ def contention(
     return d
 
 
-def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
+def warp_access(ax: Axes, trace: Trace, event: int, *, max_stack: int = MAX_STACK) -> Drawing:
     """One warp instruction up close: its 32 lanes on top, below the shared-memory banks (with
     the distinct words of each bank stacked: a stack of k is a k-way conflict) or the 32-byte
     global-memory sectors it touched, one arrow per lane and word or sector.
@@ -865,15 +652,15 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
     phases = int(np.clip(size // analysis.BANK_BYTES, 1, 4)) if space == "shared" else 1
     phase = lanes // (LANES // phases)
     lane_y = 3.0
-    _cells(
+    kit.cells(
         ax, d, lanes, np.full(LANES, lane_y), [group_color(p) if a else IDLE for p, a in zip(phase, active)]
     )
     for ln in range(0, LANES, 4):
-        _text(ax, d, ln + CELL / 2, lane_y + CELL + 0.3, str(ln), fontsize=FONT, color="0.3")
-    _text(ax, d, -0.4, lane_y + CELL / 2, "lane", ha="right")
+        kit.text(ax, d, ln + CELL / 2, lane_y + CELL + 0.3, str(ln), fontsize=FONT, color="0.3")
+    kit.text(ax, d, -0.4, lane_y + CELL / 2, "lane", ha="right")
     one = trace.select(np.arange(len(trace)) == event)
     if space == "shared":
-        targets, bottom = _bank_targets(ax, d, analysis.lane_words(trace, event))
+        targets, bottom = _bank_targets(ax, d, analysis.lane_words(trace, event), max_stack)
         row = analysis.bank_conflicts(one)[0]
         summary = f"{row.ways}-way ({row.phases} phase{'s' if row.phases > 1 else ''}: {phases} is ideal)"
     else:
@@ -881,55 +668,55 @@ def warp_access(ax: Axes, trace: Trace, event: int) -> Drawing:
         row = analysis.sectors(one)[0]
         summary = f"{row.sectors} sectors of 32 B for {row.bytes} B (ideal {row.ideal})"
     for ln, (tx, ty) in targets:
-        _arrow(d, 0, (ln + CELL / 2, lane_y), (tx, ty), group_color(phase[ln]))
-    _draw_arrows(ax, d)
+        kit.arrow(d, 0, (ln + CELL / 2, lane_y), (tx, ty), group_color(phase[ln]))
+    kit.draw_arrows(ax, d)
     line = int(c["line"][event])
-    src = _source_line(trace, line)
+    src = kit.source_line(trace, line)
     title = (
         f"{trace.kernel}: {c['opcode'][event]} at line {line}"
         + (f" ({src})" if src else "")
         + f"\nwarp {c['warp'][event]} of block {c['block'][event]}, {active.sum()} lanes → {summary}"
     )
-    _finish(ax, (-3, LANES + 1), (bottom - 0.5, lane_y + CELL + 0.8), title)
+    kit.finish(ax, (-3, LANES + 1), (bottom - 0.5, lane_y + CELL + 0.8), title)
     return d
 
 
 WARP_ACCESS_SPAN = LANES + 4  # warp_access's x limits: -3 to LANES + 1
 
 
-def _bank_targets(ax: Axes, d: Drawing, words: np.recarray) -> tuple[list, float]:
+def _bank_targets(ax: Axes, d: Drawing, words: np.recarray, max_stack: int = MAX_STACK) -> tuple[list, float]:
     """Bank boxes with the distinct words of each bank stacked under them (red: a conflict in its
     phase); returns where each lane's arrow ends, and the lowest y drawn."""
     bank_y = 0.0
     banks = np.arange(analysis.BANKS)
-    _cells(ax, d, banks, np.full(analysis.BANKS, bank_y), ["white"] * analysis.BANKS, lw=0.8)
+    kit.cells(ax, d, banks, np.full(analysis.BANKS, bank_y), ["white"] * analysis.BANKS, lw=0.8)
     for b in range(0, analysis.BANKS, 4):
-        _text(ax, d, b + CELL / 2, bank_y + CELL / 2, str(b), fontsize=FONT)
-    _text(ax, d, -0.4, bank_y + CELL / 2, "bank", ha="right")
+        kit.text(ax, d, b + CELL / 2, bank_y + CELL / 2, str(b), fontsize=FONT)
+    kit.text(ax, d, -0.4, bank_y + CELL / 2, "bank", ha="right")
     stack: dict[int, list[int]] = {}  # bank -> its distinct words, in address order
     for b, w in sorted(set(zip(words.bank.tolist(), words.word.tolist()))):
         stack.setdefault(b, []).append(w)
     conflict = set(words.word[words.conflict].tolist())
     depth = max((len(v) for v in stack.values()), default=0)
-    shown = min(depth, MAX_STACK)
-    slots = [(b, k, w) for b, ws in stack.items() for k, w in enumerate(ws[:MAX_STACK])]
+    shown = min(depth, max_stack)
+    slots = [(b, k, w) for b, ws in stack.items() for k, w in enumerate(ws[:max_stack])]
     wx = np.array([b for b, _, _ in slots])
     wy = np.array([bank_y - 1.0 - 0.7 * k for _, k, _ in slots])
-    _cells(ax, d, wx, wy, [ALERT if w in conflict else "0.85" for _, _, w in slots], h=0.6, lw=0.3)
+    kit.cells(ax, d, wx, wy, [ALERT if w in conflict else "0.85" for _, _, w in slots], h=0.6, lw=0.3)
     if depth <= 8:  # word numbers in the boxes; where they are wider, in every other bank's (or 4th)
-        unit = _points_per_unit(ax, WARP_ACCESS_SPAN)
+        unit = kit.points_per_unit(ax, WARP_ACCESS_SPAN)
         widest = max((str(w) for _, _, w in slots), key=len, default="")
-        every = next((k for k in (1, 2, 4) if _fits(widest, FONT, (k - 1 + CELL) * unit)), 8)
+        every = next((k for k in (1, 2, 4) if kit.fits(widest, FONT, (k - 1 + CELL) * unit)), 8)
         for b, k, w in slots:
             if b % every == 0:
-                _text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=FONT)
-    _text(ax, d, -0.4, bank_y - 0.7, "word", ha="right")
+                kit.text(ax, d, b + CELL / 2, bank_y - 0.7 - 0.7 * k, str(w), fontsize=FONT)
+    kit.text(ax, d, -0.4, bank_y - 0.7, "word", ha="right")
     for b, ws in stack.items():
-        if len(ws) > MAX_STACK:  # a tower this tall is the point; its full height is a number
+        if len(ws) > max_stack:  # a tower this tall is the point; its full height is a number
             y = bank_y - 1.0 - 0.7 * shown
-            _text(ax, d, b + CELL / 2, y, f"{len(ws)}\nwords", fontsize=FONT, va="top", color=ALERT)
+            kit.text(ax, d, b + CELL / 2, y, f"{len(ws)}\nwords", fontsize=FONT, va="top", color=ALERT)
     targets = [(ln, (b + CELL / 2, bank_y + CELL)) for ln, b in zip(words.lane.tolist(), words.bank.tolist())]
-    return targets, bank_y - 1.0 - 0.7 * max(shown - 1, 0) - (1.2 if depth > MAX_STACK else 0)
+    return targets, bank_y - 1.0 - 0.7 * max(shown - 1, 0) - (1.2 if depth > max_stack else 0)
 
 
 def _sector_targets(ax: Axes, d: Drawing, sectors: np.recarray) -> tuple[list, float]:
@@ -938,12 +725,12 @@ def _sector_targets(ax: Axes, d: Drawing, sectors: np.recarray) -> tuple[list, f
     secs = np.unique(sectors.sector)
     pitch = min(1.0, LANES / max(len(secs), 1))
     xs = (LANES - pitch * len(secs)) / 2 + pitch * np.arange(len(secs))
-    _cells(ax, d, xs, np.zeros(len(secs)), ["0.85"] * len(secs), w=CELL * pitch, lw=0.8)
+    kit.cells(ax, d, xs, np.zeros(len(secs)), ["0.85"] * len(secs), w=CELL * pitch, lw=0.8)
     if len(secs) <= 32:
         for x, s in zip(xs.tolist(), (secs - secs[0]).tolist()):
             label = f"+{s * analysis.SECTOR_BYTES}"
-            _text(ax, d, x + CELL * pitch / 2, -0.35, label, fontsize=FONT, rotation=90, va="top")
-    _text(ax, d, -0.4, CELL / 2, "sector", ha="right")
+            kit.text(ax, d, x + CELL * pitch / 2, -0.35, label, fontsize=FONT, rotation=90, va="top")
+    kit.text(ax, d, -0.4, CELL / 2, "sector", ha="right")
     where = dict(zip(secs.tolist(), (xs + CELL * pitch / 2).tolist()))
     targets = [(ln, (where[s], CELL)) for ln, s in zip(sectors.lane.tolist(), sectors.sector.tolist())]
     return targets, -2.0

@@ -21,7 +21,7 @@ from .. import analysis, arrays, backend, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel, Module
-from . import pictures
+from . import pictures, warp_targets
 from .lesson import code_labels, steps_vs_work
 from .topic import ENGINE, ITEMS, TILE_BLOCKS
 
@@ -266,7 +266,6 @@ extern "C" __global__ void warp_scan(const int* x, int* y, int n) {
 
 # (N, block): 1, a warp ± 1, blocks of 96, several blocks; grid = ⌈N / block⌉
 WARP_CASES = ((1, 32), (31, 32), (32, 32), (33, 32), (33, 64), (100, 96), (1000, 256))
-WARP_STEPS = 5  # log2(32)
 
 
 def _warp_case(n: int, block: int) -> Case:
@@ -300,100 +299,6 @@ def _warp_case(n: int, block: int) -> Case:
     return Case(f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge)
 
 
-def _registers_only() -> Target:
-    def measure(trace: Any, k: Kernel) -> str:
-        shared = trace.where(space="shared")
-        if len(shared):
-            return (
-                f"the trace has {len(shared)} shared-memory accesses (line {int(shared.line[0])}): "
-                "a warp's lanes can exchange registers directly"
-            )
-        bars = trace.where(op="bar")
-        if len(bars):
-            return f"the trace has a barrier (__syncthreads or __syncwarp, line {int(bars.line[0])}): a shuffle needs none"
-        return ""
-
-    return Target("no shared-memory access and no barrier", measure)
-
-
-def _one_load_per_lane() -> Target:
-    """Each thread loads at most one element of x: the warp scan moves values between lanes'
-    registers; a lane that reads its predecessors' elements itself is the naive scan in a warp."""
-
-    def measure(trace: Any, k: Kernel) -> str:
-        ld = trace.where(op="ld", space="global")
-        if not len(ld):
-            return ""
-        lanes = ld.lanes()
-        ids = (ld.block[:, None].astype(np.int64) * trace.threads_per_block + ld.thread_ids())[lanes]
-        per = np.bincount(ids)
-        worst = int(np.argmax(per))
-        if per[worst] <= 1:
-            return ""
-        b, t = divmod(worst, trace.threads_per_block)
-        return (
-            f"thread {t} of block {b} loads {per[worst]} elements of x: each lane loads its own element "
-            "once, and the others' values reach it through shuffles, not through memory"
-        )
-
-    return Target("one load of x per lane", measure)
-
-
-def _sources_take_part() -> Target:
-    """Every lane a shuffle reads from makes that same call. The emulator hands over an idle lane's
-    register; on a GPU "if the target thread is inactive, the retrieved value is undefined" (CUDA C++
-    Programming Guide, warp shuffle functions)."""
-
-    def measure(trace: Any, k: Kernel) -> str:
-        sh = trace.where(op="shfl")
-        if not len(sh):
-            return ""
-        active, src = sh.lanes(), sh.columns["addr"]
-        for r in range(len(sh)):
-            lanes = np.flatnonzero(active[r])
-            from_idle = [lane for lane in lanes if not active[r, int(src[r, lane]) % 32]]
-            if from_idle:
-                lane = int(from_idle[0])
-                return (
-                    f"line {int(sh.line[r])}: lane {lane} of warp {int(sh.warp[r])}, block {int(sh.block[r])} reads "
-                    f"lane {int(src[r, lane])}, which does not make this call ({len(from_idle)} lane{'s' * (len(from_idle) != 1)} read so): "
-                    "on a GPU the value read from a lane outside the call is undefined. The lane read from "
-                    "must be in the mask and make the same call, so every lane makes the shuffle and the "
-                    "test goes on the add"
-                )
-        return ""
-
-    return Target("every lane a shuffle reads from makes the call", measure)
-
-
-# warp-wide exchanges: shuffles, and votes (ballot, any, all) and warp reductions (__reduce_add_sync),
-# which the trace records as "vote"; each is one step of lanes trading values
-_EXCHANGES = ("shfl", "vote", "match")
-
-
-def _five_shuffles() -> Target:
-    def measure(trace: Any, k: Kernel) -> str:
-        sh = trace.where(op=list(_EXCHANGES))
-        if not len(sh):
-            return ""
-        key = sh.block.astype(np.int64) * 64 + sh.warp
-        warps, counts = np.unique(key, return_counts=True)
-        worst = int(np.argmax(counts))
-        if counts[worst] <= WARP_STEPS:
-            return ""
-        b, w = divmod(int(warps[worst]), 64)
-        mine = sh.where(block=b, warp=w)
-        kinds, n = np.unique(mine.columns["opcode"].astype(str), return_counts=True)
-        said = ", ".join(f"{c} × {o}" for o, c in zip(kinds, n, strict=True))
-        return (
-            f"warp {w} of block {b} runs {counts[worst]} warp-wide exchanges ({said}): Kogge-Stone across "
-            f"32 lanes takes log2 32 = {WARP_STEPS} steps, one shuffle each; a vote or a warp reduction "
-            "is a warp-wide step too"
-        )
-
-    return Target(f"at most {WARP_STEPS} shuffles per warp (votes and warp reductions count too)", measure)
-
-
 def _draw_warp(fig: Any, k: Kernel) -> None:
     """Warp 0's shuffles, one row per shuffle: an arrow from the lane each lane received from."""
     n = 32
@@ -422,7 +327,12 @@ warp = KernelExercise(
     kernel="warp_scan",
     stub=WARP_STUB,
     cases=lambda: [_warp_case(*c) for c in WARP_CASES],
-    targets=(_registers_only(), _one_load_per_lane(), _sources_take_part(), _five_shuffles()),
+    targets=(
+        warp_targets.registers_only(),
+        warp_targets.one_load_per_lane(),
+        warp_targets.sources_take_part(),
+        warp_targets.five_shuffles(),
+    ),
     timing=_warp_speed,
     draw=_draw_warp,
     hints=(

@@ -15,12 +15,7 @@ def draw_bank_access(ax: Any, t: Trace, event: int) -> Any:
     word of a tower drawn (up to 32: `draw.warp_access` alone cuts a stack at 16 and writes its
     height) and a title that says the ways in words. Used by the notebook's tile pictures, the
     panel and the bank exercise's `show`, so that a 32-way tower is drawn the same everywhere."""
-    saved = draw.MAX_STACK
-    draw.MAX_STACK = 32  # every word of a 32-way tower drawn, not a cut stack and a count
-    try:
-        drawn = draw.warp_access(ax, t, event)
-    finally:
-        draw.MAX_STACK = saved
+    drawn = draw.warp_access(ax, t, event, max_stack=32)  # every word of a 32-way tower, not a cut stack
     for text in ax.texts:  # 3-digit word numbers would run into the next bank's box
         if text.get_text().isdigit() and len(text.get_text()) >= 3:
             text.set_fontsize(min(text.get_fontsize(), 6.5))
