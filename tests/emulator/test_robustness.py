@@ -553,3 +553,115 @@ def test_prmt_forward_and_backward_4_extract(mode: str, emulator_backend: course
             ((both >> (np.uint64(8) * p)) & np.uint64(0xFF)) << np.uint64(8 * k) for k, p in enumerate(picks)
         )
     np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_mad_wide_adds_a_64_bit_addend(typ: str, emulator_backend: course.Device) -> None:
+    """mad.wide.{u,s}32 d, a, b, c: the 64-bit product of two 32-bit words plus a 64-bit c, whose
+    upper half counts (mutation survivor: c read as a 32-bit word)."""
+    w = "long long" if typ == "s32" else "unsigned long long"
+    h = "int" if typ == "s32" else "unsigned"
+    src = f"""extern "C" __global__ void k(const {h}* a, const {h}* b, const {w}* c, {w}* y) {{
+    int i = threadIdx.x; {w} v;
+    asm("mad.wide.{typ} %0, %1, %2, %3;" : "=l"(v) : "r"(a[i]), "r"(b[i]), "l"(c[i]));
+    y[i] = v;
+}}"""
+    small, big = (np.int32, np.int64) if typ == "s32" else (np.uint32, np.uint64)
+    a = np.array([3, 70000, 0x7FFFFFFF, 2, 1], small)
+    b = np.array([5, 70000, 2, 0x7FFFFFFF, 0], small)
+    c = np.array([1, 2**40 + 7, 3 * 2**33, -(2**35) if typ == "s32" else 2**63, 2**32], big)
+    if typ == "s32":
+        a[1], b[2] = -70000, -2
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), big))
+    want = [int(x) * int(z) + int(v) for x, z, v in zip(a, b, c)]
+    np.testing.assert_array_equal(y, np.array(want, big))
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_float_red_min_max_with_many_lanes_on_one_element(op: str, emulator_backend: course.Device) -> None:
+    """red.global.{min,max}.f32 with 32 lanes on each of two elements: the least (greatest) value
+    reaches memory and a NaN operand loses to a number (mutation survivor: the float table's name)."""
+    src = f"""extern "C" __global__ void k(const float* x, float* y) {{
+    int i = threadIdx.x;
+    asm volatile("red.global.{op}.f32 [%0], %1;" :: "l"(y + i % 2), "f"(x[i]) : "memory");
+}}"""
+    x = np.random.default_rng(5).uniform(-100, 100, 64).astype(np.float32)
+    x[[2, 7]] = np.nan  # one NaN in each element's lanes
+    *_, y = launch(src, 1, len(x), x, np.zeros(2, np.float32))
+    pick = np.fmin if op == "min" else np.fmax  # the memory's 0 takes part too
+    np.testing.assert_array_equal(y, [pick.reduce(np.r_[0, x[0::2]]), pick.reduce(np.r_[0, x[1::2]])])
+
+
+def test_cvt_sat_from_half_to_float_clamps_to_zero_and_one(emulator_backend: course.Device) -> None:
+    """cvt.sat.f32.f16: the value clamped to [0, 1], NaN made 0 (mutation survivor: lower bound 1)."""
+    src = r"""extern "C" __global__ void k(const unsigned short* x, float* y) {
+    int i = threadIdx.x; float v;
+    asm("cvt.sat.f32.f16 %0, %1;" : "=f"(v) : "h"(x[i]));
+    y[i] = v;
+}"""
+    x = np.array([-1.0, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, np.inf, -np.inf, np.nan], np.float16)
+    *_, y = launch(src, 1, len(x), x.view(np.uint16), np.zeros(len(x), np.float32))
+    want = np.array([0.0, 0.0, 0.0, 0.25, 0.5, 1.0, 1.0, 1.0, 0.0, 0.0], np.float32)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))  # +0, never -0
+
+
+@pytest.mark.parametrize("lanes", [2, 4])
+def test_vavrg_is_the_rounded_up_average_of_each_lane(lanes: int, emulator_backend: course.Device) -> None:
+    """vavrg{2,4}.u32.u32.u32: each 16-bit (8-bit) lane of d is (a + b + 1) >> 1 of that lane
+    (mutation survivor: the shift turned left)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("vavrg{lanes}.u32.u32.u32 %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(0));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(lanes)
+    a = np.r_[rng.integers(0, 2**32, 30, dtype=np.uint64), 0xFFFFFFFF, 0].astype(np.uint32)
+    b = np.r_[rng.integers(0, 2**32, 30, dtype=np.uint64), 0xFFFFFFFF, 1].astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    bits = 32 // lanes
+    want = np.zeros(len(a), np.uint64)
+    for k in range(lanes):
+        la, lb = ((x.astype(np.uint64) >> np.uint64(bits * k)) & np.uint64((1 << bits) - 1) for x in (a, b))
+        want |= ((la + lb + np.uint64(1)) >> np.uint64(1)) << np.uint64(bits * k)
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("shiftamt", [False, True])
+def test_bfind_of_a_signed_word_finds_its_top_non_sign_bit(
+    shiftamt: bool, emulator_backend: course.Device
+) -> None:
+    """bfind{.shiftamt}.s32: the position of the most significant bit that differs from the sign
+    (.shiftamt: its distance from bit 31); 0xFFFFFFFF for 0 and -1 (mutation survivor: 0 taken for
+    negative)."""
+    op = "bfind.shiftamt.s32" if shiftamt else "bfind.s32"
+    src = f"""extern "C" __global__ void k(const int* x, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{op} %0, %1;" : "=r"(v) : "r"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([0, -1, 1, -2, 5, -6, 0x40000000, -(2**31), 2**31 - 1], np.int32)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.uint32))
+    pos = np.array([-1, -1, 0, 0, 2, 2, 30, 30, 30])
+    want = np.where(pos < 0, 0xFFFFFFFF, 31 - pos if shiftamt else pos)
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_cvt_from_double_to_float_keeps_subnormals_unless_ftz(
+    ftz: bool, emulator_backend: course.Device
+) -> None:
+    """cvt.rn.f32.f64 rounds a double below 2^-126 to a subnormal float; .ftz flushes it to a zero
+    of its sign (mutation survivor: flushed without .ftz too)."""
+    op = "cvt.rn.ftz.f32.f64" if ftz else "cvt.rn.f32.f64"
+    src = f"""extern "C" __global__ void k(const double* x, float* y) {{
+    int i = threadIdx.x; float v;
+    asm("{op} %0, %1;" : "=f"(v) : "d"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([1e-40, -1e-42, 2.0**-149, 2.0**-126, -(2.0**-126), 1.0, 0.0], np.float64)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.float32))
+    want = x.astype(np.float32)
+    if ftz:
+        want[:3] = np.copysign(np.float32(0), want[:3])
+    assert np.count_nonzero(want[:3]) == (0 if ftz else 3)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
