@@ -325,8 +325,6 @@ class Machine(MemoryAccess):
     def _run_wave(self) -> None:
         same: list[Group] | None = None  # the next step's groups when known without a schedule
         while True:
-            if self.steps >= self.budget:
-                self._out_of_budget()
             if same is not None:
                 groups = same
             else:
@@ -336,6 +334,8 @@ class Machine(MemoryAccess):
                         self._release_barriers(force=True)
                         continue
                     return
+            if self.steps >= self.budget:  # after the schedule: a launch may take all its steps
+                self._out_of_budget()
             same = self._run_group(*groups[0]) if len(groups) == 1 else self._run_groups(groups)
 
     def _run_groups(self, groups: list[Group]) -> list[Group] | None:

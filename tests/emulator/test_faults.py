@@ -174,6 +174,10 @@ def test_threads_at_different_syncthreads() -> None:
         assert_names_line(msg, SPLIT_BARRIER, "BAR_A")
     except AssertionError:
         assert_names_line(msg, SPLIT_BARRIER, "BAR_B")
+    # each barrier with the threads waiting at it, and only those
+    a, b = line_of(SPLIT_BARRIER, "BAR_A"), line_of(SPLIT_BARRIER, "BAR_B")
+    assert re.search(rf"threads 0-15 wait at line {a}\b", msg), msg
+    assert re.search(rf"threads 16-63 wait at line {b}\b", msg), msg
 
 
 PARTIAL_SHUFFLE = cu("""
@@ -261,6 +265,27 @@ def test_spin_on_a_flag_nobody_sets_exceeds_the_budget() -> None:
     assert time.perf_counter() - start < 20, "a budget of 10,000 instructions should run out quickly"
     assert isinstance(info.value, TimeoutError)
     assert "10000" in str(info.value).replace(",", "").replace("_", ""), str(info.value)
+
+
+def test_a_budget_set_for_a_block_of_code_holds_there_and_is_restored() -> None:
+    from course.emulator import machine
+
+    def budgets() -> tuple[int, int]:
+        return machine.DEFAULT_BUDGET, machine.DEFAULT_WORK
+
+    before = budgets()
+    args = device_args(np.zeros(1, np.int32), np.zeros(32, np.int32))
+    with course.emulator.budget(steps=10_000):  # a launch that names no budget takes this one
+        assert budgets() == (10_000, before[1])
+        with pytest.raises(course.InstructionBudgetExceeded, match="10000 scheduler steps"):
+            kernel(SPIN, "wait_forever").trace((2,), (32,), args)
+    assert budgets() == before
+    with course.emulator.budget(work=123):
+        assert budgets() == (before[0], 123)
+    for bad in ({"steps": 0}, {"work": -5}):
+        with pytest.raises(ValueError, match=rf"the {next(iter(bad))} budget must be positive"):
+            course.emulator.set_budget(**bad)
+    assert budgets() == before
 
 
 # ---------------------------------------------------------------- bad arguments

@@ -665,3 +665,39 @@ def test_cvt_from_double_to_float_keeps_subnormals_unless_ftz(
         want[:3] = np.copysign(np.float32(0), want[:3])
     assert np.count_nonzero(want[:3]) == (0 if ftz else 3)
     np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+def test_every_block_runs_on_an_sm_below_nsmid(emulator_backend: course.Device) -> None:
+    """%smid lies in 0 ... %nsmid - 1 (the PTX ISA's range), and a grid larger than the GPU uses
+    every SM (mutation survivor: smid = block % 133 with 132 SMs)."""
+    src = r"""extern "C" __global__ void k(unsigned* sm, unsigned* count) {
+    unsigned s, n;
+    asm("mov.u32 %0, %%smid;" : "=r"(s));
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    if (threadIdx.x == 0) { sm[blockIdx.x] = s; count[0] = n; }
+}"""
+    sm, count = launch(src, 300, 32, np.zeros(300, np.uint32), np.zeros(1, np.uint32))
+    assert sm.max() < count[0]
+    assert len(np.unique(sm)) == count[0]
+
+
+def test_lane_masks_name_the_lanes_below_at_and_above_each_lane(emulator_backend: course.Device) -> None:
+    """%lanemask_lt, _le, _eq, _ge, _gt of lane l: bits below l, up to l, l alone, from l, above l
+    (mutation survivor: _le one off)."""
+    src = r"""extern "C" __global__ void k(unsigned* y) {
+    unsigned lt, le, eq, ge, gt;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    asm("mov.u32 %0, %%lanemask_le;" : "=r"(le));
+    asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
+    asm("mov.u32 %0, %%lanemask_ge;" : "=r"(ge));
+    asm("mov.u32 %0, %%lanemask_gt;" : "=r"(gt));
+    unsigned* row = y + 5 * threadIdx.x;
+    row[0] = lt; row[1] = le; row[2] = eq; row[3] = ge; row[4] = gt;
+}"""
+    (y,) = launch(src, 1, 64, np.zeros(5 * 64, np.uint32))
+    lane = np.arange(64, dtype=np.uint64) % 32
+    below = (np.uint64(1) << lane) - np.uint64(1)
+    bit = np.uint64(1) << lane
+    full = np.uint64(0xFFFFFFFF)
+    want = np.stack([below, below | bit, bit, full & ~below, full & ~(below | bit)], axis=1)
+    np.testing.assert_array_equal(y.reshape(64, 5), want.astype(np.uint32))
