@@ -169,12 +169,14 @@ STRAIGHT_PTX = """
 }
 .visible .entry split(.param .u64 out)
 {
-    .reg .pred %p<2>;
+    .reg .pred %p<3>;
     .reg .b32 %r<3>;
     .reg .b64 %rd<4>;
     ld.param.u64 %rd1, [out];
     cvta.to.global.u64 %rd2, %rd1;
     mov.u32 %r1, %tid.x;
+    and.b32 %r0, %r1, 1;
+    setp.eq.u32 %p2, %r0, 1;
     setp.lt.u32 %p1, %r1, 64;
     @%p1 bra $L__a;
     add.u32 %r2, %r1, 100;
@@ -184,6 +186,7 @@ STRAIGHT_PTX = """
 $L__a:
     add.u32 %r2, %r1, 200;
 $L__join:
+    @%p2 add.u32 %r2, %r2, 5;
     mul.wide.u32 %rd3, %r1, 4;
     add.s64 %rd3, %rd2, %rd3;
     st.global.u32 [%rd3], %r2;
@@ -218,11 +221,11 @@ def test_steps_and_instructions_count_what_the_warps_ran():
         pytest.raises(course.InstructionBudgetExceeded, match="thread-instructions"),
     ):
         straight()
-    # two warps of each block branch one way, two the other, then meet again
+    # two warps of each block branch one way, two the other, then meet again; an instruction
+    # predicated on odd lanes is issued once by every warp, in one step
     out = np.zeros(128, np.uint32)
     trace = run_kernel(program, "split", (2, 1, 1), (128, 1, 1), [("out", out)], recorder=TraceRecorder())
-    np.testing.assert_array_equal(
-        out, np.where(np.arange(128) < 64, np.arange(128) + 200, np.arange(128) + 102)
-    )
-    issued = 2 * (4 * 5 + 2 * 1 + 2 * 4 + 4 * 4)  # per block: before, one side, the other, after the join
+    tid = np.arange(128)
+    np.testing.assert_array_equal(out, np.where(tid < 64, tid + 200, tid + 102) + 5 * (tid % 2))
+    issued = 2 * (4 * 7 + 2 * 1 + 2 * 4 + 4 * 5)  # per block: before, one side, the other, after the join
     assert trace.instructions == (issued, 32 * issued)
