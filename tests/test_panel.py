@@ -386,3 +386,10 @@ def test_the_naive_scans_reads_are_block_0s(emulator_backend):
     p = scan.panel(version="naive", n=256, block=64)
     assert p.last["metrics"]["grid"] == "4 blocks of 64" and p.last["drawn"] == (0,)
     assert f"{64 * 65 // 2} reads for 64 outputs" in _title(p)  # thread i of block 0 reads i + 1
+
+
+def test_n_of_one_is_run_and_kept_when_the_version_changes(emulator_backend):
+    p = reduction.panel(version="reduce1", n=1, block=128)
+    assert 1 in p.n.options and p.n.value == 1 and p.last["n"] == 1 and p.last["answer"] == 1
+    p.version.value = "reduce3"
+    assert p.n_typed.value == 1 and p.last["n"] == 1 and p.last["ok"]
