@@ -701,3 +701,23 @@ def test_lane_masks_name_the_lanes_below_at_and_above_each_lane(emulator_backend
     full = np.uint64(0xFFFFFFFF)
     want = np.stack([below, below | bit, bit, full & ~below, full & ~(below | bit)], axis=1)
     np.testing.assert_array_equal(y.reshape(64, 5), want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("typ", ["f16", "bf16"])
+def test_half_min_max_order_minus_zero_below_plus_zero(
+    op: str, typ: str, emulator_backend: course.Device
+) -> None:
+    """{min,max}.{f16,bf16}: -0 < +0, in either operand order (mutation survivor: the sign test of
+    equal values always false)."""
+    src = f"""extern "C" __global__ void k(const unsigned short* a, const unsigned short* b, unsigned short* y) {{
+    int i = threadIdx.x; unsigned short v;
+    asm("{op}.{typ} %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
+    y[i] = v;
+}}"""
+    plus, minus, one = 0x0000, 0x8000, 0x3C00 if typ == "f16" else 0x3F80
+    a = np.array([minus, plus, minus, plus, one], np.uint16)
+    b = np.array([plus, minus, minus, plus, minus], np.uint16)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint16))
+    lo, hi = [minus, minus, minus, plus, minus], [plus, plus, minus, plus, one]
+    np.testing.assert_array_equal(y, np.array(lo if op == "min" else hi, np.uint16))
