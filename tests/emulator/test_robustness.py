@@ -721,3 +721,34 @@ def test_half_min_max_order_minus_zero_below_plus_zero(
     *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint16))
     lo, hi = [minus, minus, minus, plus, minus], [plus, plus, minus, plus, one]
     np.testing.assert_array_equal(y, np.array(lo if op == "min" else hi, np.uint16))
+
+
+@pytest.mark.parametrize("lanes", [2, 4])
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_video_add_sat_clamps_each_lane_to_its_range(
+    lanes: int, typ: str, emulator_backend: course.Device
+) -> None:
+    """vadd{2,4}.T.T.T.sat: each 16-bit (8-bit) lane's sum clamped to the lane's range, its largest
+    value included (mutation survivor: the top of the range one short)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("vadd{lanes}.{typ}.{typ}.{typ}.sat %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(0));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(lanes)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    bits, signed = 32 // lanes, typ == "s32"
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    want = np.zeros(len(a), np.uint64)
+    clamped = 0
+    for k in range(lanes):
+        la, lb = (((x.astype(np.int64) >> (bits * k)) & ((1 << bits) - 1)) for x in (a, b))
+        if signed:
+            la, lb = (np.where(v >= 1 << (bits - 1), v - (1 << bits), v) for v in (la, lb))
+        s = la + lb
+        clamped += int(((s > hi) | (s < lo)).sum())
+        want |= (np.clip(s, lo, hi) & ((1 << bits) - 1)).astype(np.uint64) << np.uint64(bits * k)
+    assert clamped > 10  # random lanes often leave the range: the clamp is reached
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
