@@ -229,3 +229,19 @@ def test_steps_and_instructions_count_what_the_warps_ran():
     np.testing.assert_array_equal(out, np.where(tid < 64, tid + 200, tid + 102) + 5 * (tid % 2))
     issued = 2 * (4 * 7 + 2 * 1 + 2 * 4 + 4 * 5)  # per block: before, one side, the other, after the join
     assert trace.instructions == (issued, 32 * issued)
+
+
+def test_a_grid_runs_in_waves_of_whole_blocks_one_after_another(monkeypatch):
+    """The blocks of a wave (at most WAVE_THREADS threads) run side by side; the next wave starts
+    when the last one has finished, and the steps go on counting."""
+    from course.emulator import machine, run_kernel
+    from course.emulator.trace import TraceRecorder
+
+    monkeypatch.setattr(machine, "WAVE_THREADS", 64)  # two blocks of 32 threads a wave
+    program = machine.Program(STRAIGHT_PTX, "")
+    out = np.zeros(32, np.uint32)
+    trace = run_kernel(program, "straight", (5, 1, 1), (32, 1, 1), [("out", out)], recorder=TraceRecorder())
+    stores = trace.where(op="st")
+    assert stores.block.tolist() == [0, 1, 2, 3, 4]
+    assert stores.step.tolist() == [5, 5, 12, 12, 19]  # 7 steps a wave, the store the 6th
+    assert trace.instructions == (5 * 7, 5 * 7 * 32)
