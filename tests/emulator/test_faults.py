@@ -385,3 +385,28 @@ extern "C" __global__ void k(int* out) {
     (finding,) = findings
     assert finding.kind == "barrier-divergence" and finding.lines
     assert "leaves them out" in finding.explanation and "lanes 3 " in finding.examples[0]
+
+
+NEST = cu("""
+    __device__ __noinline__ unsigned nest(const unsigned* p, int m) {
+        return m == 0 ? 1u : p[m - 1] * nest(p, m - 1) + 1u;  // @NEST
+    }
+    extern "C" __global__ void deep(const unsigned* x, unsigned* y, int m) { y[threadIdx.x] = nest(x, m); }
+""")
+
+
+def test_calls_nested_deeper_than_the_emulator_keeps_are_a_fault() -> None:
+    """32 nested calls of a recursive function run; a 33rd is a KernelFault that says why (it was
+    an emulator defect: the callee's frame was saved before the depth was checked)."""
+    from course.emulator.machine import MAX_CALL_DEPTH
+
+    assert course.compiler.compile_ptx(NEST).ptx.count("call.uni") >= 1  # still a recursion in the PTX
+    x, y = np.full(64, 3, np.uint32), np.zeros(32, np.uint32)
+    args = device_args(x, y, np.int32(MAX_CALL_DEPTH - 1))  # nest(31) ... nest(0): 32 calls
+    kernel(NEST, "deep")((1,), (32,), args)
+    want = 1
+    for _ in range(MAX_CALL_DEPTH - 1):
+        want = (3 * want + 1) & 0xFFFFFFFF
+    assert (course.asnumpy(args[1]) == want).all()
+    with pytest.raises(course.KernelFault, match=f"nested deeper than {MAX_CALL_DEPTH}"):
+        kernel(NEST, "deep")((1,), (32,), device_args(x, y, np.int32(MAX_CALL_DEPTH)))
