@@ -243,8 +243,11 @@ def test_lanes_wait_at_a_warp_vote_for_lanes_still_on_their_way() -> None:
 
 @pytest.mark.parametrize("then", ["ret;", "bar.sync 0;\n    bra.uni $L__vote;"])
 def test_lanes_that_never_come_to_a_warp_vote_are_an_error(then: str) -> None:
+    # named by the first thread that waits, with its mask and the lanes it waits for
     with pytest.raises(
-        course.BarrierError, match=r"member mask 0xffffffff, but lanes 0xe0000000 .* \(diverged\)"
+        course.BarrierError,
+        match=r"thread \(0, 0, 0\) runs 'vote.sync.ballot.b32' with member mask 0xffffffff, "
+        r"but lanes 0xe0000000 .* \(diverged\)",
     ):
         _late_lanes(then)
 
