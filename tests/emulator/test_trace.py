@@ -245,3 +245,30 @@ def test_a_grid_runs_in_waves_of_whole_blocks_one_after_another(monkeypatch):
     assert stores.block.tolist() == [0, 1, 2, 3, 4]
     assert stores.step.tolist() == [5, 5, 12, 12, 19]  # 7 steps a wave, the store the 6th
     assert trace.instructions == (5 * 7, 5 * 7 * 32)
+
+
+def test_a_launch_has_the_dynamic_shared_memory_it_asks_for_and_none_unasked():
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry smem(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %dynamic_smem_size;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+    program = Program(ptx, "")
+    out = np.full(1, 7, np.uint32)
+    run_kernel(program, "smem", (1, 1, 1), (32, 1, 1), [("out", out)])
+    assert out[0] == 0
+    run_kernel(program, "smem", (1, 1, 1), (32, 1, 1), [("out", out)], 48)
+    assert out[0] == 48
