@@ -272,3 +272,19 @@ def test_a_launch_has_the_dynamic_shared_memory_it_asks_for_and_none_unasked():
     assert out[0] == 0
     run_kernel(program, "smem", (1, 1, 1), (32, 1, 1), [("out", out)], 48)
     assert out[0] == 48
+
+
+def test_an_emulator_defect_names_the_instruction_it_happened_at_even_the_first():
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+    from course.errors import EmulatorDefect
+
+    program = Program(STRAIGHT_PTX, "")
+    first = program.compiled("straight").code[0]
+
+    def broken(m, idx):
+        raise RuntimeError("made to fail")
+
+    first.run = broken  # an emulator bug at pc 0
+    with pytest.raises(EmulatorDefect, match=r"ld\.param\.u64 %rd1, \[out\].*made to fail"):
+        run_kernel(program, "straight", (1, 1, 1), (32, 1, 1), [("out", np.zeros(32, np.uint32))])
