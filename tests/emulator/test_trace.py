@@ -288,3 +288,46 @@ def test_an_emulator_defect_names_the_instruction_it_happened_at_even_the_first(
     first.run = broken  # an emulator bug at pc 0
     with pytest.raises(EmulatorDefect, match=r"ld\.param\.u64 %rd1, \[out\].*made to fail"):
         run_kernel(program, "straight", (1, 1, 1), (32, 1, 1), [("out", np.zeros(32, np.uint32))])
+
+
+MEET_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry meet(.param .u64 out, .param .u64 counter)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u64 %rd4, [counter];
+    cvta.to.global.u64 %rd5, %rd4;
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 64;
+    @%p1 bra $L__low;
+    add.u32 %r2, %r1, 1;
+    bra.uni $L__join;
+$L__low:
+    add.u32 %r2, %r1, 2;
+    add.u32 %r2, %r2, 3;
+$L__join:
+    atom.global.add.u32 %r3, [%rd5], 1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+def test_atomics_of_warps_that_meet_again_apply_in_thread_order():
+    """Warps 2-3 fall through, warps 0-1 jump; both sides take two steps, so all four warps reach
+    the atomic in one step, where the lanes apply in thread order (what the checker assumes)."""
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+
+    out, counter = np.zeros(128, np.uint32), np.zeros(1, np.uint32)
+    run_kernel(Program(MEET_PTX, ""), "meet", (1, 1, 1), (128, 1, 1), [("out", out), ("counter", counter)])
+    assert counter[0] == 128
+    np.testing.assert_array_equal(out, np.arange(128))
