@@ -752,3 +752,26 @@ def test_video_add_sat_clamps_each_lane_to_its_range(
         want |= (np.clip(s, lo, hi) & ((1 << bits) - 1)).astype(np.uint64) << np.uint64(bits * k)
     assert clamped > 10  # random lanes often leave the range: the clamp is reached
     np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("boolop", ["", "and", "or", "xor"])
+def test_setp_with_two_destinations_writes_the_complement_to_the_second(
+    boolop: str, emulator_backend: course.Device
+) -> None:
+    """setp.lt{.BoolOp}.s32 p|q, a, b{, c}: p = BoolOp(a < b, c), q = BoolOp(!(a < b), c) (mutation
+    survivor: q's writer taken from a third destination)."""
+    op = f"setp.lt.{boolop}.s32 p|q, %2, %3, c;" if boolop else "setp.lt.s32 p|q, %2, %3;"
+    src = f"""extern "C" __global__ void k(const int* a, const int* b, const int* c, unsigned* y, unsigned* z) {{
+    int i = threadIdx.x; unsigned v, w;
+    asm("{{ .reg .pred c, p, q; setp.ne.s32 c, %4, 0; {op} selp.u32 %0, 1, 0, p; selp.u32 %1, 1, 0, q; }}"
+        : "=r"(v), "=r"(w) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v; z[i] = w;
+}}"""
+    a = np.array([1, 1, 5, 5, -3, 7], np.int32)
+    b = np.array([2, 2, 2, 2, -4, 7], np.int32)
+    c = np.array([0, 1, 0, 1, 1, 0], np.int32)
+    *_, y, z = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32), np.zeros(len(a), np.uint32))
+    t, cc = a < b, c != 0
+    f = {"": lambda x, _: x, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+    np.testing.assert_array_equal(y, f(t, cc).astype(np.uint32))
+    np.testing.assert_array_equal(z, f(~t, cc).astype(np.uint32))
