@@ -775,3 +775,22 @@ def test_setp_with_two_destinations_writes_the_complement_to_the_second(
     f = {"": lambda x, _: x, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
     np.testing.assert_array_equal(y, f(t, cc).astype(np.uint32))
     np.testing.assert_array_equal(z, f(~t, cc).astype(np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["f16", "bf16"])
+def test_cvt_sat_to_a_half_clamps_to_zero_and_one(typ: str, emulator_backend: course.Device) -> None:
+    """cvt.rn.sat.{f16,bf16}.f32: the value clamped to [0, 1] in the 16-bit format, NaN made 0
+    (mutation survivor: bf16's 1.0 one bit off)."""
+    src = f"""extern "C" __global__ void k(const float* x, unsigned short* y) {{
+    int i = threadIdx.x; unsigned short v;
+    asm("cvt.rn.sat.{typ}.f32 %0, %1;" : "=h"(v) : "f"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([-2.0, -0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 3e38, np.inf, np.nan], np.float32)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.uint16))
+    want = np.clip(np.nan_to_num(x, nan=0.0, posinf=1.0), 0, 1) + np.float32(0)  # +0, never -0
+    if typ == "f16":
+        bits = want.astype(np.float16).view(np.uint16)
+    else:
+        bits = (want.view(np.uint32) >> 16).astype(np.uint16)  # 0, 0.25, 0.5 and 1 are exact in bf16
+    np.testing.assert_array_equal(y, bits)
