@@ -794,3 +794,21 @@ def test_cvt_sat_to_a_half_clamps_to_zero_and_one(typ: str, emulator_backend: co
     else:
         bits = (want.view(np.uint32) >> 16).astype(np.uint16)  # 0, 0.25, 0.5 and 1 are exact in bf16
     np.testing.assert_array_equal(y, bits)
+
+
+def test_mad_hi_sat_clamps_the_sum_to_the_s32_range(emulator_backend: course.Device) -> None:
+    """mad.hi.sat.s32: the upper half of a * b plus c, clamped to the s32 range (it wrapped around;
+    found reading a mutation survivor)."""
+    src = r"""extern "C" __global__ void k(const int* a, const int* b, const int* c, int* y) {
+    int i = threadIdx.x; int v;
+    asm("mad.hi.sat.s32 %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}"""
+    top, bottom = 2**31 - 1, -(2**31)
+    a = np.array([top, bottom, 5, bottom, 123456789], np.int32)
+    b = np.array([top, top, 7, bottom, -987654321], np.int32)
+    c = np.array([top, bottom, 3, -5, 1000], np.int32)
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.int32))
+    want = [max(bottom, min(top, ((int(x) * int(z)) >> 32) + int(w))) for x, z, w in zip(a, b, c)]
+    assert want[:2] == [top, bottom]  # the first two saturate
+    np.testing.assert_array_equal(y, np.array(want, np.int32))
