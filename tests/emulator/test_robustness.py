@@ -812,3 +812,30 @@ def test_mad_hi_sat_clamps_the_sum_to_the_s32_range(emulator_backend: course.Dev
     want = [max(bottom, min(top, ((int(x) * int(z)) >> 32) + int(w))) for x, z, w in zip(a, b, c)]
     assert want[:2] == [top, bottom]  # the first two saturate
     np.testing.assert_array_equal(y, np.array(want, np.int32))
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_packed_s16x2_sat_clamps_each_half(op: str, emulator_backend: course.Device) -> None:
+    """{add,sub}.sat.s16x2: each signed 16-bit half clamped to -32768 ... 32767 (mutation survivor:
+    the top made 32768, which wraps to -32768)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{op}.sat.s16x2 %0, %1, %2;" : "=r"(v) : "r"(a[i]), "r"(b[i]));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(16)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    f = np.add if op == "add" else np.subtract
+    want = np.zeros(len(a), np.uint32)
+    for k in range(2):
+        la, lb = (
+            ((x >> np.uint32(16 * k)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.int16) for x in (a, b)
+        )
+        r = f(la.astype(np.int64), lb)
+        assert (r > 32767).any() and (r < -32768).any()
+        want |= (np.clip(r, -32768, 32767).astype(np.int16).view(np.uint16).astype(np.uint32)) << np.uint32(
+            16 * k
+        )
+    np.testing.assert_array_equal(y, want)
