@@ -180,6 +180,18 @@ def test_threads_at_different_syncthreads() -> None:
     assert re.search(rf"threads 16-63 wait at line {b}\b", msg), msg
 
 
+def test_a_checked_launch_reports_the_stuck_block_and_who_waits_where() -> None:
+    from course.emulator import run_checked
+
+    k = kernel(SPLIT_BARRIER, "split_barrier")
+    args = [("x", np.zeros(128, np.int32))]
+    _, report = run_checked(k.module.program, k.ptx_name, (2, 1, 1), (64, 1, 1), args)
+    assert report is not None and report.kind == "barrier"
+    a, b = line_of(SPLIT_BARRIER, "BAR_A"), line_of(SPLIT_BARRIER, "BAR_B")
+    assert report.block == (0, 0, 0) and report.exited == ()
+    assert report.waiting == ((a, tuple(range(16))), (b, tuple(range(16, 64))))
+
+
 PARTIAL_SHUFFLE = cu("""
     extern "C" __global__ void partial_shuffle(int* x) {
         int v = x[threadIdx.x];
