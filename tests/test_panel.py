@@ -393,3 +393,11 @@ def test_n_of_one_is_run_and_kept_when_the_version_changes(emulator_backend):
     assert 1 in p.n.options and p.n.value == 1 and p.last["n"] == 1 and p.last["answer"] == 1
     p.version.value = "reduce3"
     assert p.n_typed.value == 1 and p.last["n"] == 1 and p.last["ok"]
+
+
+def test_the_blocks_a_picture_drew_in_words():
+    assert panels._blocks_words((0,)) == "block 0"
+    assert panels._blocks_words((0, 1, 2)) == "blocks 0-2"
+    assert panels._blocks_words((2, 3)) == "blocks 2-3"
+    assert panels._blocks_words((0, 3)) == "blocks 0, 3"
+    assert panels._blocks_words((1, 2, 5)) == "blocks 1, 2, 5"
