@@ -223,3 +223,14 @@ def test_a_bench_is_shaped_when_its_sizes_are_matrices_however_many_there_are(en
     assert matrices or not any(isinstance(s, tuple) for s in bench.sizes)  # one kind of size per topic
     assert bench.shaped == matrices
     assert replace(bench, sizes=bench.sizes[-1:]).shaped == matrices  # a single size says it as well
+
+
+def test_a_topic_without_sample_inputs_says_so() -> None:
+    from dataclasses import replace
+
+    rng = np.random.default_rng(0)
+    bare = replace(reduction.TOPIC, sample=None, panel=None)
+    for size in (100, (4, 8)):
+        with pytest.raises(ValueError, match="describes no sample inputs"):
+            bare.example(size, rng)
+    assert len(replace(reduction.TOPIC, sample=None).example(100, rng)[0]) == 100  # the panel's input
