@@ -839,3 +839,20 @@ def test_packed_s16x2_sat_clamps_each_half(op: str, emulator_backend: course.Dev
             16 * k
         )
     np.testing.assert_array_equal(y, want)
+
+
+def test_match_any_in_a_partial_last_warp(emulator_backend: course.Device) -> None:
+    """__match_any_sync in a block whose last warp has 16 threads: each lane gets the lanes of its
+    member mask holding its value (mutation survivor: a lookup past the last thread)."""
+    src = r"""extern "C" __global__ void k(const int* v, unsigned* y) {
+    int i = threadIdx.x;
+    unsigned mask = i < 32 ? 0xFFFFFFFFu : 0x0000FFFFu;  // the threads the warp has
+    y[i] = __match_any_sync(mask, v[i]);
+}"""
+    v = (np.arange(48) % 3).astype(np.int32)
+    (_, y) = launch(src, 1, 48, v, np.zeros(48, np.uint32))
+    want = []
+    for i in range(48):
+        w = range(32) if i < 32 else range(32, 48)
+        want.append(sum(1 << (j % 32) for j in w if v[j] == v[i]))
+    np.testing.assert_array_equal(y, np.array(want, np.uint32))
