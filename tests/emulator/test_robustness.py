@@ -856,3 +856,72 @@ def test_match_any_in_a_partial_last_warp(emulator_backend: course.Device) -> No
         w = range(32) if i < 32 else range(32, 48)
         want.append(sum(1 << (j % 32) for j in w if v[j] == v[i]))
     np.testing.assert_array_equal(y, np.array(want, np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+@pytest.mark.parametrize("half", ["lo", "hi"])
+def test_mad24_adds_c_to_the_product_of_the_low_24_bits(
+    typ: str, half: str, emulator_backend: course.Device
+) -> None:
+    """mad24.{lo,hi}.{u32,s32}: the 48-bit product of the low 24 bits (sign-extended for .s32), its
+    low 32 bits (.lo) or bits 16-47 (.hi), plus c (mutation survivor: c subtracted)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, const unsigned* c, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("mad24.{half}.{typ} %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(24)
+    a, b, c = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32))
+
+    def low24(x: np.ndarray) -> np.ndarray:
+        v = x.astype(np.int64) & 0xFFFFFF
+        return np.where(v >= 0x800000, v - 0x1000000, v) if typ == "s32" else v
+
+    p = low24(a) * low24(b)
+    want = ((p >> 16 if half == "hi" else p) + c.astype(np.int64)) & 0xFFFFFFFF
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("ctype", ["s32", "f32"])
+def test_slct_takes_a_where_c_is_zero_or_more(ctype: str, emulator_backend: course.Device) -> None:
+    """slct.s32.{s32,f32} d, a, b, c: a where c >= 0 (0 and -0.0 included), else b (mutation
+    survivor: c >= 1)."""
+    ct, reg = ("int", "r") if ctype == "s32" else ("float", "f")
+    src = f"""extern "C" __global__ void k(const int* a, const int* b, const {ct}* c, int* y) {{
+    int i = threadIdx.x; int v;
+    asm("slct.s32.{ctype} %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "{reg}"(c[i]));
+    y[i] = v;
+}}"""
+    a, b = np.arange(10, 16, dtype=np.int32), np.arange(20, 26, dtype=np.int32)
+    c = np.array([0, 1, -1, 5, -7, 0], np.int32)
+    if ctype == "f32":
+        c = np.array([0.0, 0.5, -0.5, 3.0, -np.inf, -0.0], np.float32)
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.int32))
+    np.testing.assert_array_equal(y, np.where(c >= 0, a, b))
+
+
+def test_a_one_element_vector_operand_reads_its_element() -> None:
+    """`{%r1}` as a source is %r1 (mutation survivors: the element taken from the wrong place)."""
+    from course.emulator import run_kernel
+
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry one(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    add.u32 %r1, %r1, 7;
+    mov.b32 %r2, {%r1};
+    st.global.u32 [%rd2], %r2;
+    ret;
+}
+"""
+    out = np.zeros(1, np.uint32)
+    run_kernel(Program(ptx, ""), "one", (1, 1, 1), (1, 1, 1), [("out", out)])
+    assert out[0] == 7
