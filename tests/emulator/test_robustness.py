@@ -872,6 +872,7 @@ def test_mad24_adds_c_to_the_product_of_the_low_24_bits(
 }}"""
     rng = np.random.default_rng(24)
     a, b, c = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    a[:4] = [0x00800000, 0xFF7FFFFF, 0x00FFFFFF, 0x12800000]  # low 24 bits: -2^23, 2^23 - 1, -1, -2^23
     *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32))
 
     def low24(x: np.ndarray) -> np.ndarray:
@@ -925,3 +926,18 @@ def test_a_one_element_vector_operand_reads_its_element() -> None:
     out = np.zeros(1, np.uint32)
     run_kernel(Program(ptx, ""), "one", (1, 1, 1), (1, 1, 1), [("out", out)])
     assert out[0] == 7
+
+
+def test_half_ftz_flushes_subnormal_operands_first(emulator_backend: course.Device) -> None:
+    """add.ftz.f16: a subnormal operand counts as a zero of its sign, so a subnormal plus 0 is 0
+    (mutation survivor: f16's smallest normal taken as 2^-15)."""
+    src = r"""extern "C" __global__ void k(const unsigned short* a, const unsigned short* b, unsigned short* y) {
+    int i = threadIdx.x; unsigned short v;
+    asm("add.ftz.f16 %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
+    y[i] = v;
+}"""
+    a = np.array([1.5 * 2.0**-15, 2.0**-15, 2.0**-24, -(1.75 * 2.0**-15), 2.0**-14, 1.0], np.float16)
+    b = np.zeros(len(a), np.float16)
+    *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
+    want = np.where(np.abs(a) < np.float16(2.0**-14), np.float16(0), a)  # -x + 0 is +0 as well
+    np.testing.assert_array_equal(y, want.view(np.uint16))
