@@ -401,3 +401,16 @@ def test_the_blocks_a_picture_drew_in_words():
     assert panels._blocks_words((2, 3)) == "blocks 2-3"
     assert panels._blocks_words((0, 3)) == "blocks 0, 3"
     assert panels._blocks_words((1, 2, 5)) == "blocks 1, 2, 5"
+
+
+def test_the_caption_says_what_was_traced_whenever_it_was_not_the_run():
+    from types import SimpleNamespace
+
+    def caption(traced: int, shown: tuple[int, ...]) -> str:
+        trace = SimpleNamespace(grid=(traced, 1, 1))
+        return panels.picture_caption(1000, (4, 256), trace, (0,), shown, (1000,))
+
+    plain = "N = 1,000: 4 blocks of 256; picture: block 0"
+    assert caption(4, (1000,)) == plain  # the run itself
+    assert caption(4, (512,)) == plain + ", traced as 4 blocks on elements 0-511"  # a share of the input
+    assert caption(1, (1000,)) == plain + ", traced alone on elements 0-999"  # another grid
