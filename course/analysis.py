@@ -626,7 +626,10 @@ def divergence(trace: Trace) -> np.recarray:
     atomics and shuffles only, so divergence is seen at those instructions.
     """
     ev = np.flatnonzero(trace.space != "sync")
-    possible = np.clip(trace.threads_per_block - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
+    # a joined trace's geometry is its first launch's: each event takes its own launch's block size
+    per_launch = np.array([t.threads_per_block for t in trace.launches()], np.int64)
+    tpb = per_launch[trace.launch[ev]] if "launch" in trace.columns else per_launch[0]
+    possible = np.clip(tpb - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
     return _table(
         **_event_ids(trace, ev),
         space=trace.space[ev],

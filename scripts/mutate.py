@@ -49,6 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = {
     "course/analysis.py": [
         "tests/test_analysis.py",
+        "tests/emulator/test_trace_summary.py",
         "tests/test_ncu_agreement.py",
         "tests/test_draw.py::test_real_reduction_trees",
         "tests/test_draw.py::test_real_scans",
@@ -63,7 +64,7 @@ TESTS = {
     ],
     "course/checks.py": ["tests/test_checks.py", "tests/test_api.py"],
     "course/bench/timing.py": ["tests/test_bench.py"],
-    "course/bench/records.py": ["tests/test_bench.py"],
+    "course/bench/records.py": ["tests/test_bench_goals_cub.py", "tests/test_bench.py"],
     "course/bench/cub.py": ["tests/test_bench.py"],
     # the exercise frame: its own tests and the frame-level tests of test_exercises.py, not the
     # solution and notebook runs of every exercise (7 minutes: a survivor would cost that each)
@@ -106,6 +107,7 @@ ENGINE_TESTS = [
 ]
 # the emulator, split by instruction family (course/emulator/ops/) and machine: its own tests
 EMULATOR_TESTS = [
+    "tests/emulator/test_names.py",
     "tests/emulator/test_faults.py",
     "tests/emulator/test_trace.py",
     "tests/emulator/test_robustness.py",

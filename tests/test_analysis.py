@@ -393,6 +393,20 @@ def test_partial_last_warp_is_not_divergence():
     assert dv.active.tolist() == [32, 8] and dv.possible.tolist() == [32, 8]
 
 
+@pytest.mark.parametrize("sizes", [(40, 64), (64, 40)], ids=["small-block-first", "big-block-first"])
+def test_each_launch_of_a_joined_trace_has_the_warps_of_its_own_block_size(sizes):
+    launches = []
+    for threads in sizes:  # every thread of the block reads: no warp is divergent
+        w = Warps(threads, [("x", "global", 4, threads)])
+        w.access("ld", "x", np.arange(threads))
+        launches.append(w.build())
+    dv = analysis.divergence(Trace.concat(launches))
+    lanes = {40: [32, 8], 64: [32, 32]}
+    assert dv.possible.tolist() == lanes[sizes[0]] + lanes[sizes[1]]
+    assert (dv.active == dv.possible).all()
+    assert analysis.divergence_by_line(Trace.concat(launches)).divergent.tolist() == [0]
+
+
 # ---------------------------------------------------------------- steps, data flow, counts
 
 

@@ -207,3 +207,30 @@ def test_the_panels_checker_line_says_clean_or_names_each_finding() -> None:
     line = _checker_verdict(found)
     assert line.startswith("<b style='color:#d62728'>✗ checker: ")
     assert "race on lines 3, 4; out-of-bounds on line 7" in line and "no bugs" not in line
+
+
+def test_a_grid_rule_says_how_much_each_thread_covers() -> None:
+    assert str(Cover()) == "enough blocks to cover N with one element per thread"
+    assert str(Cover(2)) == "enough blocks to cover N with 2 elements per thread"
+
+
+@pytest.mark.parametrize("engine", [e for e in course.topics.TOPICS if e.topic.bench], ids=lambda e: e.name)
+def test_a_bench_is_shaped_when_its_sizes_are_matrices_however_many_there_are(engine: Any) -> None:
+    from dataclasses import replace
+
+    bench = engine.topic.bench
+    matrices = all(isinstance(s, tuple) for s in bench.sizes)
+    assert matrices or not any(isinstance(s, tuple) for s in bench.sizes)  # one kind of size per topic
+    assert bench.shaped == matrices
+    assert replace(bench, sizes=bench.sizes[-1:]).shaped == matrices  # a single size says it as well
+
+
+def test_a_topic_without_sample_inputs_says_so() -> None:
+    from dataclasses import replace
+
+    rng = np.random.default_rng(0)
+    bare = replace(reduction.TOPIC, sample=None, panel=None)
+    for size in (100, (4, 8)):
+        with pytest.raises(ValueError, match="describes no sample inputs"):
+            bare.example(size, rng)
+    assert len(replace(reduction.TOPIC, sample=None).example(100, rng)[0]) == 100  # the panel's input

@@ -389,3 +389,31 @@ def test_the_naive_scans_reads_are_block_0s(emulator_backend):
     p = scan.panel(version="naive", n=256, block=64)
     assert p.last["metrics"]["grid"] == "4 blocks of 64" and p.last["drawn"] == (0,)
     assert f"{64 * 65 // 2} reads for 64 outputs" in _title(p)  # thread i of block 0 reads i + 1
+
+
+def test_n_of_one_is_run_and_kept_when_the_version_changes(emulator_backend):
+    p = reduction.panel(version="reduce1", n=1, block=128)
+    assert 1 in p.n.options and p.n.value == 1 and p.last["n"] == 1 and p.last["answer"] == 1
+    p.version.value = "reduce3"
+    assert p.n_typed.value == 1 and p.last["n"] == 1 and p.last["ok"]
+
+
+def test_the_blocks_a_picture_drew_in_words():
+    assert panels._blocks_words((0,)) == "block 0"
+    assert panels._blocks_words((0, 1, 2)) == "blocks 0-2"
+    assert panels._blocks_words((2, 3)) == "blocks 2-3"
+    assert panels._blocks_words((0, 3)) == "blocks 0, 3"
+    assert panels._blocks_words((1, 2, 5)) == "blocks 1, 2, 5"
+
+
+def test_the_caption_says_what_was_traced_whenever_it_was_not_the_run():
+    from types import SimpleNamespace
+
+    def caption(traced: int, shown: tuple[int, ...]) -> str:
+        trace = SimpleNamespace(grid=(traced, 1, 1))
+        return panels.picture_caption(1000, (4, 256), trace, (0,), shown, (1000,))
+
+    plain = "N = 1,000: 4 blocks of 256; picture: block 0"
+    assert caption(4, (1000,)) == plain  # the run itself
+    assert caption(4, (512,)) == plain + ", traced as 4 blocks on elements 0-511"  # a share of the input
+    assert caption(1, (1000,)) == plain + ", traced alone on elements 0-999"  # another grid

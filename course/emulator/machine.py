@@ -325,8 +325,6 @@ class Machine(MemoryAccess):
     def _run_wave(self) -> None:
         same: list[Group] | None = None  # the next step's groups when known without a schedule
         while True:
-            if self.steps >= self.budget:
-                self._out_of_budget()
             if same is not None:
                 groups = same
             else:
@@ -336,6 +334,8 @@ class Machine(MemoryAccess):
                         self._release_barriers(force=True)
                         continue
                     return
+            if self.steps >= self.budget:  # after the schedule: a launch may take all its steps
+                self._out_of_budget()
             same = self._run_group(*groups[0]) if len(groups) == 1 else self._run_groups(groups)
 
     def _run_groups(self, groups: list[Group]) -> list[Group] | None:
@@ -688,17 +688,18 @@ class Machine(MemoryAccess):
     def enter_call(self, site: int, idx: ops.LaneSet, params: list[tuple[str, str]]) -> None:
         """The lanes idx call a device function at the call instruction `site`: a recursive callee's
         registers are saved first, the arguments' .params copied to the callee's, the return pushed."""
-        if site in self.compiled.frames:
-            self.save_frame(site, idx)
         t = self.threads(idx)
-        for src, dst in params:
-            self._copy_param(src, dst, t)
-        self.push_call(idx, site)
-
-    def push_call(self, idx: ops.LaneSet, site: int) -> None:
-        t = self.threads(idx)
+        # checked before a recursive callee's frame is saved: the frames have MAX_CALL_DEPTH slots
         if self.call_stack is None or (self.call_depth[t] >= MAX_CALL_DEPTH).any():
             raise KernelFault(f"{self.name}: device function calls nested deeper than {MAX_CALL_DEPTH}")
+        if site in self.compiled.frames:
+            self.save_frame(site, idx)
+        for src, dst in params:
+            self._copy_param(src, dst, t)
+        self.push_call(t, site)
+
+    def push_call(self, t: np.ndarray, site: int) -> None:
+        assert self.call_stack is not None
         self.call_stack[t, self.call_depth[t]] = site
         self.call_depth[t] += 1
 

@@ -174,6 +174,22 @@ def test_threads_at_different_syncthreads() -> None:
         assert_names_line(msg, SPLIT_BARRIER, "BAR_A")
     except AssertionError:
         assert_names_line(msg, SPLIT_BARRIER, "BAR_B")
+    # each barrier with the threads waiting at it, and only those
+    a, b = line_of(SPLIT_BARRIER, "BAR_A"), line_of(SPLIT_BARRIER, "BAR_B")
+    assert re.search(rf"threads 0-15 wait at line {a}\b", msg), msg
+    assert re.search(rf"threads 16-63 wait at line {b}\b", msg), msg
+
+
+def test_a_checked_launch_reports_the_stuck_block_and_who_waits_where() -> None:
+    from course.emulator import run_checked
+
+    k = kernel(SPLIT_BARRIER, "split_barrier")
+    args = [("x", np.zeros(128, np.int32))]
+    _, report = run_checked(k.module.program, k.ptx_name, (2, 1, 1), (64, 1, 1), args)
+    assert report is not None and report.kind == "barrier"
+    a, b = line_of(SPLIT_BARRIER, "BAR_A"), line_of(SPLIT_BARRIER, "BAR_B")
+    assert report.block == (0, 0, 0) and report.exited == ()
+    assert report.waiting == ((a, tuple(range(16))), (b, tuple(range(16, 64))))
 
 
 PARTIAL_SHUFFLE = cu("""
@@ -239,8 +255,11 @@ def test_lanes_wait_at_a_warp_vote_for_lanes_still_on_their_way() -> None:
 
 @pytest.mark.parametrize("then", ["ret;", "bar.sync 0;\n    bra.uni $L__vote;"])
 def test_lanes_that_never_come_to_a_warp_vote_are_an_error(then: str) -> None:
+    # named by the first thread that waits, with its mask and the lanes it waits for
     with pytest.raises(
-        course.BarrierError, match=r"member mask 0xffffffff, but lanes 0xe0000000 .* \(diverged\)"
+        course.BarrierError,
+        match=r"thread \(0, 0, 0\) runs 'vote.sync.ballot.b32' with member mask 0xffffffff, "
+        r"but lanes 0xe0000000 .* \(diverged\)",
     ):
         _late_lanes(then)
 
@@ -261,6 +280,27 @@ def test_spin_on_a_flag_nobody_sets_exceeds_the_budget() -> None:
     assert time.perf_counter() - start < 20, "a budget of 10,000 instructions should run out quickly"
     assert isinstance(info.value, TimeoutError)
     assert "10000" in str(info.value).replace(",", "").replace("_", ""), str(info.value)
+
+
+def test_a_budget_set_for_a_block_of_code_holds_there_and_is_restored() -> None:
+    from course.emulator import machine
+
+    def budgets() -> tuple[int, int]:
+        return machine.DEFAULT_BUDGET, machine.DEFAULT_WORK
+
+    before = budgets()
+    args = device_args(np.zeros(1, np.int32), np.zeros(32, np.int32))
+    with course.emulator.budget(steps=10_000):  # a launch that names no budget takes this one
+        assert budgets() == (10_000, before[1])
+        with pytest.raises(course.InstructionBudgetExceeded, match="10000 scheduler steps"):
+            kernel(SPIN, "wait_forever").trace((2,), (32,), args)
+    assert budgets() == before
+    with course.emulator.budget(work=123):
+        assert budgets() == (before[0], 123)
+    for bad in ({"steps": 0}, {"work": -5}):
+        with pytest.raises(ValueError, match=rf"the {next(iter(bad))} budget must be positive"):
+            course.emulator.set_budget(**bad)
+    assert budgets() == before
 
 
 # ---------------------------------------------------------------- bad arguments
@@ -360,3 +400,28 @@ extern "C" __global__ void k(int* out) {
     (finding,) = findings
     assert finding.kind == "barrier-divergence" and finding.lines
     assert "leaves them out" in finding.explanation and "lanes 3 " in finding.examples[0]
+
+
+NEST = cu("""
+    __device__ __noinline__ unsigned nest(const unsigned* p, int m) {
+        return m == 0 ? 1u : p[m - 1] * nest(p, m - 1) + 1u;  // @NEST
+    }
+    extern "C" __global__ void deep(const unsigned* x, unsigned* y, int m) { y[threadIdx.x] = nest(x, m); }
+""")
+
+
+def test_calls_nested_deeper_than_the_emulator_keeps_are_a_fault() -> None:
+    """32 nested calls of a recursive function run; a 33rd is a KernelFault that says why (it was
+    an emulator defect: the callee's frame was saved before the depth was checked)."""
+    from course.emulator.machine import MAX_CALL_DEPTH
+
+    assert course.compiler.compile_ptx(NEST).ptx.count("call.uni") >= 1  # still a recursion in the PTX
+    x, y = np.full(64, 3, np.uint32), np.zeros(32, np.uint32)
+    args = device_args(x, y, np.int32(MAX_CALL_DEPTH - 1))  # nest(31) ... nest(0): 32 calls
+    kernel(NEST, "deep")((1,), (32,), args)
+    want = 1
+    for _ in range(MAX_CALL_DEPTH - 1):
+        want = (3 * want + 1) & 0xFFFFFFFF
+    assert (course.asnumpy(args[1]) == want).all()
+    with pytest.raises(course.KernelFault, match=f"nested deeper than {MAX_CALL_DEPTH}"):
+        kernel(NEST, "deep")((1,), (32,), device_args(x, y, np.int32(MAX_CALL_DEPTH)))

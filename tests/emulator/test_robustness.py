@@ -553,3 +553,391 @@ def test_prmt_forward_and_backward_4_extract(mode: str, emulator_backend: course
             ((both >> (np.uint64(8) * p)) & np.uint64(0xFF)) << np.uint64(8 * k) for k, p in enumerate(picks)
         )
     np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_mad_wide_adds_a_64_bit_addend(typ: str, emulator_backend: course.Device) -> None:
+    """mad.wide.{u,s}32 d, a, b, c: the 64-bit product of two 32-bit words plus a 64-bit c, whose
+    upper half counts (mutation survivor: c read as a 32-bit word)."""
+    w = "long long" if typ == "s32" else "unsigned long long"
+    h = "int" if typ == "s32" else "unsigned"
+    src = f"""extern "C" __global__ void k(const {h}* a, const {h}* b, const {w}* c, {w}* y) {{
+    int i = threadIdx.x; {w} v;
+    asm("mad.wide.{typ} %0, %1, %2, %3;" : "=l"(v) : "r"(a[i]), "r"(b[i]), "l"(c[i]));
+    y[i] = v;
+}}"""
+    small, big = (np.int32, np.int64) if typ == "s32" else (np.uint32, np.uint64)
+    a = np.array([3, 70000, 0x7FFFFFFF, 2, 1], small)
+    b = np.array([5, 70000, 2, 0x7FFFFFFF, 0], small)
+    c = np.array([1, 2**40 + 7, 3 * 2**33, -(2**35) if typ == "s32" else 2**63, 2**32], big)
+    if typ == "s32":
+        a[1], b[2] = -70000, -2
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), big))
+    want = [int(x) * int(z) + int(v) for x, z, v in zip(a, b, c)]
+    np.testing.assert_array_equal(y, np.array(want, big))
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_float_red_min_max_with_many_lanes_on_one_element(op: str, emulator_backend: course.Device) -> None:
+    """red.global.{min,max}.f32 with 32 lanes on each of two elements: the least (greatest) value
+    reaches memory and a NaN operand loses to a number (mutation survivor: the float table's name)."""
+    src = f"""extern "C" __global__ void k(const float* x, float* y) {{
+    int i = threadIdx.x;
+    asm volatile("red.global.{op}.f32 [%0], %1;" :: "l"(y + i % 2), "f"(x[i]) : "memory");
+}}"""
+    x = np.random.default_rng(5).uniform(-100, 100, 64).astype(np.float32)
+    x[[2, 7]] = np.nan  # one NaN in each element's lanes
+    *_, y = launch(src, 1, len(x), x, np.zeros(2, np.float32))
+    pick = np.fmin if op == "min" else np.fmax  # the memory's 0 takes part too
+    np.testing.assert_array_equal(y, [pick.reduce(np.r_[0, x[0::2]]), pick.reduce(np.r_[0, x[1::2]])])
+
+
+def test_cvt_sat_from_half_to_float_clamps_to_zero_and_one(emulator_backend: course.Device) -> None:
+    """cvt.sat.f32.f16: the value clamped to [0, 1], NaN made 0 (mutation survivor: lower bound 1)."""
+    src = r"""extern "C" __global__ void k(const unsigned short* x, float* y) {
+    int i = threadIdx.x; float v;
+    asm("cvt.sat.f32.f16 %0, %1;" : "=f"(v) : "h"(x[i]));
+    y[i] = v;
+}"""
+    x = np.array([-1.0, -0.0, 0.0, 0.25, 0.5, 1.0, 2.0, np.inf, -np.inf, np.nan], np.float16)
+    *_, y = launch(src, 1, len(x), x.view(np.uint16), np.zeros(len(x), np.float32))
+    want = np.array([0.0, 0.0, 0.0, 0.25, 0.5, 1.0, 1.0, 1.0, 0.0, 0.0], np.float32)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))  # +0, never -0
+
+
+@pytest.mark.parametrize("lanes", [2, 4])
+def test_vavrg_is_the_rounded_up_average_of_each_lane(lanes: int, emulator_backend: course.Device) -> None:
+    """vavrg{2,4}.u32.u32.u32: each 16-bit (8-bit) lane of d is (a + b + 1) >> 1 of that lane
+    (mutation survivor: the shift turned left)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("vavrg{lanes}.u32.u32.u32 %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(0));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(lanes)
+    a = np.r_[rng.integers(0, 2**32, 30, dtype=np.uint64), 0xFFFFFFFF, 0].astype(np.uint32)
+    b = np.r_[rng.integers(0, 2**32, 30, dtype=np.uint64), 0xFFFFFFFF, 1].astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    bits = 32 // lanes
+    want = np.zeros(len(a), np.uint64)
+    for k in range(lanes):
+        la, lb = ((x.astype(np.uint64) >> np.uint64(bits * k)) & np.uint64((1 << bits) - 1) for x in (a, b))
+        want |= ((la + lb + np.uint64(1)) >> np.uint64(1)) << np.uint64(bits * k)
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("shiftamt", [False, True])
+def test_bfind_of_a_signed_word_finds_its_top_non_sign_bit(
+    shiftamt: bool, emulator_backend: course.Device
+) -> None:
+    """bfind{.shiftamt}.s32: the position of the most significant bit that differs from the sign
+    (.shiftamt: its distance from bit 31); 0xFFFFFFFF for 0 and -1 (mutation survivor: 0 taken for
+    negative)."""
+    op = "bfind.shiftamt.s32" if shiftamt else "bfind.s32"
+    src = f"""extern "C" __global__ void k(const int* x, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{op} %0, %1;" : "=r"(v) : "r"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([0, -1, 1, -2, 5, -6, 0x40000000, -(2**31), 2**31 - 1], np.int32)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.uint32))
+    pos = np.array([-1, -1, 0, 0, 2, 2, 30, 30, 30])
+    want = np.where(pos < 0, 0xFFFFFFFF, 31 - pos if shiftamt else pos)
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_cvt_from_double_to_float_keeps_subnormals_unless_ftz(
+    ftz: bool, emulator_backend: course.Device
+) -> None:
+    """cvt.rn.f32.f64 rounds a double below 2^-126 to a subnormal float; .ftz flushes it to a zero
+    of its sign (mutation survivor: flushed without .ftz too)."""
+    op = "cvt.rn.ftz.f32.f64" if ftz else "cvt.rn.f32.f64"
+    src = f"""extern "C" __global__ void k(const double* x, float* y) {{
+    int i = threadIdx.x; float v;
+    asm("{op} %0, %1;" : "=f"(v) : "d"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([1e-40, -1e-42, 2.0**-149, 2.0**-126, -(2.0**-126), 1.0, 0.0], np.float64)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.float32))
+    want = x.astype(np.float32)
+    if ftz:
+        want[:3] = np.copysign(np.float32(0), want[:3])
+    assert np.count_nonzero(want[:3]) == (0 if ftz else 3)
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+def test_every_block_runs_on_an_sm_below_nsmid(emulator_backend: course.Device) -> None:
+    """%smid lies in 0 ... %nsmid - 1 (the PTX ISA's range), and a grid larger than the GPU uses
+    every SM (mutation survivor: smid = block % 133 with 132 SMs)."""
+    src = r"""extern "C" __global__ void k(unsigned* sm, unsigned* count) {
+    unsigned s, n;
+    asm("mov.u32 %0, %%smid;" : "=r"(s));
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    if (threadIdx.x == 0) { sm[blockIdx.x] = s; count[0] = n; }
+}"""
+    sm, count = launch(src, 300, 32, np.zeros(300, np.uint32), np.zeros(1, np.uint32))
+    assert sm.max() < count[0]
+    assert len(np.unique(sm)) == count[0]
+
+
+def test_lane_masks_name_the_lanes_below_at_and_above_each_lane(emulator_backend: course.Device) -> None:
+    """%lanemask_lt, _le, _eq, _ge, _gt of lane l: bits below l, up to l, l alone, from l, above l
+    (mutation survivor: _le one off)."""
+    src = r"""extern "C" __global__ void k(unsigned* y) {
+    unsigned lt, le, eq, ge, gt;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    asm("mov.u32 %0, %%lanemask_le;" : "=r"(le));
+    asm("mov.u32 %0, %%lanemask_eq;" : "=r"(eq));
+    asm("mov.u32 %0, %%lanemask_ge;" : "=r"(ge));
+    asm("mov.u32 %0, %%lanemask_gt;" : "=r"(gt));
+    unsigned* row = y + 5 * threadIdx.x;
+    row[0] = lt; row[1] = le; row[2] = eq; row[3] = ge; row[4] = gt;
+}"""
+    (y,) = launch(src, 1, 64, np.zeros(5 * 64, np.uint32))
+    lane = np.arange(64, dtype=np.uint64) % 32
+    below = (np.uint64(1) << lane) - np.uint64(1)
+    bit = np.uint64(1) << lane
+    full = np.uint64(0xFFFFFFFF)
+    want = np.stack([below, below | bit, bit, full & ~below, full & ~(below | bit)], axis=1)
+    np.testing.assert_array_equal(y.reshape(64, 5), want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("typ", ["f16", "bf16"])
+def test_half_min_max_order_minus_zero_below_plus_zero(
+    op: str, typ: str, emulator_backend: course.Device
+) -> None:
+    """{min,max}.{f16,bf16}: -0 < +0, in either operand order (mutation survivor: the sign test of
+    equal values always false)."""
+    src = f"""extern "C" __global__ void k(const unsigned short* a, const unsigned short* b, unsigned short* y) {{
+    int i = threadIdx.x; unsigned short v;
+    asm("{op}.{typ} %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
+    y[i] = v;
+}}"""
+    plus, minus, one = 0x0000, 0x8000, 0x3C00 if typ == "f16" else 0x3F80
+    a = np.array([minus, plus, minus, plus, one], np.uint16)
+    b = np.array([plus, minus, minus, plus, minus], np.uint16)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint16))
+    lo, hi = [minus, minus, minus, plus, minus], [plus, plus, minus, plus, one]
+    np.testing.assert_array_equal(y, np.array(lo if op == "min" else hi, np.uint16))
+
+
+@pytest.mark.parametrize("lanes", [2, 4])
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+def test_video_add_sat_clamps_each_lane_to_its_range(
+    lanes: int, typ: str, emulator_backend: course.Device
+) -> None:
+    """vadd{2,4}.T.T.T.sat: each 16-bit (8-bit) lane's sum clamped to the lane's range, its largest
+    value included (mutation survivor: the top of the range one short)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("vadd{lanes}.{typ}.{typ}.{typ}.sat %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(0));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(lanes)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    bits, signed = 32 // lanes, typ == "s32"
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    want = np.zeros(len(a), np.uint64)
+    clamped = 0
+    for k in range(lanes):
+        la, lb = (((x.astype(np.int64) >> (bits * k)) & ((1 << bits) - 1)) for x in (a, b))
+        if signed:
+            la, lb = (np.where(v >= 1 << (bits - 1), v - (1 << bits), v) for v in (la, lb))
+        s = la + lb
+        clamped += int(((s > hi) | (s < lo)).sum())
+        want |= (np.clip(s, lo, hi) & ((1 << bits) - 1)).astype(np.uint64) << np.uint64(bits * k)
+    assert clamped > 10  # random lanes often leave the range: the clamp is reached
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("boolop", ["", "and", "or", "xor"])
+def test_setp_with_two_destinations_writes_the_complement_to_the_second(
+    boolop: str, emulator_backend: course.Device
+) -> None:
+    """setp.lt{.BoolOp}.s32 p|q, a, b{, c}: p = BoolOp(a < b, c), q = BoolOp(!(a < b), c) (mutation
+    survivor: q's writer taken from a third destination)."""
+    op = f"setp.lt.{boolop}.s32 p|q, %2, %3, c;" if boolop else "setp.lt.s32 p|q, %2, %3;"
+    src = f"""extern "C" __global__ void k(const int* a, const int* b, const int* c, unsigned* y, unsigned* z) {{
+    int i = threadIdx.x; unsigned v, w;
+    asm("{{ .reg .pred c, p, q; setp.ne.s32 c, %4, 0; {op} selp.u32 %0, 1, 0, p; selp.u32 %1, 1, 0, q; }}"
+        : "=r"(v), "=r"(w) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v; z[i] = w;
+}}"""
+    a = np.array([1, 1, 5, 5, -3, 7], np.int32)
+    b = np.array([2, 2, 2, 2, -4, 7], np.int32)
+    c = np.array([0, 1, 0, 1, 1, 0], np.int32)
+    *_, y, z = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32), np.zeros(len(a), np.uint32))
+    t, cc = a < b, c != 0
+    f = {"": lambda x, _: x, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+    np.testing.assert_array_equal(y, f(t, cc).astype(np.uint32))
+    np.testing.assert_array_equal(z, f(~t, cc).astype(np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["f16", "bf16"])
+def test_cvt_sat_to_a_half_clamps_to_zero_and_one(typ: str, emulator_backend: course.Device) -> None:
+    """cvt.rn.sat.{f16,bf16}.f32: the value clamped to [0, 1] in the 16-bit format, NaN made 0
+    (mutation survivor: bf16's 1.0 one bit off)."""
+    src = f"""extern "C" __global__ void k(const float* x, unsigned short* y) {{
+    int i = threadIdx.x; unsigned short v;
+    asm("cvt.rn.sat.{typ}.f32 %0, %1;" : "=h"(v) : "f"(x[i]));
+    y[i] = v;
+}}"""
+    x = np.array([-2.0, -0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 3e38, np.inf, np.nan], np.float32)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.uint16))
+    want = np.clip(np.nan_to_num(x, nan=0.0, posinf=1.0), 0, 1) + np.float32(0)  # +0, never -0
+    if typ == "f16":
+        bits = want.astype(np.float16).view(np.uint16)
+    else:
+        bits = (want.view(np.uint32) >> 16).astype(np.uint16)  # 0, 0.25, 0.5 and 1 are exact in bf16
+    np.testing.assert_array_equal(y, bits)
+
+
+def test_mad_hi_sat_clamps_the_sum_to_the_s32_range(emulator_backend: course.Device) -> None:
+    """mad.hi.sat.s32: the upper half of a * b plus c, clamped to the s32 range (it wrapped around;
+    found reading a mutation survivor)."""
+    src = r"""extern "C" __global__ void k(const int* a, const int* b, const int* c, int* y) {
+    int i = threadIdx.x; int v;
+    asm("mad.hi.sat.s32 %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}"""
+    top, bottom = 2**31 - 1, -(2**31)
+    a = np.array([top, bottom, 5, bottom, 123456789], np.int32)
+    b = np.array([top, top, 7, bottom, -987654321], np.int32)
+    c = np.array([top, bottom, 3, -5, 1000], np.int32)
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.int32))
+    want = [max(bottom, min(top, ((int(x) * int(z)) >> 32) + int(w))) for x, z, w in zip(a, b, c)]
+    assert want[:2] == [top, bottom]  # the first two saturate
+    np.testing.assert_array_equal(y, np.array(want, np.int32))
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_packed_s16x2_sat_clamps_each_half(op: str, emulator_backend: course.Device) -> None:
+    """{add,sub}.sat.s16x2: each signed 16-bit half clamped to -32768 ... 32767 (mutation survivor:
+    the top made 32768, which wraps to -32768)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("{op}.sat.s16x2 %0, %1, %2;" : "=r"(v) : "r"(a[i]), "r"(b[i]));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(16)
+    a = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    *_, y = launch(src, 1, len(a), a, b, np.zeros(len(a), np.uint32))
+    f = np.add if op == "add" else np.subtract
+    want = np.zeros(len(a), np.uint32)
+    for k in range(2):
+        la, lb = (
+            ((x >> np.uint32(16 * k)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.int16) for x in (a, b)
+        )
+        r = f(la.astype(np.int64), lb)
+        assert (r > 32767).any() and (r < -32768).any()
+        want |= (np.clip(r, -32768, 32767).astype(np.int16).view(np.uint16).astype(np.uint32)) << np.uint32(
+            16 * k
+        )
+    np.testing.assert_array_equal(y, want)
+
+
+def test_match_any_in_a_partial_last_warp(emulator_backend: course.Device) -> None:
+    """__match_any_sync in a block whose last warp has 16 threads: each lane gets the lanes of its
+    member mask holding its value (mutation survivor: a lookup past the last thread)."""
+    src = r"""extern "C" __global__ void k(const int* v, unsigned* y) {
+    int i = threadIdx.x;
+    unsigned mask = i < 32 ? 0xFFFFFFFFu : 0x0000FFFFu;  // the threads the warp has
+    y[i] = __match_any_sync(mask, v[i]);
+}"""
+    v = (np.arange(48) % 3).astype(np.int32)
+    (_, y) = launch(src, 1, 48, v, np.zeros(48, np.uint32))
+    want = []
+    for i in range(48):
+        w = range(32) if i < 32 else range(32, 48)
+        want.append(sum(1 << (j % 32) for j in w if v[j] == v[i]))
+    np.testing.assert_array_equal(y, np.array(want, np.uint32))
+
+
+@pytest.mark.parametrize("typ", ["u32", "s32"])
+@pytest.mark.parametrize("half", ["lo", "hi"])
+def test_mad24_adds_c_to_the_product_of_the_low_24_bits(
+    typ: str, half: str, emulator_backend: course.Device
+) -> None:
+    """mad24.{lo,hi}.{u32,s32}: the 48-bit product of the low 24 bits (sign-extended for .s32), its
+    low 32 bits (.lo) or bits 16-47 (.hi), plus c (mutation survivor: c subtracted)."""
+    src = f"""extern "C" __global__ void k(const unsigned* a, const unsigned* b, const unsigned* c, unsigned* y) {{
+    int i = threadIdx.x; unsigned v;
+    asm("mad24.{half}.{typ} %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "r"(c[i]));
+    y[i] = v;
+}}"""
+    rng = np.random.default_rng(24)
+    a, b, c = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    a[:4] = [0x00800000, 0xFF7FFFFF, 0x00FFFFFF, 0x12800000]  # low 24 bits: -2^23, 2^23 - 1, -1, -2^23
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.uint32))
+
+    def low24(x: np.ndarray) -> np.ndarray:
+        v = x.astype(np.int64) & 0xFFFFFF
+        return np.where(v >= 0x800000, v - 0x1000000, v) if typ == "s32" else v
+
+    p = low24(a) * low24(b)
+    want = ((p >> 16 if half == "hi" else p) + c.astype(np.int64)) & 0xFFFFFFFF
+    np.testing.assert_array_equal(y, want.astype(np.uint32))
+
+
+@pytest.mark.parametrize("ctype", ["s32", "f32"])
+def test_slct_takes_a_where_c_is_zero_or_more(ctype: str, emulator_backend: course.Device) -> None:
+    """slct.s32.{s32,f32} d, a, b, c: a where c >= 0 (0 and -0.0 included), else b (mutation
+    survivor: c >= 1)."""
+    ct, reg = ("int", "r") if ctype == "s32" else ("float", "f")
+    src = f"""extern "C" __global__ void k(const int* a, const int* b, const {ct}* c, int* y) {{
+    int i = threadIdx.x; int v;
+    asm("slct.s32.{ctype} %0, %1, %2, %3;" : "=r"(v) : "r"(a[i]), "r"(b[i]), "{reg}"(c[i]));
+    y[i] = v;
+}}"""
+    a, b = np.arange(10, 16, dtype=np.int32), np.arange(20, 26, dtype=np.int32)
+    c = np.array([0, 1, -1, 5, -7, 0], np.int32)
+    if ctype == "f32":
+        c = np.array([0.0, 0.5, -0.5, 3.0, -np.inf, -0.0], np.float32)
+    *_, y = launch(src, 1, len(a), a, b, c, np.zeros(len(a), np.int32))
+    np.testing.assert_array_equal(y, np.where(c >= 0, a, b))
+
+
+def test_a_one_element_vector_operand_reads_its_element() -> None:
+    """`{%r1}` as a source is %r1 (mutation survivors: the element taken from the wrong place)."""
+    from course.emulator import run_kernel
+
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry one(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    add.u32 %r1, %r1, 7;
+    mov.b32 %r2, {%r1};
+    st.global.u32 [%rd2], %r2;
+    ret;
+}
+"""
+    out = np.zeros(1, np.uint32)
+    run_kernel(Program(ptx, ""), "one", (1, 1, 1), (1, 1, 1), [("out", out)])
+    assert out[0] == 7
+
+
+def test_half_ftz_flushes_subnormal_operands_first(emulator_backend: course.Device) -> None:
+    """add.ftz.f16: a subnormal operand counts as a zero of its sign, so a subnormal plus 0 is 0
+    (mutation survivor: f16's smallest normal taken as 2^-15)."""
+    src = r"""extern "C" __global__ void k(const unsigned short* a, const unsigned short* b, unsigned short* y) {
+    int i = threadIdx.x; unsigned short v;
+    asm("add.ftz.f16 %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
+    y[i] = v;
+}"""
+    a = np.array([1.5 * 2.0**-15, 2.0**-15, 2.0**-24, -(1.75 * 2.0**-15), 2.0**-14, 1.0], np.float16)
+    b = np.zeros(len(a), np.float16)
+    *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
+    want = np.where(np.abs(a) < np.float16(2.0**-14), np.float16(0), a)  # -x + 0 is +0 as well
+    np.testing.assert_array_equal(y, want.view(np.uint16))

@@ -134,3 +134,200 @@ def test_a_launch_too_big_for_the_emulator_stops_with_a_clear_error(emulator_bac
         k((64,), (256,), (out, np.int32(10_000)))
     k((64,), (256,), (out, np.int32(10)))  # a small launch still runs
     assert course.asnumpy(out)[0] == 45
+
+
+def test_a_trace_names_the_kernel_as_the_learner_wrote_it(emulator_backend):
+    from course.emulator import run_kernel
+    from course.emulator.trace import TraceRecorder
+
+    src = r"template <int K> __global__ void scale(float* x) { x[threadIdx.x] *= K; }"
+    mod = course.Module(code=src, name_expressions=("scale<3>",))
+    k = mod.get_function("scale<3>")
+    assert k.trace((1,), (32,), (course.asarray(np.ones(32, np.float32)),)).kernel == "scale<3>"
+    # run straight on a program, a launch given no name of its own is called by its PTX entry
+    assert k.ptx_name != "scale<3>"
+    x = [("x", np.ones(32, np.float32))]
+    trace = run_kernel(mod.program, k.ptx_name, (1, 1, 1), (32, 1, 1), x, recorder=TraceRecorder())
+    assert trace is not None and trace.kernel == k.ptx_name
+
+
+STRAIGHT_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry straight(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry split(.param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r0, %r1, 1;
+    setp.eq.u32 %p2, %r0, 1;
+    setp.lt.u32 %p1, %r1, 64;
+    @%p1 bra $L__a;
+    add.u32 %r2, %r1, 100;
+    add.u32 %r2, %r2, 1;
+    add.u32 %r2, %r2, 1;
+    bra.uni $L__join;
+$L__a:
+    add.u32 %r2, %r1, 200;
+$L__join:
+    @%p2 add.u32 %r2, %r2, 5;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+def test_steps_and_instructions_count_what_the_warps_ran():
+    """A step runs one instruction of every warp with work, the blocks of a wave side by side; a
+    launch may take exactly its budgets (steps, thread-instructions), not one more."""
+    from course.emulator import budget, run_kernel
+    from course.emulator.machine import Program
+    from course.emulator.trace import TraceRecorder
+
+    program = Program(STRAIGHT_PTX, "")
+    out = np.zeros(32, np.uint32)
+
+    def straight(**kw):
+        return run_kernel(program, "straight", (3, 1, 1), (32, 1, 1), [("out", out)], **kw)
+
+    stores = straight(recorder=TraceRecorder()).where(op="st")
+    assert stores.block.tolist() == [0, 1, 2] and stores.step.tolist() == [5, 5, 5]  # the 6th instruction
+    assert stores.instructions == (3 * 7, 3 * 7 * 32)  # (warp-instructions issued, thread-instructions)
+    straight(budget=7)
+    with pytest.raises(course.InstructionBudgetExceeded, match="ran 6 scheduler steps"):
+        straight(budget=6)
+    with budget(work=3 * 7 * 32):
+        straight()
+    with (
+        budget(work=3 * 7 * 32 - 1),
+        pytest.raises(course.InstructionBudgetExceeded, match="thread-instructions"),
+    ):
+        straight()
+    # two warps of each block branch one way, two the other, then meet again; an instruction
+    # predicated on odd lanes is issued once by every warp, in one step
+    out = np.zeros(128, np.uint32)
+    trace = run_kernel(program, "split", (2, 1, 1), (128, 1, 1), [("out", out)], recorder=TraceRecorder())
+    tid = np.arange(128)
+    np.testing.assert_array_equal(out, np.where(tid < 64, tid + 200, tid + 102) + 5 * (tid % 2))
+    issued = 2 * (4 * 7 + 2 * 1 + 2 * 4 + 4 * 5)  # per block: before, one side, the other, after the join
+    assert trace.instructions == (issued, 32 * issued)
+
+
+def test_a_grid_runs_in_waves_of_whole_blocks_one_after_another(monkeypatch):
+    """The blocks of a wave (at most WAVE_THREADS threads) run side by side; the next wave starts
+    when the last one has finished, and the steps go on counting."""
+    from course.emulator import machine, run_kernel
+    from course.emulator.trace import TraceRecorder
+
+    monkeypatch.setattr(machine, "WAVE_THREADS", 64)  # two blocks of 32 threads a wave
+    program = machine.Program(STRAIGHT_PTX, "")
+    out = np.zeros(32, np.uint32)
+    trace = run_kernel(program, "straight", (5, 1, 1), (32, 1, 1), [("out", out)], recorder=TraceRecorder())
+    stores = trace.where(op="st")
+    assert stores.block.tolist() == [0, 1, 2, 3, 4]
+    assert stores.step.tolist() == [5, 5, 12, 12, 19]  # 7 steps a wave, the store the 6th
+    assert trace.instructions == (5 * 7, 5 * 7 * 32)
+
+
+def test_a_launch_has_the_dynamic_shared_memory_it_asks_for_and_none_unasked():
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry smem(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %dynamic_smem_size;
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+    program = Program(ptx, "")
+    out = np.full(1, 7, np.uint32)
+    run_kernel(program, "smem", (1, 1, 1), (32, 1, 1), [("out", out)])
+    assert out[0] == 0
+    run_kernel(program, "smem", (1, 1, 1), (32, 1, 1), [("out", out)], 48)
+    assert out[0] == 48
+
+
+def test_an_emulator_defect_names_the_instruction_it_happened_at_even_the_first():
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+    from course.errors import EmulatorDefect
+
+    program = Program(STRAIGHT_PTX, "")
+    first = program.compiled("straight").code[0]
+
+    def broken(m, idx):
+        raise RuntimeError("made to fail")
+
+    first.run = broken  # an emulator bug at pc 0
+    with pytest.raises(EmulatorDefect, match=r"ld\.param\.u64 %rd1, \[out\].*made to fail"):
+        run_kernel(program, "straight", (1, 1, 1), (32, 1, 1), [("out", np.zeros(32, np.uint32))])
+
+
+MEET_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry meet(.param .u64 out, .param .u64 counter)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u64 %rd4, [counter];
+    cvta.to.global.u64 %rd5, %rd4;
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 64;
+    @%p1 bra $L__low;
+    add.u32 %r2, %r1, 1;
+    bra.uni $L__join;
+$L__low:
+    add.u32 %r2, %r1, 2;
+    add.u32 %r2, %r2, 3;
+$L__join:
+    atom.global.add.u32 %r3, [%rd5], 1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd3, %rd2, %rd3;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"""
+
+
+def test_atomics_of_warps_that_meet_again_apply_in_thread_order():
+    """Warps 2-3 fall through, warps 0-1 jump; both sides take two steps, so all four warps reach
+    the atomic in one step, where the lanes apply in thread order (what the checker assumes)."""
+    from course.emulator import run_kernel
+    from course.emulator.machine import Program
+
+    out, counter = np.zeros(128, np.uint32), np.zeros(1, np.uint32)
+    run_kernel(Program(MEET_PTX, ""), "meet", (1, 1, 1), (128, 1, 1), [("out", out), ("counter", counter)])
+    assert counter[0] == 128
+    np.testing.assert_array_equal(out, np.arange(128))

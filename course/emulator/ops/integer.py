@@ -107,9 +107,13 @@ def _mul_wide_hi(instr: Instr, ctx: Builder, dt: np.dtype, wide: bool, mad: bool
         return Op(instr, lambda m, idx: w(m, idx, f(*[r(m, idx) for r in rs])))
     if size <= 4:
         big = np.int64 if signed else np.uint64
+        sat = "sat" in instr.parts  # mad.hi.sat.s32: the sum clamped to the s32 range, not wrapped
 
         def f(a: Any, b: Any, *c: Any) -> Any:
-            r = ((arr(a).astype(big) * arr(b).astype(big)) >> (8 * size)).astype(dt)
+            h = (arr(a).astype(big) * arr(b).astype(big)) >> (8 * size)
+            if c and sat:
+                return _int_sat(h + arr(c[0]).astype(np.int64), dt)
+            r = h.astype(dt)
             return r + c[0] if c else r
 
         return simple(instr, ctx, f)
