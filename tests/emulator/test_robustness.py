@@ -941,3 +941,39 @@ def test_half_ftz_flushes_subnormal_operands_first(emulator_backend: course.Devi
     *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
     want = np.where(np.abs(a) < np.float16(2.0**-14), np.float16(0), a)  # -x + 0 is +0 as well
     np.testing.assert_array_equal(y, want.view(np.uint16))
+
+
+def test_signed_bytes_and_shorts_are_sign_extended_into_wider_registers(
+    emulator_backend: course.Device,
+) -> None:
+    """A signed char or short loaded into a wider register keeps its value (-1 stays -1, not 255):
+    the register holds the loaded integer, sign-extended (mutation survivor: its bits zero-extended)."""
+    src = r"""extern "C" __global__ void k(const signed char* c, const short* s, int* y) {
+    int i = threadIdx.x;
+    y[i] = c[i] * 3 + s[i];
+}"""
+    c = np.array([-1, -128, 127, 0, -7, 5], np.int8)
+    s = np.array([-1, -32768, 32767, 1, -300, 300], np.int16)
+    *_, y = launch(src, 1, len(c), c, s, np.zeros(len(c), np.int32))
+    np.testing.assert_array_equal(y, c.astype(np.int32) * 3 + s)
+
+
+@pytest.mark.parametrize("how", ["and", "or", "add", "min", "max"])
+def test_a_warp_reduction_over_part_of_the_warp_combines_its_members_only(
+    how: str, emulator_backend: course.Device
+) -> None:
+    """__reduce_*_sync with a member mask of 16 lanes: each member gets the reduction over the members
+    (mutation survivor: the and's identity for the lanes left out made 0)."""
+    fn = {"and": "__reduce_and_sync", "or": "__reduce_or_sync", "add": "__reduce_add_sync",
+          "min": "__reduce_min_sync", "max": "__reduce_max_sync"}[how]  # fmt: skip
+    src = f"""extern "C" __global__ void k(const unsigned* v, unsigned* y) {{
+    int i = threadIdx.x;
+    if ((i & 31) < 16) y[i] = {fn}(0x0000FFFFu, v[i]);
+}}"""
+    v = np.random.default_rng(3).integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    v[:16] |= np.uint32(0x80000001)  # bits every member of warp 0 has: the and is not 0
+    *_, y = launch(src, 1, 64, v, np.zeros(64, np.uint32))
+    f = {"and": np.bitwise_and, "or": np.bitwise_or, "add": np.add, "min": np.minimum, "max": np.maximum}[how]
+    for w in range(2):
+        members = v[32 * w : 32 * w + 16]
+        np.testing.assert_array_equal(y[32 * w : 32 * w + 16], f.reduce(members, dtype=np.uint32))
