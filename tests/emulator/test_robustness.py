@@ -977,3 +977,22 @@ def test_a_warp_reduction_over_part_of_the_warp_combines_its_members_only(
     for w in range(2):
         members = v[32 * w : 32 * w + 16]
         np.testing.assert_array_equal(y[32 * w : 32 * w + 16], f.reduce(members, dtype=np.uint32))
+
+
+def test_a_vector_where_an_instruction_takes_one_value_is_unsupported() -> None:
+    """`add.u32 %r2, {%r1, %r1}, 1` is refused with a course error that names the operand, not run
+    on the vector's first element (mutation survivor)."""
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry two(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    mov.u32 %r1, %tid.x;
+    add.u32 %r2, {%r1, %r1}, 1;
+    ret;
+}
+"""
+    with pytest.raises(UnsupportedInstruction, match="cannot read operand"):
+        run_kernel(Program(ptx, ""), "two", (1, 1, 1), (1, 1, 1), [("out", np.zeros(1, np.uint32))])
