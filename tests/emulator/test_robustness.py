@@ -481,11 +481,14 @@ def test_f16_ftz_flushes_a_subnormal_result_to_a_signed_zero(
     asm("{op} %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
     y[i] = v;
 }}"""
-    a = np.array([2.0**-10, -(2.0**-10), 2.0**-7, 3.0, 0.5], np.float16)
-    b = np.array([2.0**-10, 2.0**-8, 2.0**-7, 2.0**-20, -(2.0**-14)], np.float16)  # 2^-7 * 2^-7: normal
+    a = np.array([2.0**-10, -(2.0**-10), 2.0**-7, 3.0, 0.5, 3 * 2.0**-12], np.float16)
+    b = np.array(
+        [2.0**-10, 2.0**-8, 2.0**-7, 2.0**-20, -(2.0**-14), 2.0**-12], np.float16
+    )  # 2^-7 * 2^-7: normal
     *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
     want = (a.astype(np.float64) * b).astype(np.float16)  # exact products, rounded once
-    assert (np.abs(want) < 2.0**-14).sum() == 4 and (want < 0).sum() == 2  # four subnormal, two negative
+    assert (np.abs(want) < 2.0**-14).sum() == 5 and (want < 0).sum() == 2  # five subnormal, two negative
+    assert want[-1].view(np.uint16) == 3  # an odd one: the flush clears every bit but the sign
     if ftz:
         want = np.where(np.abs(want) < 2.0**-14, np.copysign(np.float16(0), want), want)
     np.testing.assert_array_equal(y, want.view(np.uint16))
