@@ -481,11 +481,14 @@ def test_f16_ftz_flushes_a_subnormal_result_to_a_signed_zero(
     asm("{op} %0, %1, %2;" : "=h"(v) : "h"(a[i]), "h"(b[i]));
     y[i] = v;
 }}"""
-    a = np.array([2.0**-10, -(2.0**-10), 2.0**-7, 3.0, 0.5], np.float16)
-    b = np.array([2.0**-10, 2.0**-8, 2.0**-7, 2.0**-20, -(2.0**-14)], np.float16)  # 2^-7 * 2^-7: normal
+    a = np.array([2.0**-10, -(2.0**-10), 2.0**-7, 3.0, 0.5, 3 * 2.0**-12], np.float16)
+    b = np.array(
+        [2.0**-10, 2.0**-8, 2.0**-7, 2.0**-20, -(2.0**-14), 2.0**-12], np.float16
+    )  # 2^-7 * 2^-7: normal
     *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
     want = (a.astype(np.float64) * b).astype(np.float16)  # exact products, rounded once
-    assert (np.abs(want) < 2.0**-14).sum() == 4 and (want < 0).sum() == 2  # four subnormal, two negative
+    assert (np.abs(want) < 2.0**-14).sum() == 5 and (want < 0).sum() == 2  # five subnormal, two negative
+    assert want[-1].view(np.uint16) == 3  # an odd one: the flush clears every bit but the sign
     if ftz:
         want = np.where(np.abs(want) < 2.0**-14, np.copysign(np.float16(0), want), want)
     np.testing.assert_array_equal(y, want.view(np.uint16))
@@ -941,3 +944,58 @@ def test_half_ftz_flushes_subnormal_operands_first(emulator_backend: course.Devi
     *_, y = launch(src, 1, len(a), a.view(np.uint16), b.view(np.uint16), np.zeros(len(a), np.uint16))
     want = np.where(np.abs(a) < np.float16(2.0**-14), np.float16(0), a)  # -x + 0 is +0 as well
     np.testing.assert_array_equal(y, want.view(np.uint16))
+
+
+def test_signed_bytes_and_shorts_are_sign_extended_into_wider_registers(
+    emulator_backend: course.Device,
+) -> None:
+    """A signed char or short loaded into a wider register keeps its value (-1 stays -1, not 255):
+    the register holds the loaded integer, sign-extended (mutation survivor: its bits zero-extended)."""
+    src = r"""extern "C" __global__ void k(const signed char* c, const short* s, int* y) {
+    int i = threadIdx.x;
+    y[i] = c[i] * 3 + s[i];
+}"""
+    c = np.array([-1, -128, 127, 0, -7, 5], np.int8)
+    s = np.array([-1, -32768, 32767, 1, -300, 300], np.int16)
+    *_, y = launch(src, 1, len(c), c, s, np.zeros(len(c), np.int32))
+    np.testing.assert_array_equal(y, c.astype(np.int32) * 3 + s)
+
+
+@pytest.mark.parametrize("how", ["and", "or", "add", "min", "max"])
+def test_a_warp_reduction_over_part_of_the_warp_combines_its_members_only(
+    how: str, emulator_backend: course.Device
+) -> None:
+    """__reduce_*_sync with a member mask of 16 lanes: each member gets the reduction over the members
+    (mutation survivor: the and's identity for the lanes left out made 0)."""
+    fn = {"and": "__reduce_and_sync", "or": "__reduce_or_sync", "add": "__reduce_add_sync",
+          "min": "__reduce_min_sync", "max": "__reduce_max_sync"}[how]  # fmt: skip
+    src = f"""extern "C" __global__ void k(const unsigned* v, unsigned* y) {{
+    int i = threadIdx.x;
+    if ((i & 31) < 16) y[i] = {fn}(0x0000FFFFu, v[i]);
+}}"""
+    v = np.random.default_rng(3).integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    v[:16] |= np.uint32(0x80000001)  # bits every member of warp 0 has: the and is not 0
+    *_, y = launch(src, 1, 64, v, np.zeros(64, np.uint32))
+    f = {"and": np.bitwise_and, "or": np.bitwise_or, "add": np.add, "min": np.minimum, "max": np.maximum}[how]
+    for w in range(2):
+        members = v[32 * w : 32 * w + 16]
+        np.testing.assert_array_equal(y[32 * w : 32 * w + 16], f.reduce(members, dtype=np.uint32))
+
+
+def test_a_vector_where_an_instruction_takes_one_value_is_unsupported() -> None:
+    """`add.u32 %r2, {%r1, %r1}, 1` is refused with a course error that names the operand, not run
+    on the vector's first element (mutation survivor)."""
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry two(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    mov.u32 %r1, %tid.x;
+    add.u32 %r2, {%r1, %r1}, 1;
+    ret;
+}
+"""
+    with pytest.raises(UnsupportedInstruction, match="cannot read operand"):
+        run_kernel(Program(ptx, ""), "two", (1, 1, 1), (1, 1, 1), [("out", np.zeros(1, np.uint32))])
