@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import csv
 import functools
-import glob
 import io
 import math
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +38,7 @@ from . import analysis, backend, compiler, reduction
 from .arrays import asarray, zeros
 from .engine import Launch
 from .module import Kernel, Module
+from .toolkit import find_tool, newest
 
 SEED = 4
 TOLERANCE = 0.10
@@ -396,19 +395,13 @@ def run_on_gpu(case: Case) -> None:
 
 def find_ncu(explicit: str | None = None) -> str:
     """`explicit`, else ncu on PATH, in /usr/local/cuda/bin, or the newest Nsight Compute install."""
-    if explicit:
-        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
-            raise FileNotFoundError(f"--ncu {explicit}: no such executable")
-        return explicit
-    candidates: list[str | None] = [shutil.which("ncu"), "/usr/local/cuda/bin/ncu"]
-    candidates += sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)
-    candidates += sorted(glob.glob("/usr/local/cuda*/bin/ncu"), reverse=True)
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    raise FileNotFoundError(
-        "ncu not found: not on PATH, not in /usr/local/cuda/bin, not in /opt/nvidia/nsight-compute"
-    )
+    places = [
+        "/usr/local/cuda/bin/ncu",
+        *newest("/opt/nvidia/nsight-compute/*/ncu"),
+        *newest("/usr/local/cuda*/bin/ncu"),
+    ]
+    searched = "not on PATH, not in /usr/local/cuda/bin, not in /opt/nvidia/nsight-compute"
+    return find_tool("ncu", explicit, "--ncu", places, searched)
 
 
 def ncu_command(ncu: str, case: str, runner: Sequence[str]) -> list[str]:

@@ -7,14 +7,14 @@ scripts/sanitizer_crosscheck.py (docs/checker-vs-sanitizer.md); a GPU is needed 
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .toolkit import find_tool, newest
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 FLAGGED = 99  # the --error-exitcode: the tool reported an error
@@ -23,20 +23,14 @@ APP_FAILED = 3  # the program itself raised (on a GPU: e.g. a misaligned address
 
 def find_sanitizer(explicit: str | None = None) -> str:
     """`explicit`, else compute-sanitizer on PATH, under $CUDA_HOME, or in the newest CUDA install."""
-    if explicit:
-        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
-            raise FileNotFoundError(f"--sanitizer {explicit}: no such executable")
-        return explicit
     home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    candidates: list[str | None] = [shutil.which("compute-sanitizer"), f"{home}/bin/compute-sanitizer"]
-    candidates += sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"), reverse=True)
-    candidates += sorted(glob.glob("/usr/local/cuda*/compute-sanitizer/compute-sanitizer"), reverse=True)
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    raise FileNotFoundError(
-        "compute-sanitizer not found: not on PATH, not in $CUDA_HOME/bin or /usr/local/cuda*/bin"
-    )
+    places = [
+        f"{home}/bin/compute-sanitizer",
+        *newest("/usr/local/cuda*/bin/compute-sanitizer"),
+        *newest("/usr/local/cuda*/compute-sanitizer/compute-sanitizer"),
+    ]
+    searched = "not on PATH, not in $CUDA_HOME/bin or /usr/local/cuda*/bin"
+    return find_tool("compute-sanitizer", explicit, "--sanitizer", places, searched)
 
 
 def sanitizer_command(sanitizer: str, tool: str, program: Sequence[str]) -> list[str]:

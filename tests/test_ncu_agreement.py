@@ -319,3 +319,23 @@ def test_a_topic_case_traces_the_launch_the_gpu_would_profile() -> None:
     pred = na.predict(na.BY_NAME["transpose_padded"])
     assert pred.counts["shared_ld_wavefronts"] > 0 and pred.counts["global_st_requests"] > 0
     assert pred.grid[0] * pred.block[0] >= 1  # a real launch of the panel's input
+
+
+def test_the_toolkit_finds_the_given_tool_else_the_first_executable_place(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import shutil
+
+    from course import toolkit
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    tool = tmp_path / "ncu"
+    tool.write_text("#!/bin/sh\n")
+    plain = tmp_path / "not-executable"
+    plain.write_text("")
+    tool.chmod(0o755)
+    assert toolkit.find_tool("ncu", None, "--ncu", [None, str(plain), str(tool)], "nowhere") == str(tool)
+    with pytest.raises(FileNotFoundError, match=r"--ncu .*: no such executable"):
+        toolkit.find_tool("ncu", str(plain), "--ncu", [str(tool)], "nowhere")
+    with pytest.raises(FileNotFoundError, match="ncu not found: nowhere"):
+        toolkit.find_tool("ncu", None, "--ncu", [str(plain)], "nowhere")
