@@ -33,7 +33,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from facts import Report, describe_gpu, gpu_arch, gpu_or_die, opcode, sass_functions
+from facts import Report, describe_gpu, gpu_arch, gpu_or_die
+
+from course.sass import functions as sass_functions
+from course.sass import opcode
 
 REPORT = Report()
 say, step = REPORT.say, REPORT.step
@@ -58,25 +61,9 @@ extern "C" int hist_i64(const unsigned char* x, long long* counts, int n, void* 
 
 
 def build(work: Path) -> Path:
-    if not shutil.which("nvcc"):
-        raise RuntimeError("NO nvcc on PATH: CUB cannot be built here")
-    (work / "cubhist.cu").write_text(CUB_SRC)
-    lib = work / "libcubhist.so"
-    cmd = [
-        "nvcc",
-        "-O3",
-        "-shared",
-        "-Xcompiler",
-        "-fPIC",
-        f"-arch={gpu_arch()}",
-        "-o",
-        str(lib),
-        str(work / "cubhist.cu"),
-    ]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if res.returncode:
-        raise RuntimeError(f"nvcc failed: {res.stderr.strip()[-600:]}")
-    return lib
+    from course.bench.cub import nvcc_library
+
+    return nvcc_library(CUB_SRC, gpu_arch(), work, timeout=300)
 
 
 def nvcc_step(so: ctypes.CDLL, name: str, x, counter_dtype):

@@ -43,11 +43,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -188,26 +185,12 @@ extern "C" int cub_inclusive_sum(const float* in, float* out, int n, void* temp,
 
 def nvcc_cub(out: Path):
     """cub::DeviceScan::InclusiveSum built with nvcc into a shared library: a step maker, or None."""
-    if not shutil.which("nvcc"):
-        say("- no nvcc: CUB cannot be built here either")
-        return None
-    work = Path(tempfile.mkdtemp())
-    (work / "cubscan.cu").write_text(CUB_SRC)
-    lib = work / "libcubscan.so"
-    cmd = [
-        "nvcc",
-        "-O3",
-        "-shared",
-        "-Xcompiler",
-        "-fPIC",
-        f"-arch={arch()}",
-        "-o",
-        str(lib),
-        str(work / "cubscan.cu"),
-    ]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=max(10, int(left()) - 20))
-    if res.returncode:
-        say(f"- nvcc failed: {res.stderr.strip()[-400:]}")
+    from course.bench.cub import nvcc_library
+
+    try:
+        lib = nvcc_library(CUB_SRC, arch(), timeout=max(10, int(left()) - 20))
+    except RuntimeError as exc:
+        say(f"- CUB cannot be built here either: {exc}")
         return None
     so = ctypes.CDLL(str(lib))
     so.cub_inclusive_sum.restype = ctypes.c_int

@@ -64,6 +64,32 @@ extern "C" int histogram_even_u32(const unsigned char* x, unsigned int* counts, 
 """
 
 
+def nvcc_library(source: str, arch: str, folder: Path | None = None, timeout: float = 600) -> Path:
+    """`source` (CUDA C++ with extern "C" host functions, e.g. calling CUB) built with nvcc into a
+    shared library for `arch` ("sm_90") in `folder` (a new temporary one by default); RuntimeError
+    with nvcc's last words when there is no nvcc or it fails."""
+    if not shutil.which("nvcc"):
+        raise RuntimeError("no nvcc on PATH")
+    work = folder or Path(tempfile.mkdtemp(prefix="course-cub-"))
+    (work / "lib.cu").write_text(source)
+    lib = work / "lib.so"
+    cmd = [
+        "nvcc",
+        "-O3",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        f"-arch={arch}",
+        "-o",
+        str(lib),
+        str(work / "lib.cu"),
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if res.returncode:
+        raise RuntimeError(f"nvcc failed: {res.stderr.strip()[-600:]}")
+    return lib
+
+
 @functools.cache
 def nvcc_histogram() -> ctypes.CDLL | None:
     """HISTOGRAM_SOURCE built with nvcc for this GPU (once per process), or None without nvcc."""
@@ -71,25 +97,12 @@ def nvcc_histogram() -> ctypes.CDLL | None:
         return None
     import cupy
 
-    work = Path(tempfile.mkdtemp(prefix="course-cub-"))
-    (work / "histogram.cu").write_text(HISTOGRAM_SOURCE)
-    arch = f"-arch=sm_{cupy.cuda.Device().compute_capability}"
-    cmd = [
-        "nvcc",
-        "-O3",
-        "-shared",
-        "-Xcompiler",
-        "-fPIC",
-        arch,
-        "-o",
-        str(work / "h.so"),
-        str(work / "histogram.cu"),
-    ]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if res.returncode:
-        warnings.warn(f"nvcc could not build CUB's HistogramEven: {res.stderr.strip()[-300:]}", stacklevel=2)
+    try:
+        path = nvcc_library(HISTOGRAM_SOURCE, f"sm_{cupy.cuda.Device().compute_capability}")
+    except RuntimeError as exc:
+        warnings.warn(f"nvcc could not build CUB's HistogramEven: {exc}", stacklevel=2)
         return None
-    lib = ctypes.CDLL(str(work / "h.so"))
+    lib = ctypes.CDLL(str(path))
     lib.histogram_even_u32.restype = ctypes.c_int
     lib.histogram_even_u32.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                        ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]  # fmt: skip
