@@ -13,11 +13,8 @@ from __future__ import annotations
 import collections
 import re
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
-from .. import compiler
+from .. import compiler, sass
 from ..source import Table
 
 KERNELS = (
@@ -32,14 +29,14 @@ NO_TOOL = (
 )
 
 
+def _bare(body: list[str]) -> list[str]:
+    """The instructions without their predicates (@P0, @!UP1)."""
+    return [re.sub(r"^@!?U?P\w+\s+", "", i) for i in body]
+
+
 def functions(listing: str) -> dict[str, list[str]]:
     """Each function's instructions (without predicate or ';'), by name, from `cuobjdump -sass` text."""
-    bodies = {}
-    for part in re.split(r"\n\s*Function : ", "\n" + listing)[1:]:
-        name = part.split("\n", 1)[0].strip()
-        found = re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", part)
-        bodies[name] = [re.sub(r"^@!?U?P\w+\s+", "", i.strip()) for i in found]
-    return bodies
+    return {name: _bare(body) for name, body in sass.functions(listing).items()}
 
 
 def count(instructions: list[str]) -> dict[str, int]:
@@ -62,17 +59,16 @@ def table_of(bodies: dict[str, list[str]], kernels: tuple[str, ...] = KERNELS) -
 def atomics_table(arch: str = "sm_90", kernels: tuple[str, ...] = KERNELS) -> Table:
     """The atomics and the lanes' agreement in each kernel's SASS for `arch` (static counts: an
     unrolled loop repeats its instruction). Without cuobjdump: an empty table saying so."""
-    tool = shutil.which("cuobjdump")
-    if tool is None or shutil.which("nvdisasm") is None:
+    if shutil.which("cuobjdump") is None or shutil.which("nvdisasm") is None:
         return Table(note=NO_TOOL.format(why="not found here"))
     source = compiler.read_kernel("histogram.cu")
     opts = compiler.compile_options((f"-arch={arch}", "-DLOAD_BYTES=16"))
     cubin = compiler.compile_cubin(source, "histogram.cu", opts, ())
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "histogram.cubin"
-        path.write_bytes(cubin)
-        res = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, timeout=120)
-    rows = table_of(functions(res.stdout), kernels)
+    try:
+        listing = sass.disassemble(cubin)
+    except RuntimeError as exc:  # cuobjdump printed no functions
+        return Table(note=NO_TOOL.format(why=str(exc)))
+    rows = table_of({name: _bare(body) for name, body in listing.items()}, kernels)
     if not rows:
-        return Table(note=NO_TOOL.format(why=f"cuobjdump printed no functions: {res.stderr.strip()[-200:]}"))
+        return Table(note=NO_TOOL.format(why="cuobjdump's listing has none of the kernels"))
     return rows
