@@ -378,6 +378,9 @@ def no_double() -> Target:
     return Target("no double arithmetic", measure)
 
 
+MAX_TIMED_SETS = 8  # rotating input sets an exercise's timing puts on the GPU at most (each a host copy)
+
+
 def compare_speed(
     mine: Callable[[tuple[Any, ...]], Callable[[], None]],
     engine: Any,
@@ -385,17 +388,20 @@ def compare_speed(
     inputs: tuple[Any, ...],
     moved: int,
     *,
-    runs: int = 20,
+    runs: int | None = None,
 ) -> list[str]:
     """GPU only: the learner's launch (`mine(device inputs)` -> a step to time) against the course's
     `best` version and a read + write copy of the same `moved` bytes, on the same inputs, rotated
-    out of L2 as the benchmark does: lines for a verdict."""
+    out of L2 as the benchmark does (`bench.rotation_sets`, at most MAX_TIMED_SETS sets), each the
+    median of `runs` (the benchmark's MIN_RUNS): lines for a verdict."""
     import statistics
 
     from . import arrays, bench
 
-    sets = max(2, -(-3 * backend.device().l2_cache_bytes // max(1, moved)))  # what L2 cannot hold
-    device_sets = [tuple(arrays.asarray(x) for x in inputs) for _ in range(min(sets, 8))]
+    runs = bench.MIN_RUNS if runs is None else runs
+    set_bytes = max(1, sum(int(x.nbytes) for x in inputs))
+    sets = bench.rotation_sets(set_bytes, backend.device().l2_cache_bytes, max_sets=MAX_TIMED_SETS)
+    device_sets = [tuple(arrays.asarray(x) for x in inputs) for _ in range(sets)]
 
     def best_step(s: tuple[Any, ...]) -> Callable[[], None]:
         steps = list(engine.plan(best, *s).steps)

@@ -301,6 +301,73 @@ def test_a_timed_choice_passes_within_its_tolerance_of_the_fastest() -> None:
     assert not exercises.timed_verdict(speeds, 512, "b", tolerance=0.04).ok
 
 
+class _FakeGpu:
+    """`compare_speed`'s GPU calls, faked: each timing call runs every launch once and takes the
+    milliseconds given for its label, so the arithmetic and the rotation can be checked off a GPU."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, ms: dict[str, float]) -> None:
+        from course import arrays, bench
+
+        self.ms, self.calls, self.freed = ms, [], False
+        dev = type("Dev", (), {"name": "Fake GPU", "l2_cache_bytes": 50 * 10**6})()
+        monkeypatch.setattr(exercises.backend, "device", lambda: dev)
+        monkeypatch.setattr(arrays, "asarray", lambda x: x)
+        monkeypatch.setattr(bench, "time_runs", self.time_runs)
+        monkeypatch.setattr(bench, "time_copy", lambda moved, runs: self.record("copy", [moved], runs))
+        monkeypatch.setattr(bench, "free_gpu_memory", lambda: setattr(self, "freed", True))
+
+    def time_runs(self, launches: list[Any], runs: int) -> list[float]:
+        return self.record(launches[0]() or "best", launches, runs)  # the best version's step returns None
+
+    def record(self, label: str, launches: list[Any], runs: int) -> list[float]:
+        for launch in launches[1:]:
+            assert not callable(launch) or (launch() or "best") == label  # every set times the same code
+        self.calls.append((label, len(launches), runs))
+        return [self.ms[label]] * runs
+
+
+class _FakeEngine:
+    def __init__(self) -> None:
+        self.planned: list[tuple[str, int]] = []
+
+    def plan(self, name: str, *arrays: Any) -> Any:
+        self.planned.append((name, len(arrays)))
+        return type("Plan", (), {"steps": [lambda: None, lambda: None]})()
+
+
+def test_compare_speed_times_yours_the_best_and_a_copy_on_inputs_rotated_out_of_l2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from course import bench
+
+    gpu = _FakeGpu(monkeypatch, {"yours": 2.0, "best": 1.0, "copy": 0.5})
+    seen: list[tuple[Any, ...]] = []
+
+    def mine(s: tuple[Any, ...]) -> Any:
+        seen.append(s)
+        return lambda: "yours"
+
+    engine = _FakeEngine()
+    x = np.zeros(10_000_000, np.float32)  # 40 MB: 3 x 50 MB of L2 takes 4 sets
+    lines = exercises.compare_speed(mine, engine, "best", (x,), 8 * 10**9)
+    assert lines == [
+        "on Fake GPU: yours 4000 GB/s, best 8000 GB/s, a read + write copy of the same bytes 16000 GB/s",
+        "yours runs at 0.50× best",
+    ]
+    assert gpu.calls == [
+        ("yours", 4, bench.MIN_RUNS),
+        ("best", 4, bench.MIN_RUNS),
+        ("copy", 1, bench.MIN_RUNS),
+    ]
+    assert len(seen) == 4 and all(s == (x,) for s in seen) and gpu.freed
+    assert engine.planned == [("best", 1)] * 4  # the course's best version, on each set
+
+    for arrays, sets in (((x, x, x, x), 1), ((np.zeros(100, np.int8),), exercises.MAX_TIMED_SETS)):
+        gpu.calls.clear()
+        exercises.compare_speed(mine, engine, "best", arrays, 10**6, runs=5)
+        assert gpu.calls[0] == ("yours", sets, 5) and gpu.calls[2] == ("copy", 1, 5)  # 160 MB: one set
+
+
 def test_wave_problem_wants_every_sm_full_and_whole_waves(emulator_backend: course.Device) -> None:
     full = 132
     assert exercises.wave_problem(full - 1, full).startswith("some SMs get fewer blocks than they can hold")
