@@ -351,7 +351,7 @@ def iterations(trace: Trace, buffer: str) -> np.recarray:
     the load and the store of y[i].
     """
     acc = steps(trace, buffer)
-    gthread = acc.block.astype(np.int64) * trace.threads_per_block + acc.thread
+    gthread = acc.block.astype(np.int64) * _threads_per_block(trace, acc.event) + acc.thread
     kind = np.select([acc.op == "ld", acc.op == "st"], [0, 1], 2)  # atom and red count together
     order = np.lexsort((acc.event, kind, gthread))
     g, k, e = gthread[order], kind[order], acc.event[order]
@@ -617,6 +617,14 @@ def sectors_by_line(trace: Trace) -> np.recarray:
 # ---------------------------------------------------------------- divergence, atomics
 
 
+def _threads_per_block(trace: Trace, events: np.ndarray) -> np.ndarray:
+    """Threads per block of each event's own launch (a joined trace's geometry is its first launch's)."""
+    per_launch = np.array([t.threads_per_block for t in trace.launches()], np.int64)
+    if "launch" not in trace.columns:
+        return np.full(len(events), per_launch[0], np.int64)
+    return per_launch[trace.launch[events]]
+
+
 @_kept_on_the_trace
 def divergence(trace: Trace) -> np.recarray:
     """Active lanes of every recorded warp instruction except barriers.
@@ -626,10 +634,7 @@ def divergence(trace: Trace) -> np.recarray:
     atomics and shuffles only, so divergence is seen at those instructions.
     """
     ev = np.flatnonzero(trace.space != "sync")
-    # a joined trace's geometry is its first launch's: each event takes its own launch's block size
-    per_launch = np.array([t.threads_per_block for t in trace.launches()], np.int64)
-    tpb = per_launch[trace.launch[ev]] if "launch" in trace.columns else per_launch[0]
-    possible = np.clip(tpb - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
+    possible = np.clip(_threads_per_block(trace, ev) - trace.warp[ev].astype(np.int64) * LANES, 0, LANES)
     return _table(
         **_event_ids(trace, ev),
         space=trace.space[ev],

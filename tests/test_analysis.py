@@ -407,6 +407,23 @@ def test_each_launch_of_a_joined_trace_has_the_warps_of_its_own_block_size(sizes
     assert analysis.divergence_by_line(Trace.concat(launches)).divergent.tolist() == [0]
 
 
+@pytest.mark.parametrize("sizes", [(40, 64), (64, 40)], ids=["small-block-first", "big-block-first"])
+def test_iterations_number_the_threads_of_each_launch_of_a_joined_trace_by_its_own_block_size(sizes):
+    launches = []
+    for name, threads in zip("xy", sizes):  # every thread of both blocks reads its element twice
+        w = Warps(threads, [(name, "global", 4, 2 * threads)], grid=2)
+        for block in (0, 1):
+            for _ in range(2):
+                w.access("ld", name, block * threads + np.arange(threads), block=block)
+        launches.append(w.build())
+    joined = Trace.concat(launches)
+    for name, threads in zip("xy", sizes):
+        it = analysis.iterations(joined, name)
+        assert (it.gthread == it.block * threads + it.thread).all()
+        assert sorted(it.gthread.tolist()) == sorted(2 * list(range(2 * threads)))
+        assert np.bincount(it.iteration).tolist() == [2 * threads, 2 * threads]  # iterations 0 and 1
+
+
 # ---------------------------------------------------------------- steps, data flow, counts
 
 
