@@ -209,8 +209,10 @@ def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
     if fault.kind == "collective":
         return _collective_fault(trace, fault)
     verb = _VERBS.get(fault.op, "accesses")
-    names = [a.buffer for a in fault.accesses]
-    name = max(set(names), key=names.count)
+    # a stray address is pinned to the buffer it lies nearest to, which for a far stray (an index
+    # scaled twice) is whichever buffer happens to lie there; the first thread at fault strays
+    # least in the usual bugs, and names the buffer the trace's error names too
+    name = min(fault.accesses, key=lambda a: (a.block[::-1], a.thread[::-1])).buffer
     keep = sorted(
         (a for a in fault.accesses if a.buffer == name), key=lambda a: (a.block[::-1], a.thread[::-1])
     )
@@ -231,12 +233,19 @@ def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
             f"block {_fmt(a.block)} thread {_fmt(a.thread)} {verb} {a.buffer}[{a.element}]"
             for a in keep[:EXAMPLES]
         )
-        side = "before the start" if max(places) < 0 else "past the end"
+        side = {(True, False): "before the start", (False, True): "past the end"}.get(
+            (min(places) < 0, max(places) >= 0), "before the start and past the end"
+        )
         explanation = (
-            f"{verb} `{name}` {side}: it has {first.length} elements (indices 0 to {first.length - 1}"
+            f"{verb} `{name}` {side}: it has {first.length} {'element' if first.length == 1 else 'elements'} (indices 0 to {first.length - 1}"
             f"{f', {first.itemsize} bytes each' if first.itemsize > 1 else ''}); every index a thread uses must "
             "be checked against the length (`if (i < n)`), for each access it makes"
         )
+        if len(keep) < len(fault.accesses):
+            explanation += (
+                f"; {len(fault.accesses) - len(keep)} more threads of this instruction strayed further, "
+                "to addresses nearer other buffers"
+            )
         if fault.space == "shared" and first.length == 0:
             explanation = (
                 f"{verb} `{name}`, which has no memory at all: an `extern __shared__` array gets the "
@@ -247,7 +256,7 @@ def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
         blocks=tuple(dict.fromkeys(a.block for a in keep))[:EXAMPLES],
         threads=tuple(dict.fromkeys(a.thread for a in keep))[:EXAMPLES],
         elements=tuple(dict.fromkeys(places))[:EXAMPLES], element_count=len(set(places)),
-        count=len(fault.accesses), examples=examples, code=_code(trace.source, fault.lines),
+        count=len(keep), examples=examples, code=_code(trace.source, fault.lines),
     )  # fmt: skip
 
 

@@ -83,6 +83,65 @@ def test_off_by_one_names_buffer_element_thread_and_bounds() -> None:
     assert "if (i <= n) y[i] = x[i];" in str(f)
 
 
+STRAYS = r"""
+extern "C" __global__ void float4_by_element(const float* a, const float* b, float* out, int n) {
+    const float4* a4 = (const float4*)a;
+    const float4* b4 = (const float4*)b;
+    int first = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
+    float s = 0.0f;
+    for (int i = 4 * first; i + 3 < n; i += 4 * stride) {  // i counts floats, a4[i] counts float4s
+        float4 x = a4[i], y = b4[i];
+        s += x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w;
+    }
+    atomicAdd(out, s);
+}
+
+extern "C" __global__ void shifted(const float* x, float* y, int n, int shift) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i - shift];
+}
+"""
+
+
+def test_an_index_scaled_twice_names_the_buffer_its_first_stray_thread_left() -> None:
+    """A float4 pointer indexed by the element index: most strays land nearer `out` or `b` than `a`;
+    the finding names `a` as the launch's own error does, and counts the rest apart."""
+    rng = np.random.default_rng(3)
+    a, b = (course.asarray(rng.standard_normal(1000, dtype=np.float32)) for _ in range(2))
+    args = (a, b, course.zeros(1, np.float32), np.int32(1000))
+    k = course.Module(code=STRAYS).get_function("float4_by_element")
+    (f,) = k.check((4,), (64,), args)
+    assert (f.kind, f.buffer, f.blocks[0], f.threads[0]) == ("out-of-bounds", "a", (0, 0, 0), (63, 0, 0))
+    assert "reads `a` past the end: it has 1000 elements" in f.explanation
+    assert (
+        f.count == f.element_count < 20
+        and "more threads of this instruction strayed further" in f.explanation
+    )
+    with pytest.raises(
+        course.OutOfBoundsError, match="thread \\(63, 0, 0\\) tried to read 16 bytes at buffer 'a'"
+    ):
+        k((4,), (64,), args)
+
+
+@pytest.mark.parametrize(
+    ("n", "shift", "side"),
+    [(40, 3, "before the start"), (1, -1, "past the end"), (1, 1, "before the start")],
+)
+def test_an_out_of_bounds_finding_says_which_end(n: int, shift: int, side: str) -> None:
+    x = course.asarray(np.arange(n, dtype=np.float32))
+    (f,) = check(STRAYS, "shifted", 1, 64, (x, course.zeros(n, np.float32), np.int32(n), np.int32(shift)))
+    assert f.buffer == "x" and f"reads `x` {side}: it has {n} element{'s' * (n != 1)} " in f.explanation
+    assert "strayed further" not in f.explanation and f.count == min(abs(shift), n)
+
+
+def test_an_out_of_bounds_finding_on_both_ends_says_so() -> None:
+    x = course.asarray(np.arange(8, dtype=np.float32))
+    k = course.Module(code=STRAYS.replace("if (i < n) y[i] = x[i - shift];", "y[i] = x[i - shift];"))
+    (f,) = k.get_function("shifted").check(1, 12, (x, course.zeros(12, np.float32), np.int32(8), np.int32(2)))
+    assert "reads `x` before the start and past the end: it has 8 elements" in f.explanation
+    assert f.elements == (-2, -1, 8) and f.element_count == f.count == 4  # three examples, four strays
+
+
 def test_races_say_between_whom() -> None:
     scopes = {
         "missing_barrier": ("shared", "s", "between warps"),
