@@ -88,6 +88,32 @@ TESTS = {
     "course/occupancy.py": ["tests/test_occupancy.py"],
     "course/cubin.py": ["tests/test_occupancy.py"],
     "course/probe.py": ["tests/test_probe.py"],
+    # compiling and launching: the API's checks, its errors, the header every kernel includes
+    **{
+        f"course/{m}.py": ["tests/test_api.py", "tests/test_errors.py", "tests/test_common_header.py"]
+        for m in ("arrays", "backend", "compiler", "gpu", "params", "module")
+    },
+    "course/__init__.py": ["tests/test_api.py", "tests/test_architecture.py"],
+    "course/errors.py": ["tests/test_errors.py", "tests/test_api.py"],
+    "course/table.py": ["tests/test_claims.py", "tests/test_api.py"],
+    "course/source.py": ["tests/test_architecture.py", "tests/test_api.py"],
+    "course/claims.py": ["tests/test_claims.py"],
+    "course/ncu.py": ["tests/test_ncu_agreement.py"],
+    "course/toolkit.py": ["tests/test_ncu_agreement.py", "tests/test_checks.py"],
+    "course/sanitizer.py": ["tests/test_checks.py"],
+    "course/sass.py": [
+        "tests/test_transpose.py::test_the_sass_reader_finds_batches",
+        "tests/test_transpose.py::test_the_sass_reader_follows_the_scoreboards",
+        "tests/test_scan.py::test_fact_script_reads_sass",
+        "tests/test_histogram.py::TestSass",
+    ],
+    "course/draw.py": ["tests/test_draw.py"],
+    "course/drawkit.py": ["tests/test_draw.py"],
+    "course/bench/tune.py": ["tests/test_bench_tune.py"],
+    **{
+        f"course/bench/{m}.py": ["tests/test_bench.py", "tests/test_bench_goals_cub.py"]
+        for m in ("measure", "report", "progress", "cli", "__main__", "__init__")
+    },
 }
 # the engine's modules share one list: the conformance test over every topic without its 3-minute
 # run of every version at every size (the topic files run each version on the reference too)
@@ -117,10 +143,28 @@ EMULATOR_TESTS = [
 TESTS.update(
     {str(p.relative_to(REPO)): EMULATOR_TESTS for p in sorted((REPO / "course" / "emulator").rglob("*.py"))}
 )
+ENGINE_MODULES = "topics engine/__init__ engine/engine engine/launch engine/topic engine/canvas engine/panel"
 TESTS.update(
     {
         f"course/{m}.py": ENGINE_TESTS
-        for m in ("engine/engine", "engine/launch", "engine/topic", "ui/canvas", "ui/panel")
+        for m in (*ENGINE_MODULES.split(), "ui/__init__", "ui/canvas", "ui/panel")
+    }
+)
+# a topic's package: its own tests, its exercises' tests (solutions, stubs, wrong answers) and the
+# engine's conformance over every topic; tuning.py is also read by the tuning loop's tests
+TOPICS = ("dot", "transpose", "histogram", "scan", "reduction")
+TESTS.update(
+    {
+        str(p.relative_to(REPO)): [
+            f"tests/test_{topic}.py",
+            *[f"tests/kernels/test_{topic}_kernels.py"]
+            * (REPO / f"tests/kernels/test_{topic}_kernels.py").exists(),
+            *["tests/test_bench_tune.py"] * (p.name == "tuning.py"),
+            *["tests/test_exercises.py"] * (p.name == "exercises.py"),
+            *ENGINE_TESTS,
+        ]
+        for topic in TOPICS
+        for p in sorted((REPO / "course" / topic).glob("*.py"))
     }
 )
 
@@ -282,6 +326,29 @@ def report(path: Path) -> None:
         print(f"{module}: {sum(r['killed'] for r in mine)} of {len(mine)} killed")
 
 
+def map_problems() -> list[str]:
+    """What is wrong with TESTS: a course module it does not name, a test file or test it names that
+    is not there."""
+    problems = [
+        f"{m}: no tests mapped"
+        for m in (str(p.relative_to(REPO)) for p in sorted((REPO / "course").rglob("*.py")))
+        if m not in TESTS
+    ]
+    for module, tests in TESTS.items():
+        for test in tests:
+            path, *names = test.split("::")  # a file, a test, or a class and its test
+            if not (REPO / path).is_file():
+                problems.append(f"{module}: {path} is not there")
+                continue
+            lines = [line.lstrip() for line in (REPO / path).read_text().splitlines()]
+            for name in names:
+                if not any(
+                    ln.startswith((f"def {name}(", f"class {name}:", f"class {name}(")) for ln in lines
+                ):
+                    problems.append(f"{module}: {path} has no test {name}")
+    return problems
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("modules", nargs="*", help="e.g. course/analysis.py (several are sampled together)")
@@ -293,9 +360,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/mutants.jsonl"), help="JSON lines, appended")
     ap.add_argument("--list", action="store_true", help="print the sampled ids and stop")
     ap.add_argument("--report", type=Path, help="print a JSON-lines file as a markdown table and stop")
+    ap.add_argument("--check-map", action="store_true", help="check that TESTS names every course module")
     args = ap.parse_args()
     if args.report:
         return report(args.report)
+    if args.check_map:
+        problems = map_problems()
+        sys.exit("\n".join(problems) if problems else None)
 
     modules = args.modules or sorted({"course/" + i.split(":")[0] for i in args.ids or []})
     if not modules:
@@ -309,6 +380,9 @@ def main() -> None:
     print(f"{len(every)} mutants in {', '.join(modules)}; running {len(chosen)}")
     if args.list:
         return print("\n".join(chosen))
+    unmapped = [m for m in modules if m not in TESTS]
+    if unmapped and not args.tests:
+        ap.error(f"no tests mapped for {' '.join(unmapped)}: add them to TESTS, or pass --tests")
     tests = args.tests or list(dict.fromkeys(t for m in modules for t in TESTS[m]))  # in order, once each
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # so the copy is cleaned up

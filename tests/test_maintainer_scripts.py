@@ -17,6 +17,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 PANEL_PICTURE = [sys.executable, str(ROOT / "scripts" / "panel_picture.py")]
 NOTEBOOK_TIMES = [sys.executable, str(ROOT / "scripts" / "notebook_times.py")]
+MUTATE = [sys.executable, str(ROOT / "scripts" / "mutate.py")]
 
 
 def _run(command: list[str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -93,3 +94,10 @@ def test_the_times_script_refuses_a_notebook_that_is_not_there() -> None:
     done = _run(NOTEBOOK_TIMES, "notebooks/06_nothing.ipynb")
     assert done.returncode == 2
     assert "no such notebook: notebooks/06_nothing.ipynb" in done.stderr
+
+
+def test_the_mutation_map_names_every_course_module_and_only_tests_that_exist() -> None:
+    """scripts/mutate.py runs a mutant against the tests TESTS maps its module to: a new module, or a
+    test renamed away, must show up here rather than as an unmapped or empty run."""
+    checked = _run(MUTATE, "--check-map")
+    assert checked.returncode == 0, checked.stderr  # stderr lists each module or test that is wrong
