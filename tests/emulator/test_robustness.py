@@ -999,3 +999,25 @@ def test_a_vector_where_an_instruction_takes_one_value_is_unsupported() -> None:
 """
     with pytest.raises(UnsupportedInstruction, match="cannot read operand"):
         run_kernel(Program(ptx, ""), "two", (1, 1, 1), (1, 1, 1), [("out", np.zeros(1, np.uint32))])
+
+
+@pytest.mark.parametrize("ftype", ["f32", "f64"])
+def test_testp_normal_and_subnormal_at_their_boundary(ftype: str, emulator_backend: course.Device) -> None:
+    """testp.{normal,subnormal,finite}: the smallest normal is normal, the largest subnormal is
+    subnormal, zero and infinity neither (mutation survivor: |a| > tiny for normal)."""
+    ct, reg, dt = ("float", "f", np.float32) if ftype == "f32" else ("double", "d", np.float64)
+    src = f"""extern "C" __global__ void k(const {ct}* x, int* y) {{
+    int i = threadIdx.x; int n, s, f;
+    asm("{{ .reg .pred p; testp.normal.{ftype} p, %1; selp.s32 %0, 1, 0, p; }}" : "=r"(n) : "{reg}"(x[i]));
+    asm("{{ .reg .pred p; testp.subnormal.{ftype} p, %1; selp.s32 %0, 1, 0, p; }}" : "=r"(s) : "{reg}"(x[i]));
+    asm("{{ .reg .pred p; testp.finite.{ftype} p, %1; selp.s32 %0, 1, 0, p; }}" : "=r"(f) : "{reg}"(x[i]));
+    y[i] = n | (s << 1) | (f << 2);
+}}"""
+    tiny = np.finfo(dt).tiny
+    below = np.nextafter(tiny, dt(0))
+    x = np.array([tiny, -tiny, below, -below, 0.0, -0.0, np.inf, np.nan, 1.5, np.finfo(dt).max], dt)
+    *_, y = launch(src, 1, len(x), x, np.zeros(len(x), np.int32))
+    normal, subnormal, finite = y & 1, (y >> 1) & 1, (y >> 2) & 1
+    assert normal.tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+    assert subnormal.tolist() == [0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
+    assert finite.tolist() == [1, 1, 1, 1, 1, 1, 0, 0, 1, 1]
