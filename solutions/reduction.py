@@ -32,6 +32,15 @@ POW2_TREE = """    unsigned int p = 1;
         __syncthreads();
     }"""
 
+# the textbook fix for an odd count: thread 0 also adds the leftover, two partners in one barrier
+# step (fourth read R307: it was counted as two steps, the check now counts barrier steps)
+ODD_LEFTOVER_TREE = """    for (unsigned int len = blockDim.x; len > 1; len /= 2) {
+        unsigned int s = len / 2;
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        if (tid == 0 && (len & 1)) sdata[0] += sdata[len - 1];
+        __syncthreads();
+    }"""
+
 STUB_WARP = """    if (tid < 32) {
         volatile acc_t* vs = sdata;
         vs[tid] += vs[tid + 32]; vs[tid] += vs[tid + 16]; vs[tid] += vs[tid + 8];
@@ -108,6 +117,12 @@ SOLUTIONS = {
 WRONG = {
     "ways": [
         ({}, "fill in every stride"),
+        # the third read's hint followed (fourth read R306): the block of 256's worst conflicts kept
+        # where its warp 0 has idle lanes too, at s = 32, 64 and 128
+        (
+            {**ways_truth(), **{s: (1, 1, c) for s, (_, _, c) in ways_truth(256).items() if s >= 32}},
+            "32: 'worst bank conflict' is not what the trace counts",
+        ),
         # the text's block of 256 carried over: at s = 8 and beyond fewer lanes add there
         ({**ways_truth(), 8: (2, 0, 8)}, "8: 'worst bank conflict' is not what the trace counts"),
         ({s: (w, 0, c) for s, (w, d, c) in ways_truth().items()}, "'of them divergent'"),
@@ -232,14 +247,25 @@ WRONG = {
             ),
             "barrier-divergence",
         ),
-        # one thread adds everything: right, but no tree
+        # one thread adds everything in one interval: right, but no tree
         (
             ANY_BLOCK_STUB.replace(
                 STUB_TREE,
                 """    if (tid == 0)
         for (unsigned int j = 1; j < blockDim.x; ++j) sdata[0] += sdata[j];""",
             ),
-            "at most ⌈log₂",
+            "added 95 other elements of sdata into its own in one barrier step",
+        ),
+        # the same loop with a barrier after each add: a chain, one partner a step
+        (
+            ANY_BLOCK_STUB.replace(
+                STUB_TREE,
+                """    for (unsigned int j = 1; j < blockDim.x; ++j) {
+        if (tid == 0) sdata[0] += sdata[j];
+        __syncthreads();
+    }""",
+            ),
+            "took 95 barrier steps",
         ),
         # the rounding right but no barrier between the steps
         (ANY_BLOCK.replace("        __syncthreads();\n        len = half;", "        len = half;"), "race"),
@@ -284,6 +310,19 @@ WRONG = {
         (SHUFFLE.replace("int d = 16;", "int d = 32;"), "too large"),
         # shuffles only in lane 0: the other lanes named in the mask never call them
         (SHUFFLE.replace("if (tid < 32) {", "if (tid == 0) {"), "barrier-divergence"),
+        # out written from the register inside the marked part, the stub's last line left in: it
+        # writes out again from sdata[0], which holds one lane's partial sum (fourth read R308)
+        (
+            SHUFFLE_STUB.replace(
+                STUB_WARP,
+                """    if (tid < 32) {
+        acc_t w = sdata[tid] + sdata[tid + 32];
+        for (int d = 16; d > 0; d >>= 1) w += __shfl_down_sync(0xffffffffu, w, d);
+        if (tid == 0) out[blockIdx.x] = w;
+    }""",
+            ),
+            "stored out[0] 2 times",
+        ),
         # the warp's halvings half in shared memory, half in registers
         (
             SHUFFLE_STUB.replace(

@@ -72,9 +72,10 @@ ways = Prediction(
         "take one stride at a time and write down the indices 2·s·t that the first few threads of "
         "warp 0 touch: which threads add at all, and in which banks do their words sit?",
         "the table 'step_table' above counts the same three columns for a block of 256: redo its "
-        "arithmetic with 1024 threads. Four times as many threads add at every stride, so the busy "
-        "warps differ everywhere; the worst conflict differs only where warp 0 of the block of 256 "
-        "has idle lanes and the block of 1024's does not",
+        "arithmetic with 1024 threads. At stride s the first blockDim.x / (2·s) threads add, four "
+        "times as many as in the block of 256. The busy warps differ only while more than 32 "
+        "threads add in the block of 1024; the worst conflict differs wherever the two blocks have "
+        "different numbers of adding lanes in warp 0",
         "for the conflicts, two things bound the answer: how many lanes of the warp add, and how "
         "many different banks the words 2·s·t can reach at all. Write down the banks of lanes "
         "0 to 31 for s = 1, 2 and 4 and look for the pattern",
@@ -223,30 +224,54 @@ def _elements(idx: np.ndarray) -> str:
     return f"{', '.join(f'sdata[{i}]' for i in idx[:3])}, ... ({len(idx)} of them)"
 
 
+def _barrier_steps(trace: Any, events: np.ndarray) -> np.ndarray:
+    """For each trace event of block 0 in `events`: its barrier step, as one integer per step. A step
+    ends at a barrier: a __syncthreads() of the block, or a __syncwarp() of the event's own warp (a
+    warp's steps between its own barriers: kernel 5's last warp)."""
+    t = trace.where(block=0)
+    rows = np.flatnonzero(trace.columns["block"] == 0)  # t's events in the whole trace
+    warp_sync = (t.op == "bar") & (np.char.find(t.opcode.astype(str), "warp") >= 0)
+    passed = np.zeros(len(t), np.int64)  # the __syncwarp() each event's warp passed before it
+    for w in np.unique(t.warp):
+        mine = np.flatnonzero(t.warp == w)
+        passed[mine] = np.cumsum(warp_sync[mine]) - warp_sync[mine]
+    at = np.searchsorted(rows, events)
+    return t.epoch[at].astype(np.int64) << 32 | passed[at]
+
+
 def _a_tree() -> Target:
-    """A tree: at most ceil(log2(block)) barrier steps, and no thread adds more than two other
-    partial sums into its own in one step (a loop in one thread is no tree)."""
+    """A tree: at most ceil(log2(block)) barrier steps that add, and no thread adds more than two
+    other partial sums into its own in one step (a loop in one thread is no tree). Steps are the
+    barrier intervals the text names, not the analysis's stages: a thread that adds a second partner
+    into its own element in one interval (the odd leftover) still takes one step."""
 
     def measure(trace: Any, k: Kernel) -> str:
         block = trace.threads_per_block
         most = math.ceil(math.log2(block)) if block > 1 else 0
-        steps = analysis.work_summary(trace, "sdata", block=0)["steps"]
-        if steps > most:
-            return (f"block 0 of {block} threads took {steps} steps to add its elements (at most "
-                    f"⌈log₂ {block}⌉ = {most}: each step adds pairs in parallel)")  # fmt: skip
         flow = analysis.dataflow(trace, "sdata")
         flow = analysis.subset(flow, (flow.block == 0) & (flow.src != flow.dst))
         if not len(flow):
             return ""
-        pairs = np.unique(np.stack([flow.stage, flow.thread, flow.src]), axis=1)
+        step = _barrier_steps(trace, flow.event)
+        epoch = step >> 32
+        # the steps of one barrier interval: the most any warp took between its own __syncwarp()s
+        steps = sum(
+            max(len(np.unique(step[(epoch == e) & (warp == w)])) for w in np.unique(warp[epoch == e]))
+            for e, warp in ((e, flow.thread // 32) for e in np.unique(epoch))
+        )
+        if steps > most:
+            return (f"block 0 of {block} threads took {steps} barrier steps to add its elements (at most "
+                    f"⌈log₂ {block}⌉ = {most}: in a tree step the threads add their partners in parallel, "
+                    "a partner or two each)")  # fmt: skip
+        pairs = np.unique(np.stack([step, flow.thread, flow.src]), axis=1)
         keys, counts = np.unique(pairs[:2], axis=1, return_counts=True)
         worst = int(np.argmax(counts))
         if counts[worst] <= 2:
             return ""
         return (f"thread {keys[1, worst]} of block 0 added {counts[worst]} other elements of sdata into "
-                "its own in one step (a tree step adds one partner, at most two, per thread)")  # fmt: skip
+                "its own in one barrier step (a tree step adds one partner, at most two, per thread)")  # fmt: skip
 
-    return Target("a tree: at most ⌈log₂ block⌉ steps, a partner or two per thread and step", measure)
+    return Target("a tree: at most ⌈log₂ block⌉ barrier steps, a partner or two per thread and step", measure)
 
 
 def _draw_tree(block: int, n: int, per_thread: int, *, sums: bool = True) -> Callable[[Any, Kernel], None]:
@@ -660,12 +685,37 @@ def _shuffle_case(n: int, block: int) -> Case:
         return arrays.asarray(x), arrays.zeros(grid, np.int64), np.int32(n)
 
     def judge(done: tuple[Any, ...], trace: Any) -> str:
+        if twice := _out_written_twice(trace):
+            return twice
         got = arrays.asnumpy(done[1])
         return "" if (got == want).all() else _wrong_block(got, want)
 
     return Case(
         f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES
     )
+
+
+def _line(trace: Any, line: int) -> str:
+    """'line 21, `if (tid == 0) out[blockIdx.x] = sdata[0];`': a line of the learner's kernel."""
+    text = trace.source[line - 1].strip() if 0 < line <= len(trace.source) else ""
+    return f"line {line}, `{text}`" if text else f"line {line}"
+
+
+def _out_written_twice(trace: Any) -> str:
+    """A block that stores its `out` element more than once: the last store is what it leaves, so
+    a sum written from the register and then the stub's `out = sdata[0]` line leaves the stale one."""
+    acc = analysis.steps(trace, "out")
+    acc = analysis.subset(acc, np.isin(acc.op, analysis.WRITE_OPS))
+    if not len(acc):
+        return ""
+    keys, counts = np.unique(np.stack([acc.block, acc.index]), axis=1, return_counts=True)
+    if counts.max() < 2:
+        return ""
+    b, element = (int(v) for v in keys[:, int(np.argmax(counts > 1))])
+    lines = [int(x) for x in acc.line[(acc.block == b) & (acc.index == element)]]
+    return (f"block {b} stored out[{element}] {len(lines)} times ({'; then '.join(_line(trace, x) for x in lines)}): "
+            "the last store is what the block leaves. Write out once: if your part writes it from the "
+            "register, delete the stub's last line, which writes it again from sdata[0]")  # fmt: skip
 
 
 def _last_warp() -> Target:
@@ -691,20 +741,23 @@ def _last_warp() -> Target:
         shared = tail.select(tail.space == "shared")
         lanes, addr = shared.lanes(), shared.addr  # addr: the byte offset in the block's shared memory
         stored: set[int] = set()
-        loads, stores = [0] * 32, 0
+        loads: list[list[int]] = [[] for _ in range(32)]  # per lane: the line of each load counted
+        stores = 0
         for e in range(len(shared)):
             active = np.flatnonzero(lanes[e]).tolist()
             if shared.op[e] == "ld":
                 for lane in active:
-                    loads[lane] += int(addr[e, lane]) not in stored
+                    if int(addr[e, lane]) not in stored:
+                        loads[lane].append(int(shared.line[e]))
             else:
                 stores += len(active)
                 stored.update(int(addr[e, lane]) for lane in active)
-        lane = int(np.argmax(loads))
-        if loads[lane] > 2:
-            return (f"lane {lane} of warp 0 loaded shared memory {loads[lane]} times in the warp's "
-                    "last part (at most 2: sdata[tid] and sdata[tid + 32], once each; the halvings "
-                    "below 32 go through registers)")  # fmt: skip
+        lane = max(range(32), key=lambda a: len(loads[a]))
+        if len(loads[lane]) > 2:
+            where = "; ".join(_line(trace, x) for x in dict.fromkeys(loads[lane]))
+            return (f"lane {lane} of warp 0 loaded shared memory {len(loads[lane])} times in the warp's "
+                    f"last part ({where}; at most 2: sdata[tid] and sdata[tid + 32], once each; the "
+                    "halvings below 32 go through registers)")  # fmt: skip
         if stores > 1:
             return (f"warp 0 stored to shared memory {stores} times in its last part (at most once: "
                     "the block's sum, if you keep the line that writes out from sdata[0])")  # fmt: skip
@@ -765,9 +818,9 @@ shuffle = KernelExercise(
         "__shfl_down_sync(0xffffffff, v, d) gives lane t the v of lane t + d: adding it halves "
         "the number of partial sums that matter, as one shared-memory step did, and lane 0 ends "
         "with the sum of all 32",
-        "course/kernels/common.cuh's warp_sum is a warp's sum by shuffles: compare it with your "
-        "stub's last-warp steps, and ask what each lane must hold in a register before the first "
-        "shuffle",
+        "course/kernels/common.cuh's warp_sum is a warp's sum by shuffles: read it (your kernel is "
+        "compiled without that header, so it cannot call it), compare it with your stub's last-warp "
+        "steps, and ask what each lane must hold in a register before the first shuffle",
     ),
 )
 

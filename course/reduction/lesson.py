@@ -161,24 +161,44 @@ def draw_tree(ax: Any, name: str, n: int = 64) -> None:
 
 
 FIT = 0.8  # a digit's width as a share of the font size, with room to spare: neighbours keep a gap
+DIGIT_HEIGHT = 0.75  # a digit's height as a share of the font size: the width a turned label takes
+SMALLEST = 8  # points: the smallest label a picture may have (NOTEBOOK.md)
 
 
 def fit_sums(ax: Any, cells: int, first: str = "1") -> None:
-    """Shrink the partial sums drawn in the cells so that each fits its cell's width with a gap to
-    its neighbours (the element numbers above the first row stay as they are); `first`: the value
-    the first row stores (the label that marks it)."""
+    """Make the partial sums drawn in the cells fit their cells at a readable size (the element
+    numbers above the first row stay as they are). The picture first takes the figure's width; a
+    number too wide for its cell at 8 points is turned upright, where the cell's height is the
+    room, rather than shrunk below 8 points. `first`: the value the first row stores (the label
+    that marks it)."""
     fig = ax.figure
-    fig.canvas.draw()  # the axes' final limits, so one element's width in points is known
-    width_pt = abs(ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]) * 72 / fig.dpi
+    if len(fig.axes) == 1:  # the tree alone: its cells may use the figure's whole width
+        fig.subplots_adjust(left=0.01, right=0.99)
+    fig.canvas.draw()  # the axes' final limits, so one element's size in points is known
+    to_pt = 72 / fig.dpi
+    origin = ax.transData.transform((0, 0))
+    width_pt = abs(ax.transData.transform((1, 0))[0] - origin[0]) * to_pt  # the pitch: a cell and its gap
+    height_pt = abs(ax.transData.transform((0, draw.CELL))[1] - origin[1]) * to_pt  # a cell's height
     ones = [t.get_position()[1] for t in ax.texts if t.get_text() == first]
     if not ones:
         return
     store_y = max(ones)
-    for t in ax.texts:
-        label, y = t.get_text(), t.get_position()[1]
-        in_cells = (y - store_y) * (ax.get_ylim()[0] - ax.get_ylim()[1]) >= 0  # on or below the first row
-        if label.isdigit() and len(label) > 1 and in_cells:
-            t.set_fontsize(min(t.get_fontsize(), width_pt / (FIT * len(label))))
+    down = ax.get_ylim()[0] - ax.get_ylim()[1]  # its sign: which way the rows go
+    sums = [t for t in ax.texts if t.get_text().isdigit() and (t.get_position()[1] - store_y) * down >= 0]
+    taken = {(round(t.get_position()[1], 3), round(t.get_position()[0])) for t in sums}
+    for t in sums:
+        label = t.get_text()
+        if len(label) < 2:
+            continue
+        flat = width_pt / (FIT * len(label))
+        upright = min(height_pt / (FIT * len(label)), draw.CELL * width_pt / DIGIT_HEIGHT)
+        x, y = round(t.get_position()[0]), round(t.get_position()[1], 3)
+        alone = (y, x - 1) not in taken and (y, x + 1) not in taken  # it may spill into empty neighbours
+        if flat >= SMALLEST or (upright < SMALLEST and alone):
+            t.set_fontsize(min(t.get_fontsize(), max(flat, SMALLEST if alone else flat)))
+        else:  # upright: its length along the cell's height, its height across the cell's width
+            t.set_fontsize(min(t.get_fontsize(), max(flat, upright)))
+            t.set_rotation(90 if upright > flat else 0)
 
 
 def worst_step(name: str, n: int = 256) -> int:

@@ -252,7 +252,7 @@ my_wavefronts = {  # step: (wavefronts, of them from conflicts)
     8: (None, None),
 }
 reduction.exercises.wavefronts.check(my_wavefronts)
-#
+
 # %% [markdown]
 # ## Kernel 3: sequential addressing
 #
@@ -325,7 +325,8 @@ reduction.exercises.warp_steps.check(my_warps)
 # 1000 threads (N = block − 1 and block + 1 among them), one element per thread, and compares
 # every block's sum with NumPy's; a wrong one is traced back to the values that never reached
 # `sdata[0]` or reached it twice. The target, read from the trace: **a tree**, at most ⌈log₂ block⌉
-# barrier steps, with no thread adding more than two partners into its own in one step. Every
+# barrier steps (a step ends at a `__syncthreads()`, or at a `__syncwarp()` between one warp's own
+# steps), with no thread adding more than two partners into its own in one step. Every
 # thread must reach every `__syncthreads()`. `reduction.exercises.any_block.show(mine)` draws your
 # tree as the cells above draw the course's. Kernels you write run on the emulator first, with the
 # checker, whatever the machine: a race, a stray access, a barrier only part of the block reaches
@@ -489,9 +490,12 @@ source.show("reduction.cu", "warp_reduce_unrolled_article", "block_reduce_unroll
 
 # %% [markdown]
 # Besides kernel 5's race, kernel 6 has a bug of its own. The article's `main()` instantiates
-# `reduce6<512>` down to `reduce6<1>`; from `<32>` down, `if (blockSize >= 32) sdata[tid] +=
-# sdata[tid + 16]` is compiled for all 32 lanes of warp 0, and lanes 16–31 read past the block's
-# shared memory:
+# `reduce6<512>` down to `reduce6<1>`. From `<32>` down to `<2>`, every thread of the block is in
+# warp 0 and runs the first warp step compiled in, `sdata[tid] += sdata[tid + blockSize / 2]`, and
+# the upper half of them read past the block's shared memory: at `<32>` lanes 16–31 read
+# `sdata[32..47]` (`if (blockSize >= 32) sdata[tid] += sdata[tid + 16]`), at `<16>` lanes 8–15
+# read `sdata[16..23]`, and so on down to `<2>`, whose lane 1 reads `sdata[2]`. Only `<1>`, which
+# compiles no warp step, is safe. A block of 32:
 
 # %%
 with course.expect_error():
@@ -602,9 +606,9 @@ reduction.g80_floor()
 # 3's grid of 262 144 blocks of 128 takes 160.7 µs<!-- given: reference --> on this notebook's H100,
 # against 162.9 µs<!-- given: reference --> for kernel 3 in the same run, and on kernel 4's 131 072
 # blocks 81.9 µs<!-- given: reference -->, against 86.5 µs<!-- given: reference --> for kernel 4 and
-# 82.8 µs<!-- from issue_table: µs @ kernel=reduce5 --> for kernel 5 (`scripts/gpu_facts_reduction.py` step 10, which times the
-# empty kernel on each kernel's own grid beside the kernel: `docs/notes/reduction-gpu-facts.md`; a
-# reader of the course measured the same on another H100). The time is the rate at which the GPU
+# 82.9 µs<!-- given: reference --> for kernel 5, all in one run (`scripts/gpu_facts_reduction.py`
+# step 10, which times the empty kernel on each kernel's own grid beside the kernel; its H100 report
+# is `docs/notes/reduction-gpu-facts.md`). The time is the rate at which the GPU
 # **starts blocks**: 160.7 µs<!-- given: reference --> over 262 144 blocks is about 0.61 ns a
 # block, some 0.8 blocks per SM clock for the whole GPU, and what a block does inside (its loads, its
 # tree, its barriers) hides under it. The issue table says the same: a wave of 2112 blocks takes
@@ -612,10 +616,12 @@ reduction.g80_floor()
 # halves the blocks, so it halves the time. Kernels 5 and 6 shorten what each block issues but keep
 # the blocks, and the time stays.
 #
-# That gives a rule for any kernel: at 0.61 ns a block and a read stream of
+# That gives a rule for blocks of this shape: at 0.61 ns a block of 128 threads and a read stream of
 # 2890 GB/s<!-- from littles_law: GB/s --> (the probe's, below), a block must read at least
 # 0.61 ns × 2890 GB/s<!-- from littles_law: GB/s --> ≈ 1.8 KB before memory, not starting
-# blocks, sets the time. Kernel 3's blocks of 128 read 512 B each and kernel 4's 1 KB; one wave of
+# blocks, sets the time. (Step 10 times blocks of 128 only. Whether a block of 32 or of 1024
+# threads starts at the same rate is not measured here: for other block sizes the rule is a
+# question to time, not a given.) Kernel 3's blocks of 128 read 512 B each and kernel 4's 1 KB; one wave of
 # kernel 7 reads 2^25 × 4 B / 2112 blocks, about 64 KB a block. The way out is fewer blocks, each
 # doing more: kernel 7.
 #
@@ -710,7 +716,8 @@ print("the article's launch:", reduction.loads_per_thread("reduce7_article", 409
 print("a grid of 4 blocks  :", reduction.loads_per_thread("reduce7", 4096, grid=4))
 
 # %% [markdown]
-# That is why the article found kernel 7 no faster than kernel 6. Its loop also reads
+# That is one reason the article found kernel 7 no faster than kernel 6; its timer is the other
+# (below: its numbers are one block's `clock()` cycles, not the kernel's time). Its loop also reads
 # `x[i + blockSize]` unchecked, so N = 1000 fails as kernel 4 did:
 
 # %%
@@ -817,7 +824,10 @@ reduction.check("reduce3_timed", small, block=128)
 # Time kernels from the host with CUDA events instead, as `course.bench` does below. This may also
 # be why the article measured kernel 5 slower than kernel 4: its numbers are one block's cycles
 # from whichever write landed last, not the kernels' times. Timed from the host, kernel 5 is never
-# slower than kernel 4 in the table below, and barely faster, as in the issue table.
+# slower than kernel 4 in the table below, and barely faster, as in the issue table. Nor could that
+# timer have shown kernel 7's gain, under any launch: a block of kernel 7 that loops over many
+# elements takes more cycles than a block of kernel 6 that adds two, though the kernel as a whole,
+# with far fewer blocks, takes less time.
 
 # %% [markdown]
 # ## Beyond the article
@@ -828,8 +838,9 @@ reduction.check("reduce3_timed", small, block=128)
 #
 # **8. Write: the last warp with shuffles.** The stub's last warp is the article's warp-synchronous
 # code, a race since Volta. Rewrite the marked part with `__shfl_down_sync(0xffffffff, v, offset)`:
-# the last 64 partial sums are added in registers. Keep the stub's last line (lane 0 leaves the
-# block's sum in `sdata[0]`) or write `out` from the register, as you like. The check launches
+# the last 64 partial sums are added in registers. Either lane 0 leaves the block's sum in
+# `sdata[0]` for the stub's last line, or it writes `out` from the register and you delete that last
+# line (it sits below the marked part: left in, it writes `out` again from `sdata[0]`). The check launches
 # N = 1 to 4103 in blocks of 64, 128, 256 and 1024 (kernel 5's loop needs a power of two of at
 # least 64; N = 2 × block ± 1 among them), two elements per thread, and compares every block's sum
 # with NumPy's. The target, read from warp 0's trace: **no more `__syncthreads()` than kernel 5's
@@ -997,11 +1008,15 @@ table
 # against 13.8 µs<!-- from article_table: fixed µs @ N=4194304, kernel=cupy.sum (generic) -->).
 # Outside the course, call CUB's `cub::DeviceReduce::Sum` from CUDA C++ with a 64-bit output: it
 # adds in its output's type, so `unsigned int` in and `long long` out sums in 64 bits in one pass,
-# with no widening. The course's third reader timed that call on an H100 at 32 M elements:
-# 54.8 µs<!-- given: reference -->, the right sum, against 246 µs<!-- given: reference --> for
-# widening the input to `long long` first and then reducing (the widening reads 4 bytes an element
-# and writes 8, which the sum reads again: five times the bytes). Do not widen first; from Python, where `cupy.sum` of `uint32` promotes, the
-# generic row above is what you get.
+# with no widening. This table has no row for it (the course's GPU run timed CUB on `uint32` only
+# with a 32-bit output, which wraps: 49.6 µs<!-- given: reference --> at 32 M,
+# `docs/notes/reduction-gpu-facts.md` step 5); a 64-bit output reads the same 4 bytes an element.
+# Do not widen the input to `long long` first and then reduce: the widening reads 4 bytes an
+# element and writes 8, which the sum reads again, five times the bytes. From Python, `cupy.sum` of
+# `uint32` promotes and takes the generic row above; NVIDIA's `cuda-cccl` package (in public beta)
+# calls CUB's device reduction itself, as `cuda.compute.reduce_into(d_in, d_out, op, num_items,
+# h_init)`, with the input wrapped in a `TransformIterator` that widens each element to `int64` as
+# it is loaded and an `int64` output and initial value (the course does not time it).
 #
 # **Then and now.** Harris measured on a G80 (86.4 GB/s<!-- given: article --> peak) at 4 M
 # elements; here, each GPU against its own DRAM peak, this one at 32 M elements, where its copy
@@ -1052,8 +1067,8 @@ reduction.plot_speed(ax, records)
 #   avoids both. A warp with no adding lane still runs the loop and every barrier.
 # - Then, on Harris's G80, in *instructions*: add during the load, unroll the last warp (with
 #   `__syncwarp()`, not `volatile`), unroll the loop with a template. On this H100 only the add
-#   during the load pays, because it halves the blocks: the GPU starts blocks at a fixed rate (an
-#   empty kernel on kernel 3's grid takes kernel 3's time), and a block that reads 512 B or 1 KB
+#   during the load pays, because it halves the blocks: the GPU starts blocks of 128 at a fixed rate
+#   (an empty kernel on kernel 3's grid takes nearly kernel 3's time), and a block that reads 512 B or 1 KB
 #   does too little to hide it, whatever its instructions. Kernels 5 and 6 cut the issue floor by a third and more and gain a
 #   few percent.
 # - Then in *blocks and bytes in flight*: a grid-stride loop over one wave (Brent's theorem) pays
@@ -1066,8 +1081,8 @@ reduction.plot_speed(ax, records)
 #   C++, give 32-bit integers a 64-bit output rather than widening them first).
 # - The article's code reads past the end of `x` unless N is a multiple of 2 × block, relies on
 #   warp-synchronous `volatile` code that has been a race since Volta, reads past shared memory
-#   with blocks under 64 threads (kernel 5) and of 32 or fewer (kernel 6), adds two `unsigned int`s
-#   before widening them (kernels 4 and 7), launches nothing for kernel 6 at a block of 1024, times
+#   with blocks under 64 threads (kernel 5) and of 2 to 32 threads (kernel 6), adds two `unsigned
+#   int`s before widening them (kernels 4 to 7), launches nothing for kernel 6 at a block of 1024, times
 #   itself with a race on one word, and launches kernel 7 so that its loop never loops.
 
 # %%
