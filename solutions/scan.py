@@ -64,9 +64,10 @@ SOLUTIONS = {
     "work": work_truth(),
     "exclusive": EXCLUSIVE,
     "warp": WARP,
-    # 74 tiles on 74 SMs, 32 KB each, and a look-back of 3 windows (64 with 147 tiles and 5 windows passes
-    # too: 2 tiles on the busiest SM, the same 32 KB; the H100 timed 128 fastest and 64 within 10 %)
-    "block": {"block": 128, "tiles": 74, "windows": 3},
+    # every block's (tiles, windows) at N = 300 000, then the choice: 128 puts 74 tiles on 74 SMs, 32 KB
+    # each, with a look-back of 3 windows (64 passes too: 2 tiles on the busiest SM, the same 32 KB, and 5
+    # windows; the H100 timed 128 fastest and 64 at the 10 % line, docs/notes/scan-gpu-facts.md step 5)
+    "block": {32: (293, 10), 64: (147, 5), 128: (74, 3), 256: (37, 2), "block": 128},
 }
 
 SERIAL = EXCLUSIVE_STUB.replace(
@@ -117,6 +118,23 @@ NAIVE_WARP = WARP_STUB.replace(
 """,
 )
 
+# the shift, then thread 0 scans the block's XY on its own between two barriers
+SERIAL_BY_THREAD_0 = EXCLUSIVE.replace(
+    """    for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
+        __syncthreads();
+        int in1 = 0;
+        if (threadIdx.x >= stride) in1 = XY[threadIdx.x - stride];
+        __syncthreads();
+        if (threadIdx.x >= stride) XY[threadIdx.x] += in1;
+    }""",
+    """    __syncthreads();
+    if (threadIdx.x == 0) {
+        int s = 0;
+        for (unsigned int k = 0; k < blockDim.x; ++k) { s += XY[k]; XY[k] = s; }
+    }
+    __syncthreads();""",
+)
+assert SERIAL_BY_THREAD_0 != EXCLUSIVE
 # the shift across block boundaries: block 1 starts from block 0's last element
 ACROSS_BLOCKS = EXCLUSIVE_STUB.replace(LOAD, "XY[threadIdx.x] = (i > 0 && i <= n) ? X[i - 1] : 0;")
 # one barrier per step: a thread adds before its neighbour has read
@@ -144,6 +162,13 @@ MASK_OF_THE_BRANCH = [
     ),
 ]
 assert all(k != SHUFFLE_IN_THE_BRANCH for k in MASK_OF_THE_BRANCH)
+# no shuffle and no store of its own: each lane adds its value into y of itself and every later lane of
+# its warp, 528 atomics a warp one after another (and y must be zero before the launch)
+ATOMIC_SCATTER = WARP_STUB.replace(
+    MARK + "    if (i < n) y[i] = v;",
+    "    for (int j = i; j < i - (int)lane + 32; ++j) if (j < n) atomicAdd(&y[j], v);",
+)
+assert ATOMIC_SCATTER != WARP_STUB
 # no shuffle: 32 warp-wide reductions, lane k keeps the sum over lanes 0 to k (a serial loop over the lanes)
 REDUCE_PER_LANE = WARP_STUB.replace(
     MARK,
@@ -156,6 +181,7 @@ REDUCE_PER_LANE = WARP_STUB.replace(
 """,
 )
 
+BLOCK = SOLUTIONS["block"]
 TRUTH = work_truth()
 KS, KSD, BK = TRUTH
 
@@ -167,6 +193,9 @@ WRONG = {
         ({**TRUTH, KSD: (TRUTH[KSD][0], TRUTH[KSD][1], 2 * TRUTH[KSD][0])}, "'barriers'"),
         # Brent-Kung's 2 log2 N steps, the root counted twice
         ({**TRUTH, BK: (TRUTH[BK][0] + 1, TRUTH[BK][1], TRUTH[BK][2])}, "'steps'"),
+        # Brent-Kung's adds as Blelloch's 2N - 2: the down-sweep counted down from the root; the rule for
+        # Brent-Kung's tree, not Kogge-Stone's
+        ({**TRUTH, BK: (TRUTH[BK][0], 2 * 2048 - 2, TRUTH[BK][2])}, "one level short of the root"),
         ({}, "fill in every launch"),
     ],
     "exclusive": [
@@ -176,6 +205,8 @@ WRONG = {
         (ONE_BARRIER, "race"),
         (DOUBLE_IN_XY, "the launch gives `XY` blockDim.x ints"),
         (SERIAL, "a log-depth scan"),  # the right answer by a loop over the elements before i
+        # thread 0 scans XY alone; the compiler loads its words four at a time, each counted: caught at once
+        (SERIAL_BY_THREAD_0, "thread 0 of block 0 loads"),
     ],
     "warp": [
         (SHUFFLE_IN_THE_BRANCH, "member mask"),
@@ -186,6 +217,7 @@ WRONG = {
         ),
         *[(k, "which does not make this call") for k in MASK_OF_THE_BRANCH],
         (REDUCE_PER_LANE, "a vote or a warp reduction is a warp-wide step too"),
+        (ATOMIC_SCATTER, "one store of y per lane, and no atomics"),
         (SHARED_WARP, "no shared-memory access"),
         (SERIAL_WARP, "shuffles"),  # the right sums, one lane below at a time: 31 shuffles
         (
@@ -195,16 +227,18 @@ WRONG = {
         (WARP_STUB, "nothing was scanned"),
     ],
     "block": [
-        ({"block": 32, "tiles": 293, "windows": 10}, "a longer chain of look-back round trips"),
-        ({"block": 256, "tiles": 37, "windows": 2}, "fewer SMs at work"),  # 37 of 132 SMs, 64 KB each
-        ({"block": 128, "tiles": 73, "windows": 3}, "'tiles' is not"),  # N / 4096 rounded down
-        (
-            {"block": 128, "tiles": 74, "windows": 2},
-            "'windows' is not",
-        ),  # 74 / 32 rounded up: tiles, not tiles - 1
-        ({"block": 100, "tiles": 94, "windows": 3}, "lookback takes a block of"),
-        (128, "give the block with the two counts"),  # the course's default alone: no reasoning shown
-        (None, "give the block with the two counts"),
+        ({**BLOCK, "block": 32}, "a longer chain of look-back round trips"),  # the right counts, 10 windows
+        ({**BLOCK, "block": 256}, "fewer SMs at work"),  # 37 of 132 SMs, 64 KB each
+        ({**BLOCK, 128: (73, 3)}, "block 128's 'tiles' is not"),  # N / 4096 rounded down
+        ({**BLOCK, 128: (74, 2)}, "block 128's 'windows' is not"),  # 74 / 32 rounded up: tiles, not tiles - 1
+        ({**BLOCK, 32: (293, 9)}, "block 32's 'windows' is not"),  # 293 / 32 rounded down
+        ({**BLOCK, "block": 100}, "lookback takes a block of"),
+        # the course's default with its own counts only (the form before): the other blocks' counts missing
+        ({"block": 128, "tiles": 74, "windows": 3}, "give every block's two counts"),
+        (128, "give every block's two counts"),  # the course's default alone: no reasoning shown
+        (None, "give every block's two counts"),
+        ({**BLOCK, 64: (None, None)}, "fill in every entry"),
+        ({**BLOCK, 64: 147}, "block 64's entry is (tiles, windows)"),
     ],
 }
 
@@ -279,7 +313,8 @@ WRONG.update({
         # the first tile gets a prefix too: scanned_totals[-1]
         (PROPAGATE.replace("int i = tile + blockIdx.x", "int i = blockIdx.x"), "the checker found a bug"),
         # the tile's own total instead of the tiles before it
-        (PROPAGATE.replace("scanned_totals[i / tile - 1]", "scanned_totals[i / tile]"), "is wrong"),
+        # the tile's own total: the verdict says what the element should get (the rule), not what it got
+        (PROPAGATE.replace("scanned_totals[i / tile - 1]", "scanned_totals[i / tile]"), "it should get the sum"),
         # the bound check forgotten: the last block's threads past n
         (PROPAGATE.replace("if (i < n) y[i]", "y[i]"), "the checker found a bug"),
         # a thread per tile, looping over it: the course's add_tile_prefix, one thread at a time

@@ -1,6 +1,6 @@
 """What the warp-scan exercise (`scan.exercises.warp`) holds a learner's kernel to, read from its
-trace: registers only, one load of x per lane, every lane a shuffle reads from makes the call, and
-at most log2 32 warp-wide exchanges (apart from exercises.py, which is the exercises themselves)."""
+trace: registers only, one load of x and one store of y per lane and no atomics, every lane a
+shuffle reads from makes the call, and at most log2 32 warp-wide exchanges (apart from exercises.py, which is the exercises themselves)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,37 @@ def one_load_per_lane() -> Target:
         )
 
     return Target("one load of x per lane", measure)
+
+
+def one_store_per_lane() -> Target:
+    """Each thread writes its own element of y once, with a plain store, and nothing is atomic: a
+    lane that adds its value into its successors' y (atomicAdd) scans through memory, one atomic
+    after another, and needs y zeroed before the launch, which the exercise never promises."""
+
+    def measure(trace: Any, k: Kernel) -> str:
+        atomics = trace.where(op=["atom", "red"])
+        if len(atomics):
+            return (
+                f"the trace has {len(atomics)} atomic{'s' * (len(atomics) != 1)} ({atomics.columns['opcode'][0]}, "
+                f"line {int(atomics.line[0])}): a lane adding its value into other lanes' y scans through "
+                "memory, one atomic after another (and counts on y being zero before the launch); the values "
+                "move between lanes' registers, and each lane stores its own y once"
+            )
+        st = trace.where(op="st", space="global")
+        if not len(st):
+            return ""
+        ids = (st.block[:, None].astype(np.int64) * trace.threads_per_block + st.thread_ids())[st.lanes()]
+        per = np.bincount(ids)
+        worst = int(np.argmax(per))
+        if per[worst] <= 1:
+            return ""
+        b, t = divmod(worst, trace.threads_per_block)
+        return (
+            f"thread {t} of block {b} stores to global memory {per[worst]} times: each lane stores its own "
+            "element of y once, when its sum is complete"
+        )
+
+    return Target("one store of y per lane, and no atomics", measure)
 
 
 def sources_take_part() -> Target:
