@@ -42,6 +42,15 @@ VEC = VEC_STUB.replace(
     }""",
 )
 
+# a float4 pointer indexed with the element index (the fourth read's D308): vector i is elements
+# 4i .. 4i + 3, so a4[4j] reads 16j onwards, far past the end for most threads
+VEC_ELEMENT_INDEX = VEC.replace(
+    """    for (unsigned int j = first; j < n / 4; j += stride) {
+        float4 x = a4[j], y = b4[j];""",
+    """    for (unsigned int i = 4 * first; i + 3 < n; i += 4 * stride) {
+        float4 x = a4[i], y = b4[i];""",
+)
+
 ORDER_ATOMIC = "    if (threadIdx.x == 0) atomicAdd(out, sum);"
 
 ORDER = ORDER_STUB.replace(
@@ -57,6 +66,10 @@ ORDER = ORDER_STUB.replace(
         }
     }""",
 )
+
+# every thread writes the block's word and takes a ticket (the fourth read's D309): a race inside the
+# block, which the fence the kernel has cannot order
+ORDER_EVERY_THREAD = ORDER.replace("    if (threadIdx.x == 0) {\n        partial", "    {\n        partial")
 
 SOLUTIONS = {
     "rounding": rounding_truth(),
@@ -130,6 +143,8 @@ WRONG = {
         ),
         (VEC.replace("j < n / 4;", "j <= n / 4;"), "out-of-bounds"),
         (VEC.replace("j < n / 4;", "j < (n + 3) / 4;"), "elements 4j to 4j + 3"),
+        # the float4 pointer indexed with the element index: loads far past a and b
+        (VEC_ELEMENT_INDEX, "index the float4 pointer with j"),
         (VEC.replace("x.w * y.w", "x.z * y.w"), "the sum is wrong"),
     ],
     "ordered": [
@@ -154,6 +169,8 @@ WRONG = {
         (ORDER.replace("k < gridDim.x; k++", "k + 1 < gridDim.x; k++"), "its own included"),
         # no fence: the last block may read a block's word before that block's store has landed
         (ORDER.replace("__threadfence();", ""), "__threadfence() between the write"),
+        # no `if (threadIdx.x == 0)`: every thread writes the block's word (a fence cannot help)
+        (ORDER_EVERY_THREAD, "block_sum leaves the block's sum in thread 0 only"),
         # a fixed order, but not the one asked for
         (
             ORDER.replace(

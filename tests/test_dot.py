@@ -319,7 +319,7 @@ class TestDot2Article:
         assert np.isnan(dot.run("dot2_article", a, b))  # the emulator's garbage is NaN
 
     def test_the_articles_launch_makes_one_atomic_per_element(self, emulator_backend):
-        counts = dot.atomic_counts(4096, block=256, grid=2)
+        counts = dot.atomic_counts()  # N = 4096, blocks of 256, 2 blocks
         assert list(counts.values()) == [4096, 2 * 256, 2]
 
     def test_the_third_listing_launches_dot2(self, backend):
@@ -478,8 +478,11 @@ def test_reruns_without_zeroing_add_up(backend):
 
 
 def test_atomic_counts_at_an_awkward_size(emulator_backend):
-    """N = 10 000: the article's grid is 39 blocks (9984 threads), so 16 threads load twice."""
-    rows = {r["launch"]: r for r in dot.atomic_table(10_000, block=256, grid=8)}
+    """N = 10 000: the article's grid is 39 blocks (9984 threads), so 16 threads load twice
+    (Exercise 4's launches: counted by the table's own code, which the notebook shows at 4096 only)."""
+    from course.dot.lesson import _atomic_table
+
+    rows = {r["launch"]: r for r in _atomic_table(10_000, block=256, grid=8)}
     article = rows["dot2_article, N / 256 blocks"]
     assert (article["blocks"], article["atomics"], article["on the busiest word"]) == (39, 9984, 39)
     assert article["loads of a per thread (most)"] == 2
@@ -512,7 +515,7 @@ def test_pictures_of_the_loop_and_the_slots(emulator_backend):
 
 
 def test_block_work_and_loads(emulator_backend):
-    work = {r["version"]: r for r in dot.block_work(256)}
+    work = {r["version"]: r for r in dot.block_work()}
     assert work["dot1"]["shared loads"] == work["dot1"]["by one lane alone"] == 64  # 4 products per load
     assert work["dot3"]["barriers"] == 9 and work["dot_shfl"]["barriers"] == 1
     assert work["dot_shfl"]["shuffles"] == 8 * 5 + 5
@@ -636,7 +639,7 @@ def test_learner_cells_get_tables_and_launches_not_dicts(emulator_backend):
     text = repr(dot.launch_text("dot3", a, b))
     assert text.startswith("dot3((4,), (256,), (") and "shared_mem=1024" in text
     assert text.splitlines()[1].startswith("dot_sum_partials((1,), (256,)")
-    work = {r["version"]: r for r in dot.block_work(256)}
+    work = {r["version"]: r for r in dot.block_work()}
     assert work["dot3"]["warps stopped at barriers"] == 9 * 8  # every warp at every barrier
     assert work["dot1"]["warps stopped at barriers"] == 8  # one barrier; then 7 warps leave
 
@@ -723,6 +726,39 @@ def test_the_loop_exercises_hold_loads_to_coalescing_and_pass_block_chunks(emula
     assert "coalesced loads" in interleaved and "where 3.8 would" in interleaved
     float_wide = str(dot.exercises.vec4.check(dot.exercises.VEC_STUB))
     assert "narrower than 16 bytes (here 4 bytes a lane)" in float_wide
+
+
+def test_the_predictions_answers_are_not_one_argument_away(emulator_backend):
+    """D307: the tables printed beside Exercises 2, 4 and 8 show the text's launches only; an edited
+    argument is refused, not answered, and the atomics hint names no table but the reasoning."""
+    for call in (lambda: dot.block_work(128), lambda: dot.atomic_table(10_000, 256, 8),
+                 lambda: dot.launch_arithmetic(2**28, 384)):  # fmt: skip
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(ValueError, match=r"N of at least 270336 \(132 SMs × 8 blocks of 256"):
+        dot.launch_arithmetic(10_000)  # would print the article's row of Exercise 4
+    hints = " ".join(dot.exercises.atomics.hints + dot.exercises.block_cost.hints)
+    assert "atomic_table" not in hints and "block_work" not in hints and "launch_arithmetic" not in hints
+    assert "rounded down" in dot.exercises.atomics.hints[-1]
+
+
+def test_the_vec4_verdict_names_the_float4_index_mistake(emulator_backend):
+    """D308: a float4 pointer indexed with the element index strays far past a and b; the verdict
+    names a, and says to index the float4 pointer with the vector's number, not the tail rule."""
+    sol = _solutions()
+    text = str(dot.exercises.vec4.check(sol.VEC_ELEMENT_INDEX))
+    assert "in global memory `a`" in text and "index the float4 pointer with j" in text
+    assert "not only the first" not in text  # the tail's rule is another mistake
+    tail = str(dot.exercises.vec4.check(sol.VEC.replace("j < n / 4;", "j <= n / 4;")))
+    assert "not only the first" in tail and "index the float4 pointer" not in tail
+
+
+def test_the_ordered_verdict_gives_fence_advice_only_between_blocks(emulator_backend):
+    """D309: every thread writing partial[blockIdx.x] is a race inside a block, which a fence
+    cannot fix (the kernel has one): the verdict says one thread a block, not "add a fence"."""
+    text = str(dot.exercises.ordered.check(_solutions().ORDER_EVERY_THREAD))
+    assert "(within a warp)" in text and "block_sum leaves the block's sum in thread 0 only" in text
+    assert "__threadfence() between" not in text
 
 
 def test_the_rounding_prediction_says_where_its_truth_comes_from_and_hints_no_grader():

@@ -23,7 +23,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
 from . import pictures
-from .lesson import atomic_table, block_work
+from .lesson import _atomic_table, _block_work
 from .topic import ENGINE, article_inputs
 
 F32 = np.float32
@@ -82,10 +82,11 @@ BLOCK_COST_COLUMNS = ("dot1: shared loads by one lane alone", "dot3: barriers", 
 
 
 def block_cost_truth() -> dict[str, tuple[int, ...]]:
-    """Block size -> the three counts of `lesson.block_work`, read from the traces of block 0."""
+    """Block size -> the three counts of `lesson.block_work` (which shows blocks of 256 only), read
+    from the traces of block 0."""
     out: dict[str, tuple[int, ...]] = {}
     for block in BLOCK_COST_BLOCKS:
-        rows = {r["version"]: r for r in block_work(block)}
+        rows = {r["version"]: r for r in _block_work(block)}
         out[f"blocks of {block}"] = (int(rows["dot1"]["by one lane alone"]), int(rows["dot3"]["barriers"]),
                                      int(rows["dot_shfl"]["shuffles"]))  # fmt: skip
     return out
@@ -124,8 +125,8 @@ def atomic_truth(
     n: int = ATOMICS_N, block: int = 256, grid: int = ATOMICS_GRID
 ) -> dict[str, tuple[int, ...]]:
     """Launch -> (atomics, atomics on the busiest word, most loads of a by one thread), counted
-    from the traces (`lesson.atomic_table`)."""
-    return {r["launch"]: tuple(int(r[c]) for c in COLUMNS) for r in atomic_table(n, block, grid)}
+    from the traces (`lesson.atomic_table`'s counts, which it shows for N = 4096 and 2 blocks only)."""
+    return {r["launch"]: tuple(int(r[c]) for c in COLUMNS) for r in _atomic_table(n, block, grid)}
 
 
 atomics = Prediction(
@@ -147,8 +148,10 @@ atomics = Prediction(
         "draw a small case on paper: N = 10, blocks of 4, two blocks. Which thread takes which element?",
         "atomics are counted where they reach memory: one per executing thread per atomicAdd, "
         "whatever value it adds",
-        "the table 'atomic_table' above counts the same three columns for other launches: redo its "
-        "arithmetic for N = 10 000 and 8 blocks",
+        "the article's grid is 10 000 / 256 blocks rounded down: fewer threads than elements, so its "
+        "loop does loop for some. In each launch the stride T is the grid's thread count; thread g loads "
+        "g, g + T, g + 2T, ... below 10 000 (thread 0 the most), then makes its atomics: into "
+        "c[threadIdx.x] for dot2, into out[0] once a block for dot_shfl",
     ),
 )
 
@@ -162,23 +165,49 @@ def _endless(lines: list[str]) -> list[str]:
             if "a loop that never ends is the bug" in ln else ln for ln in lines]  # fmt: skip
 
 
+# the checker's out-of-bounds finding: the buffer, its length, and its first example's element
+_OUT_OF_BOUNDS = re.compile(r"\[out-of-bounds\] in global memory `(?P<buf>[ab])`")
+_LENGTH = re.compile(r"reads `[ab]` .*?: it has (?P<n>\d+) elements?")
+_EXAMPLE = re.compile(r"e\.g\. .* reads [ab]\[(?P<i>-?\d+)\]")
+
+
 def _wide_overrun(lines: list[str]) -> list[str]:
-    """The checker names the first element a float4 load starts at; the load reads four."""
+    """A float4 load of a or b out of bounds: which float4 mistake it is. The checker names the
+    element a stray load starts at; a float4 load reads four from there. A start beyond the end is a
+    float4 pointer indexed with an element's index (index 4j is vector 4j, elements 16j ..); a start
+    inside (or at the end) is a loop that takes one vector too many, whose tail runs past n."""
     lines = _endless(lines)
-    if any("past the end" in ln for ln in lines):
-        lines.insert(1, "a float4 load of vector j reads 16 bytes, elements 4j to 4j + 3: all four must be "
-                        "below n, not only the first (the checker's example names the first)")  # fmt: skip
+    text = "\n".join(lines)
+    found, length, example = (r.search(text) for r in (_OUT_OF_BOUNDS, _LENGTH, _EXAMPLE))
+    if not found:
+        return lines
+    if length and example and int(example["i"]) > int(length["n"]):
+        words = (f"the stray loads of {found['buf']} start past its end (element {example['i']} of "
+                 f"{length['n']}), not in its last vector: a float4 pointer counts in vectors, and vector j is "
+                 "elements 4j to 4j + 3, so index the float4 pointer with j (below n / 4), not with an "
+                 "element's index (index 4j reads elements 16j to 16j + 3)")  # fmt: skip
+    else:
+        words = ("a float4 load of vector j reads 16 bytes, elements 4j to 4j + 3: all four must be below n, "
+                 "not only the first (the checker's example names the first)")  # fmt: skip
+    lines.insert(1, words)
     return lines
 
 
 def _unfenced(lines: list[str]) -> list[str]:
-    """A race on `partial` between blocks, once each block has its own word, is a missing fence."""
+    """A race on `partial` between blocks, once each block has its own word, is a missing fence; a
+    race on it inside a block is more than one thread writing the block's word."""
     lines = _endless(lines)
-    if any("[race]" in ln and "`partial`" in ln for ln in lines):
+    race = next((ln for ln in lines if "[race]" in ln and "`partial`" in ln), "")
+    if "(between blocks)" in race:
         lines.insert(1, "each block has its own word of partial already; what is missing is order: the "
                         "last block may read a word before its writer's store reaches memory. A "
                         "__threadfence() between the write of partial[blockIdx.x] and the ticket "
                         "(the atomic on blocks_done) makes the write visible to every block first")  # fmt: skip
+    elif race:
+        lines.insert(1, "threads of one block write the same word partial[blockIdx.x]: block_sum leaves the "
+                        "block's sum in thread 0 only, so one thread a block writes it, and that same thread "
+                        "takes the block's one ticket from blocks_done (a fence cannot order writes of one word "
+                        "by many threads)")  # fmt: skip
     return lines
 
 

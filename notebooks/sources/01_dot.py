@@ -249,7 +249,7 @@ dot.verify(a, b, ["dot1"])
 # article) for comparison:
 
 # %%
-dot.block_work(256)
+dot.block_work()
 
 # %% [markdown]
 # dot1 chains 256 additions on one lane; dot3's tree spreads them over 8 steps, but every step ends
@@ -262,8 +262,9 @@ dot.block_work(256)
 # often a block pays it: with one element per thread, once per 256 products.
 #
 # **Exercise 2. Predict, then check: what one block costs.** For blocks of 128 and of 1024 threads
-# (one element each, as above), predict the three counts the table gives for 256: dot1's shared
-# loads by one lane alone, dot3's barriers, dot_shfl's shuffle instructions.
+# (one element each, as above), predict the three counts the table gives for 256 (it shows blocks
+# of 256 only: work the others out from the kernels' loops): dot1's shared loads by one lane alone,
+# dot3's barriers, dot_shfl's shuffle instructions.
 
 # %%
 my_costs = {  # (dot1: shared loads by one lane alone, dot3: barriers, dot_shfl: shuffles)
@@ -341,7 +342,7 @@ dot.draw_grid_stride(ax, n=512, block=64, grid=2)
 # atomic per block):
 
 # %%
-dot.atomic_table(4096, block=256, grid=2)
+dot.atomic_table()
 
 # %% [markdown]
 # With the article's grid, every product becomes an atomic: 4096 of them, 16 on each word of c. With
@@ -873,10 +874,11 @@ dot.launch_table()
 # **How many blocks?** A load from DRAM takes hundreds of nanoseconds. To keep the memory busy,
 # each SM must always have enough loads on their way: by Little's law, bytes in flight = bandwidth ×
 # latency. On this H100 `course.probe` measured a read stream of
-# 2890 GB/s<!-- given: reference --> and a DRAM latency of about 350 ns (an idle pointer chase;
-# `course.device().describe()` says where each figure comes from): about 1 MB in flight for the
-# GPU, or about 7.7 KB per SM (`course.occupancy.bytes_needed_per_sm()`; notebook 5 measures this
-# for the reduction). The probe's read stream (one simple read kernel) is a floor, not a ceiling:
+# 2890 GB/s<!-- given: reference --> and, with one thread chasing pointers through an idle memory, a
+# DRAM latency of about 350 ns (352 ns in notebook 5's `littles_law` table, run on the same GPU
+# model; also in `docs/notes/reduction-gpu-facts.md`, step 8). That is about 1 MB in flight for the
+# GPU, or about 7.7 KB per SM (the same table; `course.occupancy.bytes_needed_per_sm()` works it out
+# for your machine, and `course.device().describe()` says where each of its figures comes from). The probe's read stream (one simple read kernel) is a floor, not a ceiling:
 # dot_vec4 in the table below reads faster, up to
 # 3110 GB/s<!-- from wave_table: GB/s @ blocks per SM=4 --> (and faster in one run beside the
 # probe: `scripts/gpu_facts_dot.py`, step 9). Each thread of dot_vec4 keeps 2 × 2 loads of 16
