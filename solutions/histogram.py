@@ -182,6 +182,40 @@ WRONG = {
     "aggregate": [
         (AGGREGATE_STUB, "at most one atomic per distinct byte"),  # hist1 as it is
         (MATCHED, "no __match_any_sync"),  # hist1_agg's way, copied from the notebook
+        (  # no agreement: one lane at a time, each reloading its byte before its atomic
+            AGGREGATE_STUB.replace(
+                "        atomicAdd(&hist[byte], 1u);\n",
+                "        for (int r = 0; r < 32; ++r)\n"
+                "            if ((threadIdx.x & 31) == r) atomicAdd(&hist[x[i]], 1u);\n",
+            ),
+            "made 33 atomics on hist[7], but its lanes held byte 7 in 2 trips",
+        ),
+        (  # the lanes agree on the leader's byte only; the others add alone
+            AGGREGATE_STUB.replace(
+                "        atomicAdd(&hist[byte], 1u);\n",
+                """        const unsigned int lane = threadIdx.x & 31;
+        const unsigned int active = __activemask();
+        const int leader = __ffs(active) - 1;
+        const unsigned int b = __shfl_sync(active, byte, leader);
+        const unsigned int same = __ballot_sync(active, byte == b);
+        if (lane == leader) atomicAdd(&hist[b], __popc(same));
+        else if (byte != b) atomicAdd(&hist[byte], 1u);
+""",
+            ),
+            "made 2 atomics on hist[0], but its lanes held byte 0 in 1 trip of its loop",
+        ),
+        (  # a fast path for a warp whose bytes are all equal, and no agreement otherwise
+            AGGREGATE_STUB.replace(
+                "        atomicAdd(&hist[byte], 1u);\n",
+                """        const unsigned int active = __activemask();
+        int all;
+        __match_all_sync(active, byte, &all);
+        if (!all) atomicAdd(&hist[byte], 1u);
+        else if ((threadIdx.x & 31) == __ffs(active) - 1) atomicAdd(&hist[byte], __popc(active));
+""",
+            ),
+            "made 2 atomics on hist[0], but its lanes held byte 0 in 1 trip of its loop",
+        ),
         (AGGREGATE.replace("if (lane == leader) ", ""), "more than the bytes hold"),
         (AGGREGATE.replace("__popc(same)", "1u"), "fewer than the bytes hold"),
         # every lane stays in the loop until the warp is done, and calls again with a mask without

@@ -4,6 +4,7 @@ contention the trace counts (the story helpers), hist_wide, and the panel driven
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -728,6 +729,82 @@ extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, 
     def test_aggregate_show_draws_the_learners_atomics(self, emulator_backend):
         shown = histogram.exercises.aggregate.show(histogram.exercises.AGGREGATE_STUB)
         assert not shown.verdict.ok and shown.png.startswith(b"\x89PNG")
+
+    def test_aggregate_reloading_x_before_each_lanes_atomic_is_not_aggregation(self, emulator_backend):
+        """Review H305: a load of x before each lane's atomic put every atomic in a trip of its own;
+        the target now counts a warp's atomics on a bin against the trips that hold the byte."""
+        cheat = histogram.exercises.AGGREGATE_STUB.replace(
+            "        atomicAdd(&hist[byte], 1u);\n",
+            "        for (int r = 0; r < 32; ++r)\n"
+            "            if ((threadIdx.x & 31) == r) atomicAdd(&hist[x[i]], 1u);\n",
+        )
+        v = str(histogram.exercises.aggregate.check(cheat))
+        assert (
+            "✗" in v and "made 33 atomics on hist[7], but its lanes held byte 7 in 2 trips of its loop" in v
+        )
+
+    def test_aggregate_target_holds_wherever_a_right_answer_loads(self, emulator_backend):
+        """The H305 target counts trips by the bytes a warp loaded: a warp-uniform loop whose lanes
+        past the end load nothing, and a peers mask from 32 shuffles, still pass."""
+        base_loop = r"""
+extern "C" __global__ void hist_agg(const unsigned char* x, unsigned int* hist, long long n) {
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    const unsigned int lane = threadIdx.x & 31;
+    for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x - lane; base < n; base += stride) {
+        const bool valid = base + lane < n;
+        const unsigned int byte = valid ? x[base + lane] : 0;
+        unsigned int left = __ballot_sync(0xffffffffu, valid);
+        while (left) {
+            const int leader = __ffs(left) - 1;
+            const unsigned int b = __shfl_sync(0xffffffffu, byte, leader);
+            const unsigned int same = __ballot_sync(0xffffffffu, valid && byte == b);
+            if (lane == leader) atomicAdd(&hist[b], __popc(same));
+            left &= ~same;
+        }
+    }
+}"""
+        shuffles = histogram.exercises.AGGREGATE_STUB.replace(
+            "        atomicAdd(&hist[byte], 1u);\n",
+            """        const unsigned int active = __activemask();
+        unsigned int peers = 0;
+        for (int l = 0; l < 32; ++l)
+            if (__shfl_sync(active, byte, l) == byte && (active >> l) & 1u) peers |= 1u << l;
+        if ((threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&hist[byte], __popc(peers));
+""",
+        )
+        for answer in (base_loop, shuffles):
+            v = histogram.exercises.aggregate.check(answer)
+            assert v.ok, str(v)
+
+    def test_aggregate_picture_writes_what_each_atomic_adds(self, emulator_backend):
+        """Review H304: the leader adding 1 and adding its group's size draw differently."""
+        ex, sol = histogram.exercises, _solutions()
+        equal = np.full(32, 7, np.uint8)
+        for answer, added in ((sol.AGGREGATE, 32), (sol.AGGREGATE.replace("__popc(same)", "1u"), 1)):
+            bins, adds = ex.one_warp_trip(ex.aggregate.compile(answer), equal)
+            assert bins.tolist() == [7] + [-1] * 31 and adds.tolist() == [added] + [-1] * 31
+        bins, adds = ex.one_warp_trip(
+            ex.aggregate.compile(ex.AGGREGATE_STUB), np.arange(32, dtype=np.uint8) % 31
+        )
+        assert bins.tolist() == [*range(31), 0] and adds[1:31].tolist() == [1] * 30
+        assert adds[0] == adds[31] == -1  # two atomics on bin 0: what each added is not known
+
+    @pytest.mark.parametrize("name", ["aggregate", "warp_copies"])
+    def test_the_learners_picture_is_as_wide_as_the_notebooks(self, name, emulator_backend):
+        """Review H304: at 900 px two-digit bins ran together; c33 is drawn 12 in wide."""
+        ex = getattr(histogram.exercises, name)
+        answer = {"aggregate": _solutions().AGGREGATE, "warp_copies": _solutions().WARP_COPIES}[name]
+        png = ex.show(answer).png
+        width = int.from_bytes(png[16:20], "big")  # the PNG header's IHDR width
+        assert width >= 1200, width
+
+    def test_exercises_are_listed_in_the_order_the_notebook_poses_them(self):
+        """Review H306: course.my_progress lists EXERCISES as they are."""
+        from pathlib import Path
+
+        source = (Path(__file__).resolve().parents[1] / "notebooks/sources/03_histogram.py").read_text()
+        posed = re.findall(r"histogram\.exercises\.(\w+)\.check\(", source)
+        assert [e.name for e in histogram.exercises.EXERCISES] == posed
 
     def test_grid_is_the_device_models_arithmetic(self, emulator_backend):
         ex = histogram.exercises

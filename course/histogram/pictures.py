@@ -36,14 +36,15 @@ def draw_lane_bins(
     """One row per warp instruction, one column per lane: the bin each lane's atomic hit, on a
     colour for how many lanes of the row hit that bin. The right margin says the busiest bin and
     how many distinct bins the row touched. `adds` (same shape), for aggregated atomics: what each
-    lane's atomic adds, written under its bin. Returns the image (for a colour bar)."""
+    lane's atomic adds, written under its bin (nothing where it is negative: not known). Returns
+    the image (for a colour bar)."""
     share = share_counts(bins)
     cmap = ListedColormap(list(SHARE_COLORS)).with_extremes(under=NO_ATOMIC)
     norm = BoundaryNorm(list(SHARE_EDGES), cmap.N)
     image = ax.imshow(np.where(share > 0, share, 0.5), cmap=cmap, norm=norm, aspect="auto")
     for (r, lane), b in np.ndenumerate(bins):
         dark = share[r, lane] >= 9
-        label = "–" if b < 0 else str(b) if adds is None else f"{b}\n+{adds[r, lane]}"
+        label = "–" if b < 0 else str(b) if adds is None or adds[r, lane] < 0 else f"{b}\n+{adds[r, lane]}"
         ax.text(lane, r, label, ha="center", va="center", fontsize=8,
                 color="white" if dark else "black")  # fmt: skip
     for r in range(len(bins)):
