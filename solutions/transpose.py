@@ -29,11 +29,11 @@ BATCHED = BATCHED_STUB.replace(
 )
 
 SOLUTIONS = {
-    "sectors": sector_truth(),  # {(64, 4): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
+    "sectors": sector_truth(),  # {(128, 2): (4, 32), (8, 32): (4, 8), (4, 64): (8, 4), (2, 128): (16, 4)}
     "store": STORE,
     "ways": ways_truth(),  # tiled 16x32: (1, 16); padded 8x8: (2, 2), 64x16: (1, 2), 16x8: (2, 2)
     "banks": BANKS,
-    "flight": flight_truth(),  # padded 64x4: (4, 8); rows 16x16: (4, 8); vec 32x32: (16, 2), 8x32: (64, 8)
+    "flight": flight_truth(),  # H100: padded 128x4: (4, 4); rows 8x4: (8, 32); vec 16x64: (16, 2), 8x64: (32, 4)
     "batched": BATCHED,
     "order": order_truth(),  # vec 512x256: (256, 512); grouped 256x1024: (128, 1024), 128x2048: (256, 512)
     "block": (32, 4),  # 64 KB in flight per SM; (64, 4) passes too (on a GPU: within 10 % of the fastest)
@@ -48,11 +48,13 @@ WRONG = {
     "sectors": [
         # the text's 32 x 8 answer for every block: the writes are named, not their counts
         ({k: (4.0, 32.0) for k in _SECTORS}, "'writes: sectors per request' is not what the trace counts"),
-        # "a 64-wide block reads two rows": the warp is 32 lanes, one row of 64 x 4
-        ({**_SECTORS, (64, 4): (8.0, 16.0)}, "(64, 4): 'reads: sectors per request'"),
+        # "a 128-wide block reads its 128 words": the warp is 32 lanes, a quarter of one row of 128 x 2
+        ({**_SECTORS, (128, 2): (16.0, 32.0)}, "(128, 2): 'reads: sectors per request'"),
+        # "each lane reads its own sector" at 2 x 128: a warp reads 16 rows, 2 neighbouring words in each
+        ({**_SECTORS, (2, 128): (32.0, 4.0)}, "(2, 128): 'reads: sectors per request'"),
         # reads always coalesced (4): wrong only at 4 x 64, where a warp reads 8 rows
         ({k: (4.0, v[1]) for k, v in _SECTORS.items()}, "'reads: sectors per request'"),
-        ({(64, 4): (4, 32)}, "fill in every block"),
+        ({(128, 2): (4, 32)}, "fill in every block"),
     ],
     "store": [
         # one test on the flat index: nothing past the end of out, but columns >= m wrap into the next row
@@ -119,6 +121,13 @@ WRONG = {
         ({k: (4, v[1]) for k, v in _FLIGHT.items()}, "'B loaded per thread before the barrier'"),
         # every launch fills the SM's 32 block slots: the thread limit forgotten
         ({k: (v[0], 32) for k, v in _FLIGHT.items()}, "'blocks per SM'"),
+        # vec's thread loads one vector of 32 / bx words, not its share of the 64 x 64 tile
+        (
+            {**_FLIGHT, ("transpose_vec", (16, 64)): (8, _FLIGHT[("transpose_vec", (16, 64))][1])},
+            "'B loaded per thread before the barrier'",
+        ),
+        # blocks per SM from shared memory alone (the H100's 233472 B / (17664 + 1024)): threads forgotten
+        ({**_FLIGHT, ("transpose_vec", (16, 64)): (16, 12)}, "'blocks per SM'"),
         ({}, "fill in every launch"),
     ],
     "batched": [

@@ -486,18 +486,77 @@ STORE_TEST = "if (r0 + y + j < m && c0 + x < n)        // <- the load's test, co
 def test_the_sector_prediction_counts_from_traces_and_never_says_the_counts():
     assert tx.naive_sectors((8, 32)) == (4.0, 8.0) and tx.naive_sectors((4, 64)) == (8.0, 4.0)
     truth = tx.sector_truth()
-    assert truth == {(64, 4): (4, 32), (16, 16): (4, 16), (8, 32): (4, 8), (4, 64): (8, 4)}
-    assert (32, 8) not in truth  # the text's block: sectors_table prints its counts
-    old_start = {
-        (64, 4): (4, 32),
-        (16, 16): (4, 32),
-        (8, 32): (4, 32),
-        (4, 64): (4, 32),
-    }  # the text's 32 × 8 counts everywhere
+    assert truth == {(128, 2): (4, 32), (8, 32): (4, 8), (4, 64): (8, 4), (2, 128): (16, 4)}
+    old_start = {k: (4, 32) for k in truth}  # the text's 32 × 8 counts everywhere
     text = str(tx.sectors.check(old_start))
-    assert "(16, 16): 'writes: sectors per request'" in text and "the rule:" in text
-    assert "16" not in text.split("the rule:")[1].split("(stuck?")[0].replace("(16, 16)", "")
+    assert "(8, 32): 'writes: sectors per request'" in text and "the rule:" in text
+    assert "8" not in text.split("the rule:")[1].split("(stuck?")[0].replace("(8, 32)", "")
     assert tx.sectors.check({k: (int(r), int(w)) for k, (r, w) in truth.items()}).ok  # ints are fine
+
+
+def test_the_sector_prediction_asks_about_blocks_the_text_and_panel_never_show():
+    """The panel runs transpose_naive at topic.ANY and prints its sectors per request; sectors_table
+    prints the text's 32 × 8 (fourth read, T307)."""
+    assert not set(tx.SECTOR_BLOCKS) & set(ANY)
+    assert set(ANY) == set(topic.version("transpose_naive").blocks)
+    assert (32, 8) not in tx.SECTOR_BLOCKS
+
+
+def test_the_flight_prediction_asks_about_launches_no_table_panel_or_exercise_shows(emulator_backend):
+    """The panel prints elements per thread (the first column / 4) at each version's blocks; the
+    in-flight table and exercise 7's verdicts print both columns for theirs (fourth read, T307)."""
+    from course.transpose.lesson import IN_FLIGHT_CASES, LAUNCH_CASES
+
+    assert tx.flight_truth() == {
+        ("transpose_padded", (128, 4)): (4, 4),  # threads: 2048 / 512
+        ("transpose_rows", (8, 4)): (8, 32),  # one warp a block: the SM's 32 block slots bind
+        ("transpose_vec", (16, 64)): (16, 2),  # 4096 words over 1024 threads
+        ("transpose_vec", (8, 64)): (32, 4),
+    }
+    for name, block in tx.FLIGHT_CASES:
+        assert block not in topic.version(name).blocks, (name, block)
+    assert not set(tx.FLIGHT_CASES) & (set(IN_FLIGHT_CASES) | set(LAUNCH_CASES) | set(tx.WAYS_CASES))
+    assert not {b for name, b in tx.FLIGHT_CASES if name == "transpose_rows"} & set(tx.BLOCK_OPTIONS)
+
+
+@pytest.mark.parametrize("model", ["h100", "t4"])
+def test_registers_bind_none_of_the_flight_launches_as_the_rule_says(model):
+    """The rule says these kernels take at most 32 registers a thread, so registers never set the
+    blocks per SM (T308: transpose_vec 8 × 32 sat exactly at the register limit)."""
+    from course import backend, occupancy
+
+    with backend.using("emulator", model=model):
+        for name, block in tx.FLIGHT_CASES:
+            k = tx._flight_module().get_function(topic.version(name).instance_for(block))
+            occ = occupancy.occupancy(k, block, topic.version(name).shared_bytes(block, np.dtype(np.float32)))
+            assert occ.registers <= 32 and occ.by_registers >= occ.by_threads, (name, block, occ)
+    assert "at most 32 registers a thread" in tx.flight.rules["blocks per SM"]
+
+
+def test_on_a_t4_the_flight_and_block_verdicts_lead_to_the_t4s_answer():
+    """Colab's T4 (README): the H100's answers are rejected with a rule in the device's terms, the
+    T4's pass, and the block verdict says where its 4× came from without claiming the T4's figure
+    lies between the H100 table's rows (fourth read, T308)."""
+    from course import backend
+
+    with backend.using("emulator", model="h100"):
+        h100 = tx.flight_truth()
+    with backend.using("emulator", model="t4"):
+        t4 = tx.flight_truth()
+        assert t4 == {
+            ("transpose_padded", (128, 4)): (4, 2),  # 1024 threads per SM
+            ("transpose_rows", (8, 4)): (8, 16),  # 16 block slots
+            ("transpose_vec", (16, 64)): (16, 1),
+            ("transpose_vec", (8, 64)): (32, 2),
+        }
+        text = str(tx.flight.check(h100))
+        assert "'blocks per SM'" in text and "course.device().describe()" in text
+        assert "233472" not in text and "2048 threads per SM" not in text
+        assert tx.flight.check(t4).ok
+        verdict = str(tx.block.check((32, 4)))
+        assert "read off the in-flight timings of an H100" in verdict and "untested" in verdict
+        assert "set between the measured table" not in verdict
+        assert "9600 B" in verdict  # 4 × Little's law with the T4 model's figures
 
 
 def test_the_ways_prediction_asks_about_launches_the_text_and_panel_never_show():

@@ -185,13 +185,14 @@ transpose.sectors_table(["copy", "transpose_naive", "transpose_naive_cols"])
 # the end, lists what is done.
 #
 # **Exercise 1. Predict, then check: sectors per request.** The naive kernel takes any 2-D block.
-# With 256 threads shaped 64 × 4, 16 × 16, 8 × 32 or 4 × 64, how many sectors per request do its
-# reads and its writes take (a 256 × 256 float matrix)? Lane `l` of a warp is thread `x = l % bx`,
-# `y = l / bx`. Fill in (reads, writes) for each block in place of the `None`s; the check counts
-# them from traces and names the block and the column that is off, with the rule for it.
+# With 256 threads shaped 128 × 2, 8 × 32, 4 × 64 or 2 × 128 (none of them the panel's, below), how
+# many sectors per request do its reads and its writes take (a 256 × 256 float matrix)? Lane `l` of a
+# warp is thread `x = l % bx`, `y = l / bx`. Fill in (reads, writes) for each block in place of the
+# `None`s; the check counts them from traces and names the block and the column that is off, with
+# the rule for it.
 
 # %%
-my_sectors = {(64, 4): (None, None), (16, 16): (None, None), (8, 32): (None, None), (4, 64): (None, None)}
+my_sectors = {(128, 2): (None, None), (8, 32): (None, None), (4, 64): (None, None), (2, 128): (None, None)}
 transpose.exercises.sectors.check(my_sectors)
 
 # %% [markdown]
@@ -648,19 +649,21 @@ print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
 # A 2-D grid of 2 × 18 blocks, one per 64 × 64 tile, whatever the block's shape: the block only
 # decides how many words each thread moves (here 8).
 #
-# **Exercise 6. Predict, then check: bytes in flight.** For four launches the in-flight table does
-# not show, predict the bytes one thread loads before its barrier and the blocks an SM holds, as
-# (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile; `transpose_vec`'s block
-# (32 / VEC, ROWS) shares out its fixed 64 × 64 tile (the source above);
-# `course.device().describe()` lists the SM's limits. The check counts them from the traces and
-# the device's limits.
+# **Exercise 6. Predict, then check: bytes in flight.** For four launches that neither the
+# in-flight table nor the panel shows, predict the bytes one thread loads before its barrier and the
+# blocks an SM holds, as (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile;
+# `transpose_vec`'s block (32 / VEC, ROWS) shares out its fixed 64 × 64 tile (the source above);
+# `course.device().describe()` lists the SM's limits, those of the GPU you run on. An SM's registers
+# are a limit too, but these four kernels take at most 32 a thread, and every SM has 32 for each
+# thread it can hold: count threads, blocks and shared memory. The check counts the bytes from the
+# traces and the blocks from the device's limits.
 
 # %%
 my_flight = {
-    ("transpose_padded", (64, 4)): (None, None),
-    ("transpose_rows", (16, 16)): (None, None),
-    ("transpose_vec", (32, 32)): (None, None),
-    ("transpose_vec", (8, 32)): (None, None),
+    ("transpose_padded", (128, 4)): (None, None),
+    ("transpose_rows", (8, 4)): (None, None),
+    ("transpose_vec", (16, 64)): (None, None),
+    ("transpose_vec", (8, 64)): (None, None),
 }
 transpose.exercises.flight.check(my_flight)
 
@@ -739,8 +742,8 @@ transpose.in_flight_speed()
 # threads an SM holds, counted by the source: the SASS may keep fewer out) must reach four times
 # what Little's law asks for the reads with the device's figures (`transpose.littles_law()`), and
 # a block of 1024 threads is out (step 3). The four is the course's rule of thumb, set between the
-# table's 16 KB and 32 KB rows, not an edge the table measured. More than one block may pass that;
-# the GPU's timing is what ranks them.
+# 16 KB and 32 KB rows of this H100's table, not an edge the table measured, and untested on other
+# GPUs. More than one block may pass that; the GPU's timing is what ranks them.
 
 # %%
 my_block = None  # a tuple (bx, by)
