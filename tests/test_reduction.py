@@ -175,6 +175,49 @@ class TestExercises:
         )
         assert not verdict.ok and "still open" in str(verdict)
 
+    def test_the_ways_hint_states_rules_the_trace_counts(self, emulator_backend):
+        # fourth read R306: the hint said the busy warps differ at every stride and the worst
+        # conflict only where the block of 256's warp 0 has idle lanes; both were false
+        big, small = reduction.exercises.ways_truth(), reduction.exercises.ways_truth(256)
+        hint = reduction.exercises.ways.hints[1]
+        assert "busy warps differ only while more than 32 threads add in the block of 1024" in hint
+        assert "differs wherever the two blocks have different numbers of adding lanes in warp 0" in hint
+        for s in small:
+            adding = {b: b // (2 * s) for b in (256, 1024)}
+            assert (big[s][0] != small[s][0]) == (adding[1024] > 32), s
+            assert (big[s][2] != small[s][2]) == (min(32, adding[256]) != min(32, adding[1024])), s
+
+    def test_any_block_counts_barrier_steps_not_stages(self, emulator_backend):
+        # fourth read R307: thread 0 adding the odd leftover into its own element in the same
+        # barrier step was counted as a step of its own (4 steps for a block of 7 with 2 barriers)
+        sol = _solutions()
+        odd = reduction.exercises.ANY_BLOCK_STUB.replace(sol.STUB_TREE, sol.ODD_LEFTOVER_TREE)
+        assert odd.count("__syncthreads();") == 2  # the load's barrier and one per step
+        verdict = reduction.exercises.any_block.check(odd)
+        assert verdict.ok, str(verdict)
+        loop, chain = (
+            w for w, why in sol.WRONG["any_block"] if "one barrier step" in why or "barrier steps" in why
+        )
+        assert "added 95 other elements" in str(reduction.exercises.any_block.check(loop))
+        assert "took 95 barrier steps" in str(reduction.exercises.any_block.check(chain))
+
+    def test_shuffle_names_the_stub_line_that_writes_out_again(self, emulator_backend):
+        # fourth read R308: out written from the register with the stub's last line left in; the
+        # verdict blamed a third shared load and never said out was overwritten
+        wrong = next(w for w, why in _solutions().WRONG["shuffle"] if why == "stored out[0] 2 times")
+        verdict = str(reduction.exercises.shuffle.check(wrong))
+        last = next(i for i, s in enumerate(wrong.splitlines(), 1) if "out[blockIdx.x] = sdata[0]" in s)
+        assert f"line {last}, `if (tid == 0) out[blockIdx.x] = sdata[0];`" in verdict
+        assert "delete the stub's last line" in verdict and "loaded shared memory" not in verdict
+
+    def test_shuffle_names_the_lines_of_extra_shared_loads(self, emulator_backend):
+        wrong = next(w for w, why in _solutions().WRONG["shuffle"] if why == "loaded shared memory 3 times")
+        verdict = str(reduction.exercises.shuffle.check(wrong))
+        line = next(
+            i for i, s in enumerate(wrong.splitlines(), 1) if "w = sdata[tid] + sdata[tid + 16];" in s
+        )
+        assert f"line {line}, `w = sdata[tid] + sdata[tid + 16];`" in verdict
+
     def test_any_block_accepts_the_power_of_two_tree_too(self, emulator_backend):
         sol = _solutions()
         mine = reduction.exercises.ANY_BLOCK_STUB.replace(sol.STUB_TREE, sol.POW2_TREE)
@@ -379,16 +422,48 @@ def test_launch_table_shows_the_second_pass(emulator_backend):
     assert [r["kernel"] for r in reduction.launch_table("reduce_single_pass", x)] == ["reduce_single_pass"]
 
 
-def test_the_tree_drawing_fits_two_digit_sums(emulator_backend):
+def _sums_fit_at_8_points(fig, ax) -> None:
+    """Every partial sum drawn in a cell is at least 8 points (NOTEBOOK.md) and, where a neighbour
+    holds a number too, no longer than its cell along the way it reads (fourth read R305)."""
+    from course.reduction.lesson import SMALLEST
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    store = max(t.get_position()[1] for t in ax.texts if t.get_text() in ("1", "4"))
+    sums = [t for t in ax.texts if t.get_text().isdigit() and t.get_position()[1] <= store]
+    assert any(len(t.get_text()) > 1 for t in sums)
+    pitch = abs(ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0])
+    height = abs(ax.transData.transform((0, 0.9))[1] - ax.transData.transform((0, 0))[1])
+    at = {(round(t.get_position()[1], 3), round(t.get_position()[0])) for t in sums}
+    for t in sums:
+        assert t.get_fontsize() >= SMALLEST, (t.get_text(), t.get_fontsize())
+        box = t.get_window_extent(renderer)
+        y, x = round(t.get_position()[1], 3), round(t.get_position()[0])
+        if t.get_rotation() == 90:
+            assert box.height <= height, t.get_text()
+        elif (y, x - 1) in at or (y, x + 1) in at:
+            assert box.width <= pitch, t.get_text()
+
+
+@pytest.mark.parametrize("version", ["reduce1", "reduce2", "reduce3"])
+def test_the_tree_sums_are_readable_at_8_points(version, emulator_backend):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(11, 5.8))
-    reduction.draw_tree(ax, "reduce1")
-    top = max(t.get_position()[1] for t in ax.texts)  # the element numbers above the rows
-    sums = [t for t in ax.texts if t.get_text() in ("16", "32", "64") and t.get_position()[1] < top]
-    labels = [t for t in ax.texts if t.get_text() in ("16", "24") and t.get_position()[1] == top]
-    assert sums and labels and all(t.get_fontsize() < labels[0].get_fontsize() for t in sums)
+    fig, ax = plt.subplots(figsize=(11, 5.8))  # as the notebook draws them
+    reduction.draw_tree(ax, version)
+    _sums_fit_at_8_points(fig, ax)
     plt.close(fig)
+
+
+def test_the_learners_tree_sums_are_readable_at_8_points(emulator_backend):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.0, 4.5), dpi=100)  # as `show` draws it (course.show.figure_png)
+    FigureCanvasAgg(fig)
+    k = reduction.exercises.four.compile(_solutions().FOUR)
+    reduction.exercises._draw_tree(32, 128, 4)(fig, k)  # sums of 4 up to 128
+    _sums_fit_at_8_points(fig, fig.axes[0])
 
 
 def test_fact_script_reads_ncu_units():

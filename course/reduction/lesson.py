@@ -172,7 +172,7 @@ def fit_sums(ax: Any, cells: int, first: str = "1") -> None:
     room, rather than shrunk below 8 points. `first`: the value the first row stores (the label
     that marks it)."""
     fig = ax.figure
-    if len(fig.axes) == 1:  # the tree alone: its cells may use the figure's whole width
+    if len(fig.axes) == 1 and fig.get_layout_engine() is None:  # the tree alone: the figure's width is its
         fig.subplots_adjust(left=0.01, right=0.99)
     fig.canvas.draw()  # the axes' final limits, so one element's size in points is known
     to_pt = 72 / fig.dpi
