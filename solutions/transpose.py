@@ -17,12 +17,15 @@ STORE = STORE_STUB.replace(LOAD_TEST, "if (c0 + y + j < n && r0 + x + k < m)")
 # rows must be 4 banks apart: a row stride of 36 (4 mod 32) puts the 32 words in 32 banks
 BANKS = BANKS_STUB.replace("tile[8][32];   ", "tile[8][32 + 4];")
 
-FILL = """    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
-    // any value is used), then stash v into the tile"""
+FILL = """    // FILL ME IN (about 6 lines): tile[r][c] gets in's word at row r0 + r, column c0 + c, for the
+    // whole tile (where that word is in the matrix), and each warp issues all its loads of in
+    // before its first store to the tile"""
 assert FILL in BATCHED_STUB
+# tile rows y, y + 8, y + 16, y + 24: a warp (one y) loads along rows of in and stores along rows of the tile
 BATCHED = BATCHED_STUB.replace(
     FILL,
-    """    for (int k = 0; k < 4; ++k)                      // load: every word into a register first
+    """    elem_t v[4];                                     // this thread's 4 words, in registers
+    for (int k = 0; k < 4; ++k)                      // load: every word into a register first
         v[k] = r0 + y + 8 * k < m && c0 + x < n ? in[(r0 + y + 8 * k) * n + c0 + x] : 0;
     for (int k = 0; k < 4; ++k)                      // stash: then the registers into the tile
         tile[y + 8 * k][x] = v[k];""",
@@ -149,6 +152,15 @@ WRONG = {
         ),
         # the stub as it is: the tile is never written
         (BATCHED_STUB, "uninitialized"),
+        # each thread a column piece: thread (x, y) takes tile row x, columns y, y + 8, ...: the values
+        # land right, but a warp's load goes down a column of in (32 sectors where 4 would do)
+        (
+            BATCHED.replace(
+                "v[k] = r0 + y + 8 * k < m && c0 + x < n ? in[(r0 + y + 8 * k) * n + c0 + x] : 0;",
+                "v[k] = r0 + x < m && c0 + y + 8 * k < n ? in[(r0 + x) * n + c0 + y + 8 * k] : 0;",
+            ).replace("tile[y + 8 * k][x] = v[k];", "tile[x][y + 8 * k] = v[k];"),
+            "walk along a row",
+        ),
     ],
     "order": [
         # the 2-D grid's answer for every launch: the tile order changes nothing

@@ -758,3 +758,45 @@ def test_the_sass_reader_follows_the_scoreboards():
     assert script.control(hi(write=3, wait=0b100100)) == {"stall": 0, "write": 3, "read": 7, "wait": 0b100100}
     assert script.outstanding_by_scoreboard(code) == (7, True)
     assert script.outstanding_by_scoreboard(code[:4] + [("STS [R0], R10", hi())]) == (4, False)
+
+
+def _solutions():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "s", Path(__file__).resolve().parents[1] / "solutions" / "transpose.py"
+    )
+    assert spec and spec.loader
+    solved = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solved)
+    return solved
+
+
+def test_the_batched_exercise_leaves_the_words_and_the_registers_to_the_learner(emulator_backend):
+    """The stub states the goal, not the plan: no register array, no list of the tile rows a thread
+    takes (third and fourth reads, T210). Another mapping of words to threads passes; a mapping
+    whose warps load down a column of in is told to walk along a row."""
+    stub = tx.BATCHED_STUB
+    assert "v[" not in stub and "y + 8" not in stub and "registers" not in stub
+    assert all("transpose_rows" not in h for h in tx.batched.hints)  # no hint points at an answer above
+    solved = _solutions()
+    load = "v[k] = r0 + y + 8 * k < m && c0 + x < n ? in[(r0 + y + 8 * k) * n + c0 + x] : 0;"
+    assert load in solved.BATCHED
+    four_rows = solved.BATCHED.replace(
+        load, "v[k] = r0 + 4 * y + k < m && c0 + x < n ? in[(r0 + 4 * y + k) * n + c0 + x] : 0;"
+    )
+    four_rows = four_rows.replace("tile[y + 8 * k][x] = v[k];", "tile[4 * y + k][x] = v[k];")
+    assert tx.batched.check(four_rows).ok  # warp y loads tile rows 4y .. 4y + 3: as good
+    unset = solved.BATCHED.replace(
+        load, "if (r0 + y + 8 * k < m && c0 + x < n) v[k] = in[(r0 + y + 8 * k) * n + c0 + x];"
+    )
+    assert tx.batched.check(
+        unset
+    ).ok  # a register past the edge may hold anything: the store phase tests its bounds
+    columns = solved.BATCHED.replace(
+        load, "v[k] = r0 + x < m && c0 + y + 8 * k < n ? in[(r0 + x) * n + c0 + y + 8 * k] : 0;"
+    )
+    columns = columns.replace("tile[y + 8 * k][x] = v[k];", "tile[x][y + 8 * k] = v[k];")
+    text = str(tx.batched.check(columns))
+    assert "coalesced" in text and "walk along a row" in text and "32 sectors" in text

@@ -697,10 +697,10 @@ BATCHED_STUB = r"""
 extern "C" __global__ void transpose_batched(const elem_t* in, elem_t* out, int m, int n) {
     __shared__ elem_t tile[32][33];                  // a 32 x 32 tile of in, padded
     int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
-    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: tile rows y, y + 8, y + 16, y + 24
-    elem_t v[4];                                     // this thread's 4 words of in, in registers
-    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
-    // any value is used), then stash v into the tile
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: 4 words of the tile each
+    // FILL ME IN (about 6 lines): tile[r][c] gets in's word at row r0 + r, column c0 + c, for the
+    // whole tile (where that word is in the matrix), and each warp issues all its loads of in
+    // before its first store to the tile
     __syncthreads();
     for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
         if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
@@ -791,12 +791,15 @@ batched = KernelExercise(
     draw=_draw_batched,
     hints=(
         "the target is an order: a warp's global loads all come before its first store to the tile. A loop "
-        "that loads a word and stores it in turn breaks it, whatever ptxas makes of that loop later",
-        "a thread's 4 words are in one column of in, as far apart as the block has rows of threads. A word past "
-        "the matrix must not be read, yet its register is stashed all the same: what may it hold, given that the "
-        "store phase below tests its own bounds?",
-        "show(mine) draws warp 0's instructions in order: look for a tile store between two loads. Each word goes "
-        "where transpose_rows' load puts it, so the store phase below finds it",
+        "that loads a word and stores it in turn breaks it, whatever ptxas makes of that loop later. Between "
+        "its load and its store a value must wait somewhere: where can a thread keep 4 of them?",
+        "pick the 4 words of thread (x, y) so that a warp's load walks along a row of in (a warp is the 32 "
+        "threads of one y) and its store along a row of the tile. A word past the matrix must not be read, yet "
+        "what the thread keeps for it may be stashed all the same: what may it hold, given that the store "
+        "phase below tests its own bounds?",
+        "show(mine) draws warp 0's instructions in order: look for a tile store between two loads. Two loops "
+        "over the same 4 words, one that only loads and one that only stores, need what the first loads to "
+        "outlive it",
     ),
 )
 

@@ -604,24 +604,26 @@ transpose.in_flight_table()
 # batching is the source's doing, not the compiler's.
 #
 # **Exercise 5. Write it: the load phase, batched.** Fill in the kernel's load phase for a 32 × 32
-# tile and a block of 32 × 8 threads: each thread loads its 4 words of `in` into `v`, **every load
-# issued before any value is used**, then stashes `v` into the tile. The check runs your kernel on
-# the emulator with the checker (grid ⌈n / 32⌉ × ⌈m / 32⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1,
-# 31 × 33, 33 × 31, 70 × 45 and 250 × 197, compares with NumPy, and holds it to three targets read
-# from the trace: **batched** (in program order, as you write it: each warp issues all its global
-# loads before its first store to the tile; ptxas may batch an interleaved loop too, as it did
-# `transpose_rows`, but the exercise asks the source to), **no bank conflicts**, and
-# **coalesced** global loads and stores. `.show(mine)` draws warp 0's instructions in order.
+# tile and a block of 32 × 8 threads, 4 words of the tile per thread, so that **each warp issues all
+# its global loads before its first store to the tile**. Which 4 words a thread takes, where it keeps
+# them until it stores them, and what it does at the matrix's edge are yours to decide; the store
+# phase below is given, and reads the tile whole. The check runs your kernel on the emulator with
+# the checker (grid ⌈n / 32⌉ × ⌈m / 32⌉) at 64 × 96, 1 × 1, 1 × 40, 40 × 1, 31 × 33, 33 × 31,
+# 70 × 45 and 250 × 197, compares with NumPy, and holds it to three targets read from the trace:
+# **batched** (in program order, as you write it: each warp issues all its global loads before its
+# first store to the tile; ptxas may batch an interleaved loop too, as it did `transpose_rows`, but
+# the exercise asks the source to), **no bank conflicts**, and **coalesced** global loads and
+# stores. `.show(mine)` draws warp 0's instructions in order.
 
 # %%
 mine = r"""
 extern "C" __global__ void transpose_batched(const elem_t* in, elem_t* out, int m, int n) {
     __shared__ elem_t tile[32][33];                  // a 32 x 32 tile of in, padded
     int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;  // the tile's corner in in (m rows x n columns)
-    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: tile rows y, y + 8, y + 16, y + 24
-    elem_t v[4];                                     // this thread's 4 words of in, in registers
-    // FILL ME IN (about 5 lines): load the thread's 4 words of in into v (every load issued before
-    // any value is used), then stash v into the tile
+    int x = threadIdx.x, y = threadIdx.y;            // a block of 32 x 8 threads: 4 words of the tile each
+    // FILL ME IN (about 6 lines): tile[r][c] gets in's word at row r0 + r, column c0 + c, for the
+    // whole tile (where that word is in the matrix), and each warp issues all its loads of in
+    // before its first store to the tile
     __syncthreads();
     for (int j = 0; j < 32; j += 8)                  // store: the tile transposed, along rows of out
         if (c0 + y + j < n && r0 + x < m) out[(c0 + y + j) * m + r0 + x] = tile[x][y + j];
