@@ -540,8 +540,9 @@ def _judge_block(block: tuple[int, int], shape: tuple[int, int] = CHOICE_SHAPE, 
             f"transpose_rows {bx}×{by} on a {shape[0]}×{shape[1]} int32 matrix",
         )
     if bx * by > MAX_THREADS:
+        held = resident_blocks(bx * by, rows_kernel(block).static_shared_bytes)
         return Verdict(False, [
-            f"block {bx}×{by} is {bx * by} threads: an SM holds only {resident_blocks(bx * by, rows_kernel(block).static_shared_bytes)} such blocks, and the "
+            f"block {bx}×{by} is {bx * by} threads: an SM holds only {held} such block{'s' * (held != 1)}, and the "
             "bytes in flight measured on an H100 (step 3) lost points with blocks of 1024 threads against blocks of 256 "
             f"moving the same bytes in flight. Rule: without a GPU to time it, pick a block of at most {MAX_THREADS} threads",
             "(no GPU here: the check is the launch's arithmetic, not a timing)",

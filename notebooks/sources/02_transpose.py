@@ -697,7 +697,9 @@ transpose.in_flight_speed()
 #    Compute on this H100 (`scripts/gpu_facts_transpose.py`) measures that difference: more warps
 #    waiting at the barrier per instruction issued at 32 × 32 than at 32 × 8 (7.9 against 5.2),
 #    with as many warps active (87 % of the SM's slots in both), so the SM is not short of warps:
-#    more of them are waiting at the barrier. `transpose_rows` 32 × 32, one word per thread in
+#    more of them are waiting at the barrier. The same run counts fewer waiting for a load at
+#    32 × 32 (7.5 against 10.0), and the two waits together are level (15.4 against 15.2): as many
+#    warps wait, but at 32 × 32 more of them wait at the barrier with their load already back. `transpose_rows` 32 × 32, one word per thread in
 #    blocks of 1024 too, lands beside `transpose_padded` 32 × 32. Blocks of 1024 cost the copy
 #    kernel too, which has no barrier (a warp stores as soon as its own load is back):
 #    62 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×32 --> at 32 × 32 against
