@@ -316,7 +316,8 @@ print("block 1 starts:", course.asnumpy(y)[32:36], "(inclusive: X[32] = 33 count
 # Your kernel gets the same launch. The check runs it on N = 1, 31 and 33 with blocks of 32; 64
 # with 64; 95, 97 and 1000 with blocks of 96 (no power of two); 255 with 256; 1023 and 3000 with
 # 1024, against NumPy. Its target, read from the trace: **a log-depth scan**, no thread loads more
-# than 2·⌈log2 block⌉ + 3 elements (two a step, its X, and one to read back); a loop over the
+# than 2·⌈log2 block⌉ + 3 elements (two a step, its X, and one to read back; each element counts,
+# also where the compiler loads four in one instruction); a loop over the
 # elements before i is a serial scan. On a GPU it then times your kernel beside `lookback` and a copy.
 
 # %%
@@ -511,9 +512,10 @@ scan.exercises.work.check(my_counts)
 # y[i] = the sum of x over lanes 0 to its lane (inclusive). The check runs N = 1, 31, 32 and 33
 # with blocks of 32, 33 with a block of 64, 100 with blocks of 96 and 1000 with blocks of 256,
 # against NumPy. Its targets, read from the trace: **no shared-memory access and no barrier**,
-# **one load of x per lane** (the other lanes' values come through shuffles), **every lane a
-# shuffle reads from makes the call** (the emulator hands over an idle lane's register; a GPU
-# need not), and **at most 5 shuffles per warp** (log2 32 steps; a vote or a warp reduction such as
+# **one load of x per lane** (the other lanes' values come through shuffles), **one store of y
+# per lane, and no atomics** (a lane that adds its value into the later lanes' y scans through
+# memory, one atomic after another), **every lane a shuffle reads from makes the call** (the
+# emulator hands over an idle lane's register; a GPU need not), and **at most 5 shuffles per warp** (log2 32 steps; a vote or a warp reduction such as
 # `__reduce_add_sync` is a warp-wide step too, and counts). On a GPU it then times your kernel beside
 # `lookback` and a copy.
 
@@ -586,7 +588,8 @@ scan.bank_table(1024)
 # GPU Gems 3 pads every 16 words (`CONFLICT_FREE_OFFSET(n) = n >> LOG_NUM_BANKS` with 16 banks,
 # the G80's) and leaves 625. Its "zero bank conflicts" variant,
 # `((n) >> NUM_BANKS + (n) >> (2 * LOG_NUM_BANKS))`, is a precedence bug: `+` binds tighter than
-# `>>`, so it computes n >> (NUM_BANKS + n) >> 8, which is always 0: no padding at all, every
+# `>>`, so it computes n >> (NUM_BANKS + n) >> 8, which is 0 on the GPU (from n = 16 on the
+# shift reaches 32, undefined in C++; PTX's `shr` clamps the count): no padding at all, every
 # conflict still there. Step by step, the words each bank serves in the worst warp instruction of
 # each step, without (left) and with (right) the padding:
 
@@ -749,8 +752,9 @@ scan.exercises.moved.check(my_moved)
 # (43.2 %<!-- from speed_table: % of copy @ N=2^24, kernel=scan_then_propagate -->), and stays
 # further under it at 2^20 (35.5 %<!-- from speed_table: % of copy @ N=2^20, kernel=scan_then_propagate -->),
 # where launches take microseconds. At 2^22 the plot below has it a little above the bound, just
-# over half the copy's speed: there y is 16 MB and the H100's L2 cache 50 MB, so much of y is likely still
-# in L2 when the third launch reads it again. The bound counts the bytes that come from DRAM; an
+# over half the copy's speed: there y is 16 MB and the H100's L2 cache 50 MB<!-- given: datasheet -->
+# (NVIDIA's figure for the H100 SXM; no cell here prints it), so much of y is likely still in L2
+# when the third launch reads it again. The bound counts the bytes that come from DRAM; an
 # L2 that holds them lets a scan beat it. Which launch loses the rest at 2^28, the GPU section times
 # pass by pass (`scan.pass_table()`).
 # The third launch, `add_tile_prefix` (listed above), gives each 4096-element tile to one block of
@@ -878,27 +882,36 @@ scan.lookback_table()
 # ### Exercise 8 · Count, then choose: lookback's block for N = 300 000
 #
 # The tuning run chose lookback's tile for 2^28 elements (`docs/tuning/scan.md`); whether that
-# choice still holds for a small scan, where other costs decide, is for you to find: it may be the
-# same block, for reasons of its own, and your two counts are those reasons. At N = 300 000 (1.2 MB, a size a copy moves in a few
-# microseconds), choose lookback's block: 32, 64, 128 or 256 threads, 32 elements each, and give
-# with it the two counts your choice rests on: the **tiles** the block makes at this N, and the
-# **windows** of 32 predecessors the last tile's look-back reads (the look-back table above). At
-# this N every tile is resident at once whatever the block, and two costs move in opposite
-# directions with it. Small tiles are many: the last tile's look-back reads its windows one L2 round
-# trip after another. Large tiles are few: with fewer tiles than SMs some SMs idle, and each busy SM
-# has more bytes to move. How fast one SM moves them is not something this notebook measures: the
-# course's model assumes each busy SM gets its share of the DRAM's bandwidth (the bandwidth / the
-# SMs), and that is an assumption. A GPU reaches its bandwidth only with every SM pulling, but one
-# SM with a whole tile in flight can pull more than its share (Little's law, further down: some 8 KB
-# in flight per SM sustains that share on an H100, and a tile of 128 threads puts 16 KB in flight).
-# The check first holds your counts to your block; then on a GPU it times every block at this N and
-# passes yours within 10 % of the fastest; without one it adds the model's two parts (the busiest
-# SM's tiles, read and written, at its share of the bandwidth; 200 ns a window, the model's round
-# trip) and passes the blocks within half a microsecond of the best, about the 10 % a GPU allows on
-# a scan of a few microseconds. Replace each `None`.
+# choice still holds for a small scan, where other costs decide, is for you to find. At N = 300 000
+# (1.2 MB, a size a copy moves in a few microseconds) lookback can take a block of 32, 64, 128 or
+# 256 threads, 32 elements each. For **every** block, count the two things its time rests on: the
+# **tiles** it makes at this N, and the **windows** of 32 predecessors the last tile's look-back
+# reads (the look-back table above). Then choose the block. At this N every tile is resident at
+# once whatever the block, and two costs move in opposite directions with it. Small tiles are many:
+# the last tile's look-back reads its windows one L2 round trip after another. Large tiles are
+# few: with fewer tiles than SMs some SMs idle, and each busy SM has more bytes to move. How fast
+# one SM moves them is not something this notebook measures: the course's model assumes each busy
+# SM gets its share of the DRAM's bandwidth (the bandwidth / the SMs), and that is an assumption.
+# A GPU reaches its bandwidth only with every SM pulling, but one SM with a whole tile in flight can
+# pull more than its share (Little's law, further down: some 8 KB in flight per SM sustains that
+# share on an H100, and a tile of 128 threads puts 16 KB in flight).
+# The check first holds every block's counts (a wrong one is named by its block, with the rule);
+# then it judges your block. Without a GPU it adds the model's two parts (the busiest SM's tiles,
+# read and written, at its share of the bandwidth; 200 ns a window, the model's round trip) and
+# passes the blocks within half a microsecond of the best, about the 10 % a GPU allows on a scan of
+# a few microseconds. On a GPU it also times every block at this N, in five rounds, and passes
+# yours if its median is within 10 % of the fastest, or if the model passes it: a block the model
+# calls a tie can time right at the 10 % line, under it in one run and over it in the next.
+# Replace each `None`.
 
 # %%
-my_choice = {"block": None, "tiles": None, "windows": None}  # the block, its tiles at N, the last tile's windows
+my_choice = {  # every block: (its tiles at N, the windows its last tile reads); then your block
+    32: (None, None),
+    64: (None, None),
+    128: (None, None),
+    256: (None, None),
+    "block": None,
+}
 scan.exercises.block.check(my_choice)
 
 # %% [markdown]
@@ -1008,7 +1021,8 @@ scan.plot_speed(ax, records)
 # slower still: 33.5 %<!-- from speed_table: % of copy @ N=2^28, kernel=cupy.cumsum --> of the copy.
 # In the plot scan-then-propagate comes closest to the copy at 2^22, just over half its speed,
 # past the half-copy bound of its 4N bytes: there y is 16 MB, and its second pass likely finds
-# much of it still in the H100's 50 MB L2 cache (the bound counts DRAM bytes). Below 2^22 everything takes microseconds and the look-back's round trips show: the single
+# much of it still in the H100's L2 cache, 50 MB<!-- given: datasheet --> on NVIDIA's datasheet
+# (the bound counts DRAM bytes). Below 2^22 everything takes microseconds and the look-back's round trips show: the single
 # pass falls further behind a copy that is itself far from the memory's peak
 # (65.7 %<!-- from speed_table: % of copy @ N=2^20, kernel=lookback --> of the copy at 2^20).
 #
@@ -1101,7 +1115,10 @@ scan.tuning_steps()
 # fence), (2) more blocks per SM to fill in for a waiting one (`__launch_bounds__(128, 8)` asks
 # the compiler for at most 64 registers a thread; the compiler of the tuning run went from 72 to
 # 56, so that 9 blocks of 128 fit where 7 did), (3) a pause before the first look, so that the
-# predecessors' prefixes are there when it looks (fewer windows walked), and (4) a prefetch of the
+# predecessors' prefixes are there when it looks (fewer windows walked), only on grids of 2048
+# tiles or more (N from 2^23 with blocks of 128): on a small grid every block is resident at once
+# (2^22 is 1024 tiles) and a pause only adds (a pause on every grid took the tuning run's 2^20 from 60.6 to
+# 55.0 %<!-- given: reference --> of the copy, `docs/tuning/scan.md`), and (4) a prefetch of the
 # tile 256 tiles ahead into L2, which costs no register and keeps the DRAM busy while blocks wait.
 
 # %% tags=["nbval-ignore-output"]
@@ -1145,7 +1162,7 @@ scan.residency_table()
 # - Past a block, memory decides. Scan-then-propagate moves 4N elements; a single pass with
 #   decoupled look-back moves 2N, like a copy, and comes close to one once its waits are hidden: a
 #   window of 32 predecessors, a ticket so that no block waits for one that never started, a
-#   pause, and a prefetch. Outside the course, call CUB's `DeviceScan` (`cuda.compute` from
+#   pause on large grids (2048 tiles or more; on a smaller one it only adds), and a prefetch. Outside the course, call CUB's `DeviceScan` (`cuda.compute` from
 #   Python), the same algorithm.
 # - The same kernels compute any associative operator's scan: `-DSCAN_MAX` gives the running
 #   maximum.
