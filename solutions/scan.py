@@ -230,7 +230,10 @@ WRONG = {
         ({**BLOCK, "block": 32}, "a longer chain of look-back round trips"),  # the right counts, 10 windows
         ({**BLOCK, "block": 256}, "fewer SMs at work"),  # 37 of 132 SMs, 64 KB each
         ({**BLOCK, 128: (73, 3)}, "block 128's 'tiles' is not"),  # N / 4096 rounded down
-        ({**BLOCK, 128: (74, 2)}, "block 128's 'windows' is not"),  # 74 / 32 rounded up: tiles, not tiles - 1
+        (
+            {**BLOCK, 128: (74, 2)},
+            "block 128's 'windows' is not",
+        ),  # 73 / 32 rounded down: a partial window dropped
         ({**BLOCK, 32: (293, 9)}, "block 32's 'windows' is not"),  # 293 / 32 rounded down
         ({**BLOCK, "block": 100}, "lookback takes a block of"),
         # the course's default with its own counts only (the form before): the other blocks' counts missing

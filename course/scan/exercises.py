@@ -329,9 +329,10 @@ def _warp_speed(k: Kernel, n: int = 2**26, block: int = 256) -> list[str]:
 # the lanes in the branch would still read lanes that skipped the call (the next verdict rejects it)
 _ANY_SYNC_FIX = "move it out of the branch, or pass __activemask()"
 _SHUFFLE_FIX = (
-    "move it out of the branch, so that every lane makes it, and put the test on the add. A mask of only "
-    "the lanes in the branch (__activemask() or a ballot) is no fix for a shuffle: lane l still reads "
-    "lane l − d, which skipped the call, and that value is undefined on a GPU"
+    "keep every lane of the warp in the call: none may skip it in a branch or leave before it (a lane "
+    "past the end takes part with the identity, as the stub's load does), and any test goes on the add, "
+    "not around the shuffle. A mask of only the lanes that are there (__activemask() or a ballot) is no "
+    "fix for a shuffle: a lane would still read one that skipped the call, whose value is undefined on a GPU"
 )
 
 
