@@ -1021,3 +1021,87 @@ def test_testp_normal_and_subnormal_at_their_boundary(ftype: str, emulator_backe
     assert normal.tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
     assert subnormal.tolist() == [0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
     assert finite.tolist() == [1, 1, 1, 1, 1, 1, 0, 0, 1, 1]
+
+
+def test_isspacep_tells_shared_local_and_global_generic_addresses_apart(
+    emulator_backend: course.Device,
+) -> None:
+    """isspacep.{shared,local,global} on generic pointers, the shared array's first byte included (it
+    is the shared window's first address: mutation survivor `a > SHARED_WINDOW`)."""
+    src = r"""extern "C" __global__ void k(const int* x, int* y) {
+    __shared__ int s[64];
+    volatile int loc[4];
+    int t = threadIdx.x;
+    s[t] = t; loc[t & 3] = t;
+    const void* p = t % 3 == 0 ? (const void*)&s[t / 3] : t % 3 == 1 ? (const void*)(x + t) : (const void*)&loc[t & 3];
+    unsigned sh, lo, gl;
+    asm("{ .reg .pred q; isspacep.shared q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(sh) : "l"(p));
+    asm("{ .reg .pred q; isspacep.local q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(lo) : "l"(p));
+    asm("{ .reg .pred q; isspacep.global q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(gl) : "l"(p));
+    y[t] = sh | (gl << 1) | (lo << 2);
+}"""
+    n = 64
+    *_, y = launch(src, 1, n, np.arange(n, dtype=np.int32), np.zeros(n, np.int32))
+    assert y.tolist() == [[1, 2, 4][t % 3] for t in range(n)]  # lane 0 holds &s[0]
+
+
+@pytest.mark.parametrize("form", ["u32", "s32", "f32"])
+def test_set_writes_all_ones_minus_one_or_one_point_zero_for_true(
+    form: str, emulator_backend: course.Device
+) -> None:
+    """set.<cmp>{.and}.<dtype>.f32: true is 0xFFFFFFFF (u32), -1 (s32) or 1.0f (f32), false is 0, with
+    and without a predicate operand (mutation survivor: the destination type read from the wrong part)."""
+    reg, ct = {"u32": ("r", "unsigned"), "s32": ("r", "int"), "f32": ("f", "float")}[form]
+    src = f"""extern "C" __global__ void k(const float* a, const float* b, {ct}* lt, {ct}* both) {{
+    int i = threadIdx.x; {ct} d, e;
+    asm("set.lt.{form}.f32 %0, %1, %2;" : "={reg}"(d) : "f"(a[i]), "f"(b[i]));
+    asm("{{ .reg .pred p; setp.ne.s32 p, %3, 0; set.lt.and.{form}.f32 %0, %1, %2, p; }}"
+        : "={reg}"(e) : "f"(a[i]), "f"(b[i]), "r"(i & 1));
+    lt[i] = d; both[i] = e;
+}}"""
+    a = np.array([1.0, 2.0, -1.0, 0.0, np.nan, 3.0, -np.inf, 5.0], np.float32)
+    b = np.array([2.0, 1.0, -1.0, 0.5, 1.0, np.inf, 0.0, np.nan], np.float32)
+    out_t = {"u32": np.uint32, "s32": np.int32, "f32": np.float32}[form]
+    _, _, lt, both = launch(src, 1, len(a), a, b, np.zeros(len(a), out_t), np.zeros(len(a), out_t))
+    true = {"u32": 0xFFFFFFFF, "s32": -1, "f32": 1.0}[form]
+    with np.errstate(invalid="ignore"):
+        expected = np.where(a < b, true, 0).astype(out_t)
+    np.testing.assert_array_equal(lt, expected)
+    np.testing.assert_array_equal(both, np.where(np.arange(len(a)) & 1, expected, 0).astype(out_t))
+
+
+def test_cvt_ftz_flushes_a_float32_subnormal_source(emulator_backend: course.Device) -> None:
+    """cvt.ftz.f64.f32, cvt.rpi.ftz.f32.f32 and cvt.rp.ftz.f16.f32 flush a float32 subnormal source to
+    a signed zero first; without .ftz it converts: rounded up, a positive one becomes 1.0 or f16's
+    smallest subnormal (mutation survivor: the half conversion's flush taken for float64 sources)."""
+    src = r"""extern "C" __global__ void k(const float* x, double* wide, double* keep, float* up, float* up_keep,
+                                  unsigned short* half, unsigned short* half_keep) {
+    int i = threadIdx.x; double w, k; float u, v; unsigned short h, g;
+    asm("cvt.ftz.f64.f32 %0, %1;" : "=d"(w) : "f"(x[i]));
+    asm("cvt.f64.f32 %0, %1;" : "=d"(k) : "f"(x[i]));
+    asm("cvt.rpi.ftz.f32.f32 %0, %1;" : "=f"(u) : "f"(x[i]));
+    asm("cvt.rpi.f32.f32 %0, %1;" : "=f"(v) : "f"(x[i]));
+    asm("cvt.rp.ftz.f16.f32 %0, %1;" : "=h"(h) : "f"(x[i]));
+    asm("cvt.rp.f16.f32 %0, %1;" : "=h"(g) : "f"(x[i]));
+    wide[i] = w; keep[i] = k; up[i] = u; up_keep[i] = v; half[i] = h; half_keep[i] = g;
+}"""
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([tiny / 2, -tiny / 4, np.float32(1e-45), tiny, -1.5, 2.25], np.float32)
+    n = len(x)
+    f32, u16 = (np.zeros(n, np.float32) for _ in range(2)), (np.zeros(n, np.uint16) for _ in range(2))
+    _, wide, keep, up, up_keep, half, half_keep = launch(src, 1, n, x, np.zeros(n), np.zeros(n), *f32, *u16)
+    sub = np.abs(x) < tiny
+    flushed = np.where(sub, np.copysign(0.0, x), x)
+    np.testing.assert_array_equal(wide, flushed.astype(np.float64))
+    assert (np.signbit(wide) == np.signbit(x)).all()
+    np.testing.assert_array_equal(keep, x.astype(np.float64))
+    np.testing.assert_array_equal(up, np.ceil(flushed).astype(np.float32))
+    np.testing.assert_array_equal(up_keep, np.ceil(x))  # a positive subnormal rounds up to 1
+    # rounded up to f16: +0 stays +0 (0x0000), a negative subnormal or its zero is -0 (0x8000), and
+    # any positive value below f16's smallest subnormal becomes it (0x0001)
+    np.testing.assert_array_equal(half[:3], [0x0000, 0x8000, 0x0000])
+    np.testing.assert_array_equal(half_keep[:3], [0x0001, 0x8000, 0x0001])
+    np.testing.assert_array_equal(
+        half[4:], half_keep[4:]
+    )  # (lane 3's f16 subnormal result: see the truth table)
+    np.testing.assert_array_equal(half[4:], np.array([-1.5, 2.25], np.float16).view(np.uint16))
