@@ -150,8 +150,8 @@ atomics = Prediction(
         "whatever value it adds",
         "the article's grid is 10 000 / 256 blocks rounded down: fewer threads than elements, so its "
         "loop does loop for some. In each launch the stride T is the grid's thread count; thread g loads "
-        "g, g + T, g + 2T, ... below 10 000 (thread 0 the most), then makes its atomics: into "
-        "c[threadIdx.x] for dot2, into out[0] once a block for dot_shfl",
+        "g, g + T, g + 2T, ... below 10 000 (thread 0 the most). Then each dot2 thread makes one atomic, "
+        "into c[threadIdx.x], and each dot_shfl block one, into out[0]",
     ),
 )
 
