@@ -260,6 +260,14 @@ def _fault_finding(trace: Trace, fault: FaultReport) -> Finding:
     )  # fmt: skip
 
 
+SYNC_FIX = "move it out of the branch, or pass __activemask()"
+# a shuffle reads other lanes' registers: a mask of only the lanes that are there leaves the read undefined
+SHUFFLE_SYNC_FIX = (
+    "keep every lane in the call (also lanes that return early) and put the condition on what is done "
+    "with its result"
+)
+
+
 def _collective_fault(trace: Trace, fault: FaultReport) -> Finding:
     assert fault.block is not None
     if fault.outside:
@@ -283,8 +291,8 @@ def _collective_fault(trace: Trace, fault: FaultReport) -> Finding:
         kind="barrier-divergence", lines=fault.lines, blocks=(fault.block,), count=fault.blocks_affected,
         explanation=(
             f"`{fault.opcode}` names lanes in its member mask that are not there (diverged or exited): every "
-            "lane in the mask must reach the same *_sync call; move it out of the branch, or pass "
-            "__activemask()"
+            "lane in the mask must reach the same *_sync call; "
+            + (SHUFFLE_SYNC_FIX if fault.opcode.startswith("shfl") else SYNC_FIX)
         ),
         threads=fault.threads, examples=(example,), code=_code(trace.source, fault.lines),
     )  # fmt: skip

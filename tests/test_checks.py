@@ -217,6 +217,23 @@ extern "C" __global__ void partial_shuffle(int* x) {
         line_of(src, "if (threadIdx.x < 16) v = __shfl_sync(0xffffffffu, v, 20);"),
     )
     assert "lanes 0-15" in f.examples[0] and "16-31" in f.examples[0]
+    # a shrunken mask is no fix for a shuffle (a lane would read one that skipped the call)
+    assert "__activemask()" not in f.explanation and "put the condition on what is done" in f.explanation
+
+
+def test_a_vote_with_lanes_missing_from_its_mask_may_take_the_active_mask() -> None:
+    src = r"""
+extern "C" __global__ void partial_vote(int* x) {
+    int v = x[threadIdx.x];
+    if (threadIdx.x < 16) v = __ballot_sync(0xffffffffu, v > 3);
+    x[threadIdx.x] = v;
+}
+"""
+    (f,) = check(src, "partial_vote", 1, 32, (course.asarray(np.arange(32, dtype=np.int32)),))
+    assert (
+        f.kind == "barrier-divergence"
+        and "move it out of the branch, or pass __activemask()" in f.explanation
+    )
 
 
 # ---------------------------------------------------------------- what is not a race

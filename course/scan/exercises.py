@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import analysis, arrays, backend, draw, exercises, occupancy
+from .. import analysis, arrays, backend, checks, draw, exercises, occupancy
 from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel, Module
@@ -325,9 +325,8 @@ def _warp_speed(k: Kernel, n: int = 2**26, block: int = 256) -> list[str]:
     ]
 
 
-# the checker's advice for any *_sync call in a branch; for a shuffle its second half is wrong, since
-# the lanes in the branch would still read lanes that skipped the call (the next verdict rejects it)
-_ANY_SYNC_FIX = "move it out of the branch, or pass __activemask()"
+# the checker's advice for a shuffle in a branch, in this exercise's terms
+_ANY_SYNC_FIX = checks.SHUFFLE_SYNC_FIX
 _SHUFFLE_FIX = (
     "keep every lane of the warp in the call: none may skip it in a branch or leave before it (a lane "
     "past the end takes part with the identity, as the stub's load does), and any test goes on the add, "
@@ -337,7 +336,7 @@ _SHUFFLE_FIX = (
 
 
 def _explain_warp(lines: list[str]) -> list[str]:
-    """A shuffle in a branch: the checker's generic advice, less the half that a shuffle rejects."""
+    """A shuffle in a branch: the checker's advice, said for this warp scan."""
     return [line.replace(_ANY_SYNC_FIX, _SHUFFLE_FIX) if "shfl" in line else line for line in lines]
 
 
