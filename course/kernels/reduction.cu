@@ -189,9 +189,9 @@ extern "C" __global__ void reduce5(const elem_t* x, acc_t* out, int n) {
 // ---- 6. Completely unrolled (the article's code, but for its load: kernel 4's fix, as in 5; and
 // the blockSize >= 1024 step, which the article's reduce6 lacks). The block size is a template
 // parameter, so every `if (blockSize >= ...)` is decided at compile time and the loop disappears.
-// Launch it with blockDim.x == blockSize; the warp part keeps kernel 5's race. BUG: with
-// blockSize <= 32 (the article's main() instantiates <32> down to <1>) `if (blockSize >= 32)
-// sdata[tid] += sdata[tid + 16]` is still compiled for all 32 lanes: lanes 16-31 read past sdata.
+// Launch it with blockDim.x == blockSize; the warp part keeps kernel 5's race. BUG: from <32>
+// down to <2> (the article's main() instantiates <32> down to <1>) the first warp step compiled in,
+// sdata[tid] += sdata[tid + blockSize / 2], runs on the whole block: its upper half reads past sdata.
 template <unsigned int blockSize>
 __device__ void warp_reduce_unrolled_article(volatile acc_t* sdata, unsigned int tid) {
     if (blockSize >= 64) sdata[tid] += sdata[tid + 32];
