@@ -134,6 +134,7 @@ ENGINE_TESTS = [
 # the emulator, split by instruction family (course/emulator/ops/) and machine: its own tests
 EMULATOR_TESTS = [
     "tests/emulator/test_names.py",
+    "tests/emulator/test_ptx_truth.py",
     "tests/emulator/test_faults.py",
     "tests/emulator/test_trace.py",
     "tests/emulator/test_robustness.py",
