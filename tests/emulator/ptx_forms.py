@@ -354,7 +354,7 @@ def convert_forms() -> Iterator[Form]:
                 for r in MODES:
                     for m in ("", "ftz", "sat") if "f32" in (d, s) else ("", "sat"):
                         yield _f(_mods("cvt", r, m, d, s), fam, (s,), d)
-                    if d in ("f16", "bf16"):
+                    if d in ("f16", "bf16") and s == "f32" and r in ("rn", "rz"):  # frnd2{.relu}
                         yield _f(_mods("cvt", r, "relu", d, s), fam, (s,), d)
     for d in ("f16x2", "bf16x2"):
         for m in ("rn", "rn.relu", "rn.satfinite", "rz"):
