@@ -262,11 +262,9 @@ def integer_forms() -> Iterator[Form]:
 def packed_forms() -> Iterator[Form]:
     """The 16x2 integer forms (sm_90) and the SIMD video instructions."""
     fam = "packed"
-    for t in ("u16x2", "s16x2"):
-        for op in ("add", "sub", "min", "max"):
+    for t in ("u16x2", "s16x2"):  # sm_90 has add, min, max on these (ptxas: no sub, no add.sat)
+        for op in ("add", "min", "max"):
             yield _f(f"{op}.{t}", fam, ("b32", "b32"), "b32")
-        yield _f(f"add.sat.{t}", fam, ("b32", "b32"), "b32")
-        yield _f(f"sub.sat.{t}", fam, ("b32", "b32"), "b32")
     yield _f("min.relu.s16x2", fam, ("b32", "b32"), "b32")
     yield _f("max.relu.s16x2", fam, ("b32", "b32"), "b32")
     for op in ("vadd", "vsub", "vavrg", "vabsdiff", "vmin", "vmax"):
@@ -317,8 +315,20 @@ def float_forms() -> Iterator[Form]:
         yield _f(f"rsqrt.approx{z}.f32", fam, ("f32",), "f32", ulp=2)
 
 
-def _cvt_type(t: str) -> bool:
-    return t in ALL_INTS
+def _holds(d: str, s: str) -> bool:
+    """Whether integer type d holds every value of integer type s."""
+
+    def span(t: str) -> tuple[int, int]:
+        k = int(t[1:])
+        return (-(1 << (k - 1)), (1 << (k - 1)) - 1) if t[0] == "s" else (0, (1 << k) - 1)
+
+    (dl, dh), (sl, sh) = span(d), span(s)
+    return dl <= sl and sh <= dh
+
+
+def _cvt_float_mods(d: str, s: str) -> tuple[str, ...]:
+    """.ftz where f32 is a side; .sat unless bf16 is (ptxas refuses cvt.sat with bf16)."""
+    return ("",) + (("ftz",) if "f32" in (d, s) else ()) + (() if "bf16" in (d, s) else ("sat",))
 
 
 def convert_forms() -> Iterator[Form]:
@@ -327,13 +337,18 @@ def convert_forms() -> Iterator[Form]:
         for s in ALL_INTS:
             if d != s:
                 yield _f(f"cvt.{d}.{s}", fam, (s,), d)
-                yield _f(f"cvt.sat.{d}.{s}", fam, (s,), d)
+                if not _holds(d, s):  # ptxas refuses .sat where every source value fits
+                    yield _f(f"cvt.sat.{d}.{s}", fam, (s,), d)
     for d in FLOATS:  # integer to float
         for s in ALL_INTS:
+            if d == "bf16" and s in ("s8", "u8"):  # no such cvt
+                continue
             for r in MODES:
                 yield _f(f"cvt.{r}.{d}.{s}", fam, (s,), d)
     for s in FLOATS:  # float to integer
         for d in ALL_INTS:
+            if s == "bf16" and d in ("s8", "u8"):
+                continue
             for r in IMODES:
                 yield _f(f"cvt.{r}.{d}.{s}", fam, (s,), d)
                 if s == "f32":
@@ -348,11 +363,11 @@ def convert_forms() -> Iterator[Form]:
                     for m in _float_mods(d, rounding=False, ftz=True, sat=True):
                         yield _f(_mods("cvt", r, m, d, s), fam, (s,), d)
             elif wider[d] > wider[s]:
-                for m in ("", "ftz", "sat") if "f32" in (d, s) else ("", "sat"):
+                for m in _cvt_float_mods(d, s):
                     yield _f(_mods("cvt", m, d, s), fam, (s,), d)
             else:
                 for r in MODES:
-                    for m in ("", "ftz", "sat") if "f32" in (d, s) else ("", "sat"):
+                    for m in _cvt_float_mods(d, s):
                         yield _f(_mods("cvt", r, m, d, s), fam, (s,), d)
                     if d in ("f16", "bf16") and s == "f32" and r in ("rn", "rz"):  # frnd2{.relu}
                         yield _f(_mods("cvt", r, "relu", d, s), fam, (s,), d)
