@@ -208,7 +208,9 @@ def test_measured_errors_on_a_gpu(cupy_backend):
     errors = dot.measured_errors(n=2**20, seeds=2)
     assert set(errors) == {*dot.versions(), "cupy.dot", "cupy.cublas.dot"}
     assert errors["dot_compensated"] < 1e-3 * errors["cupy.dot"]
-    assert errors["dot_f64"] < 1e-14  # against the exact dot, not a float64 sum with its own error
+    # against the exact dot: dot_f64's own double sums leave ~1e-14 (1.03e-14 on an H200; the order
+    # its blocks are added in is the GPU's), far below any float32 sum's
+    assert errors["dot_f64"] < 1e-13
     assert [g["version"] for g in dot.error_goals(errors)] == ["dot_vec4", "dot_f64", "dot_compensated"]
 
 

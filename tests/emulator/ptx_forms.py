@@ -460,9 +460,11 @@ def memory_forms() -> Iterator[Form]:
     yield _f("cvta.to.shared.u64", fam, ("u32",), "u64",
              "{{ .reg .u64 x, y; cvta.to.shared.u64 x, {a}; cvta.to.shared.u64 y, %2; sub.u64 {d}, x, y; }}",
              doms=("sel",), pre=base + " g = (unsigned long long)(const void*)(sm + (a & 63));", args=("g", "g0"))  # fmt: skip
+    # (a shared pointer only: cvta.to.shared of a local or global address is undefined, and a GPU
+    # gives back an address 2^32 away)
     yield _f("cvta.shared.u64", fam, ("u32",), "u64",
              "{{ .reg .u64 x, y; cvta.to.shared.u64 x, {a}; cvta.shared.u64 y, x; sub.u64 {d}, y, {a}; }}",
-             doms=("sel",), pre=base, args=("g",))  # fmt: skip
+             doms=("sel",), pre=base + " g = (unsigned long long)(const void*)(sm + (a & 63));", args=("g",))  # fmt: skip
 
 
 FAMILIES = {

@@ -168,7 +168,14 @@ def _selp(instr: Instr, ctx: Builder) -> Op:
 
 @builds("slct")
 def _slct(instr: Instr, ctx: Builder) -> Op:
-    """PTX ISA, Comparison and Selection Instructions: slct (d = c >= 0 ? a : b; c is s32 or f32)."""
+    """PTX ISA, Comparison and Selection Instructions: slct (d = c >= 0 ? a : b; c is s32 or f32;
+    .ftz flushes a subnormal c to a zero of its sign first, so -1e-45 selects a)."""
     dt = dtype(instr.parts[-2])
     ct = dtype(instr.parts[-1])
-    return simple(instr, ctx, lambda a, b, c: select(arr(c) >= 0, a, b).astype(dt), [dt, dt, ct])
+    ftz = "ftz" in instr.parts
+    return simple(
+        instr,
+        ctx,
+        lambda a, b, c: select((flush_subnormal(c) if ftz else arr(c)) >= 0, a, b).astype(dt),
+        [dt, dt, ct],
+    )

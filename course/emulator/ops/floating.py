@@ -78,7 +78,7 @@ def _testp(instr: Instr, ctx: Builder) -> Op:
     tiny = np.finfo(dt).tiny
     fns: dict[str, Callable[..., Any]] = {
         "finite": np.isfinite, "infinite": np.isinf, "number": lambda a: ~np.isnan(a), "notanumber": np.isnan,
-        "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+        "normal": lambda a: np.isfinite(a) & ((np.abs(a) >= tiny) | (a == 0)),  # a GPU calls ±0 normal
         "subnormal": lambda a: (np.abs(a) < tiny) & (a != 0),
     }  # fmt: skip
     f = fns[instr.parts[1]]
@@ -122,7 +122,8 @@ def float_op(
             x64 = [arr(x).astype(np.float64) for x in xs]
             hi, err = exact(*x64)
             r = round_exact(hi, err, mode, dt)
-            r = _exact_where_risky(op, x64, hi, r, mode, dt)
+            if "approx" not in instr.parts:  # (div.approx's a * (1/b) is not the rounded quotient)
+                r = _exact_where_risky(op, x64, hi, r, mode, dt)
         else:
             r = arr(fn(*xs)).astype(dt, copy=False)
             if flush32 and not sum_only:
@@ -359,6 +360,8 @@ def _exact_where_risky(op: str, xs: list[np.ndarray], hi: np.ndarray, r: Any, mo
     if op in ("mul", "fma", "mad"):  # a product too small for its error term to survive
         with np.errstate(all="ignore"):
             risky |= finite & (np.abs(xs[0] * xs[1]) < 2.0**-960) & (xs[0] != 0) & (xs[1] != 0)
+    if op == "div":  # a quotient that underflows to zero: its direction decides rm and rp
+        risky |= finite & (hi == 0) & (xs[0] != 0)
     if op in ("div", "rcp"):
         risky &= xs[-1] != 0
     if op in ("mul", "div", "rcp", "sqrt"):

@@ -23,7 +23,7 @@ from .operands import DT, SINT, UINT, UINT_NAME, arr, builds, dtype, itype, read
 def int_arith(instr: Instr, ctx: Builder) -> Op:
     """PTX ISA, Integer Arithmetic Instructions: add, sub, mul, mad, div, rem, min, max on integers
     (.sat, .hi, .wide, .relu; u16x2/s16x2 lane by lane). div and rem by zero give what the GPU
-    gives: all ones for div, the dividend for rem."""
+    gives (tests/emulator/ptx_truth.json, an H200): all ones, for both."""
     op, t = instr.parts[0], itype(instr)
     dt = dtype(t)
     f: Callable[..., Any]
@@ -85,7 +85,9 @@ def _irem(a: Any, b: Any) -> Any:
     zero = b == 0
     bs = np.where(zero, 1, b)
     r = np.fmod(a, bs) if a.dtype.kind == "i" else a % bs
-    return np.where(zero, a, r)
+    return np.where(
+        zero, a.dtype.type(-1 & np.iinfo(a.dtype).max) if a.dtype.kind == "u" else a.dtype.type(-1), r
+    )
 
 
 def _mul_wide_hi(instr: Instr, ctx: Builder, dt: np.dtype, wide: bool, mad: bool) -> Op:
@@ -293,8 +295,14 @@ def _sad(instr: Instr, ctx: Builder) -> Op:
 
 _VIDEO: dict[str, Callable[..., Any]] = {
     "vabsdiff": lambda a, b: np.abs(a - b), "vadd": np.add, "vsub": np.subtract, "vmin": np.minimum,
-    "vmax": np.maximum, "vavrg": lambda a, b: (a + b + 1) >> 1,
+    "vmax": np.maximum, "vavrg": lambda a, b: _average_away(a + b),
 }  # fmt: skip
+
+
+def _average_away(total: np.ndarray) -> np.ndarray:
+    """vavrg's lane: half the sum, a half rounded away from zero (up for unsigned lanes; a GPU's
+    signed lanes round -0.5 to -1, tests/emulator/ptx_truth.json)."""
+    return np.where(total >= 0, (total + 1) >> 1, -((1 - total) >> 1))
 
 
 @builds(*[f"{op}{n}" for op in _VIDEO for n in (2, 4)])
@@ -423,6 +431,13 @@ def _shift(instr: Instr, ctx: Builder) -> Op:
     return simple(instr, ctx, f, [dt, np.dtype(np.uint32)])
 
 
+def _field_arg(x: Any, bits: int) -> np.ndarray:
+    """bfe/bfi's position or length: the PTX ISA restricts it to 0..255; past that, a GPU reads a
+    32-bit field's modulo 256 and saturates a 64-bit one (tests/emulator/ptx_truth.json, an H200)."""
+    v = arr(x).astype(np.int64)
+    return v & 0xFF if bits == 32 else v
+
+
 @builds("bfe")
 def _bfe(instr: Instr, ctx: Builder) -> Op:
     """PTX ISA, Integer Arithmetic Instructions: bfe. Extract `len` bits from `pos`; for signed types
@@ -432,9 +447,7 @@ def _bfe(instr: Instr, ctx: Builder) -> Op:
     u = UINT[dt.itemsize]
 
     def f(a: Any, pos: Any, ln: Any) -> Any:
-        a, pos, ln = np.broadcast_arrays(
-            arr(a), arr(pos).astype(np.int64) & 0xFF, arr(ln).astype(np.int64) & 0xFF
-        )
+        a, pos, ln = np.broadcast_arrays(arr(a), _field_arg(pos, bits), _field_arg(ln, bits))
         ua = np.ascontiguousarray(a).view(u) if a.dtype.itemsize == dt.itemsize else a.astype(u)
         width = np.clip(np.minimum(ln, bits - pos), 0, bits)  # the part of the field inside the word
         mask = np.where(
@@ -458,8 +471,8 @@ def _bfi(instr: Instr, ctx: Builder) -> Op:
     u = UINT[dt.itemsize]
 
     def f(a: Any, b: Any, pos: Any, ln: Any) -> Any:
-        pos = np.minimum(arr(pos).astype(np.int64) & 0xFF, bits)
-        ln = arr(ln).astype(np.int64) & 0xFF
+        pos = np.minimum(_field_arg(pos, bits), bits)
+        ln = _field_arg(ln, bits)
         mask = np.where(ln >= bits, ~u(0), np.left_shift(u(1), np.minimum(ln, bits - 1).astype(u)) - u(1))
         mask = np.where(pos >= bits, u(0), np.left_shift(mask, np.minimum(pos, bits - 1).astype(u)))
         ins = np.where(
