@@ -142,6 +142,8 @@ class Kernel:
             module.code, name.split("<")[0], [(p.type, p.size) for p in fn.params], module.options
         )
         self.static_shared_bytes = module.program.static_shared_bytes(ptx_name)
+        if not device().on_gpu:  # an instruction the emulator lacks is named here, not at a launch
+            module.program.compiled(ptx_name)
         self._cupy_kernel: Any = None
         self._checked: dict[Any, _Checked] = {}
         self._noted: set[str] = set()  # the kinds of note this kernel has printed, each once
@@ -192,7 +194,7 @@ class Kernel:
 
     def _shares_memory(self) -> bool:
         """Whether the kernel uses shared memory, where a missing barrier makes a race."""
-        return bool(self.module.program.compiled(self.ptx_name).shared)
+        return bool(self.module.program.shared_layout(self.ptx_name)[1])
 
     def trace(
         self,

@@ -71,6 +71,7 @@ class Program:
         except Exception as exc:
             raise defect(exc, "parsing the PTX of this module") from exc
         self._compiled: dict[str, LinkedKernel] = {}
+        self._layouts: dict[str, tuple[int, int]] = {}
         self.module_vars: dict[str, tuple[int, np.ndarray, Variable]] = {}
         base = MODULE_VARS_BASE
         for v in self.module.variables:
@@ -88,7 +89,19 @@ class Program:
             raise KeyError(f"no kernel {name!r}; this module has {sorted(self.module.entries)}") from None
 
     def static_shared_bytes(self, name: str) -> int:
-        return self.compiled(name).static_shared
+        return self.shared_layout(name)[0]
+
+    def shared_layout(self, name: str) -> tuple[int, int]:
+        """(static shared bytes, shared arrays) of a kernel, from its declarations alone: a kernel
+        the emulator cannot run (an instruction it lacks) still launches on a GPU."""
+        if name not in self._layouts:
+            if name in self._compiled:
+                k = self._compiled[name]
+                self._layouts[name] = (k.static_shared, len(k.shared))
+            else:
+                linker = Linker(self, self.entry(name))
+                self._layouts[name] = (linker.shared_layout(), len(linker.shared))
+        return self._layouts[name]
 
     def required_block(self, name: str) -> list[int] | None:
         return self.entry(name).directives.get("reqntid")
@@ -176,7 +189,10 @@ class Linker:
                         names.add(op[1])
         return names
 
-    def build(self) -> LinkedKernel:
+    def shared_layout(self) -> int:
+        """Lay out the kernel's shared memory (`shared`, `aliases`) without building its
+        instructions; the static bytes. A GPU launch needs only this, whatever the kernel's
+        instructions are."""
         offset = 0
         used = self._referenced()
         module_shared = [v for v in self.program.module.variables if v.space == "shared" and v.name in used]
@@ -194,6 +210,17 @@ class Linker:
             self.aliases[name] = dyn_off
         if dynamic:  # NVRTC names a second `extern __shared__ sdata[]` sdata$1: one buffer, one name
             self.shared.append(SharedVar(dynamic[0].split("$")[0], dyn_off, 0))
+        return static
+
+    def build(self) -> LinkedKernel:
+        static = self.shared_layout()
+        dyn_off = -(-static // 16) * 16
+        used = self._referenced()
+        dynamic = [
+            v.name
+            for v in self.program.module.variables
+            if v.space == "shared" and v.extern and v.name in used
+        ]
         local = 0
         for fn in self.functions:
             pre = "" if fn is self.entry else fn.name + "::"

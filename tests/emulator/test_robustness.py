@@ -419,6 +419,23 @@ def test_unsupported_instruction_names_opcode_and_line(emulator_backend: course.
         course.Module(code=src).get_function("k")
 
 
+@pytest.mark.gpu
+def test_a_kernel_with_an_instruction_the_emulator_lacks_runs_on_a_gpu(cupy_backend: course.Device) -> None:
+    """The emulator's instruction set does not limit a GPU: get_function reads only the kernel's
+    shared memory declarations there (an H200 refused mad24.hi.sat.s32 before: the whole kernel was
+    built for the emulator first)."""
+    src = r"""extern "C" __global__ void k(unsigned* y) {
+    unsigned v = threadIdx.x;
+    asm volatile("bmsk.clamp.b32 %0, %0, 3;" : "+r"(v));
+    y[threadIdx.x] = v;
+}"""
+    y = course.zeros(32, np.uint32)
+    course.Module(code=src).get_function("k")((1,), (32,), (y,))
+    t = np.arange(32)
+    want = [((1 << min(3, 32 - p)) - 1) << p & 0xFFFFFFFF for p in t.tolist()]  # PTX ISA: bmsk.clamp
+    assert course.asnumpy(y).tolist() == want
+
+
 @pytest.mark.parametrize("typ", ["u32", "s32"])
 def test_bfe_field_as_wide_as_the_word(typ: str, emulator_backend: course.Device) -> None:
     """bfe.{u,s}32 with a length of 32 or more takes the whole word from pos on (mutation survivor)."""
