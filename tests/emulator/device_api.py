@@ -381,8 +381,9 @@ def _compare(t: CType, got: np.ndarray, want: np.ndarray, ulp: float | np.ndarra
             )
         with np.errstate(invalid="ignore"):
             # the largest finite value and infinity are neighbours here: ulps count across overflow
-            close = ~np.isnan(gv) & ~np.isnan(wv) & ((dist <= ulps) | (np.abs(gv - wv) <= abs_tol))
-        close |= (gv == wv) & ~np.isnan(gv)  # infinities
+            # (an exact row wants the bits: +0 and -0 are 0 ulps apart but not the same answer)
+            near = ((dist <= ulps) & (ulps > 0)) | ((np.abs(gv - wv) <= abs_tol) & (abs_tol > 0))
+            close = ~np.isnan(gv) & ~np.isnan(wv) & near
         bad = ~(same | close)
         dist = np.where(both_nan | (g == w), 0, np.where(np.isnan(gv) | np.isnan(wv), np.inf, dist))
     rows = np.flatnonzero(bad.any(axis=1))

@@ -326,7 +326,19 @@ def _rint_away(x: np.ndarray) -> np.ndarray:
     """Halfway cases away from zero (C's round); values from 2**52 up are integers already."""
     t = np.trunc(x)
     away = np.abs(x - t) >= 0.5
-    return np.where(np.isfinite(x) & (np.abs(x) < 2.0**52), t + np.where(away, np.sign(x), 0), x)
+    r = np.where(np.isfinite(x) & (np.abs(x) < 2.0**52), t + np.where(away, np.sign(x), 0), x)
+    return np.copysign(r, x)  # round(-0.3) is -0, as round(-0) is
+
+
+def _zeros_ordered(f: Callable[..., Any], smaller: bool) -> Callable[..., Any]:
+    """fmin/fmax with -0 below +0 (C leaves their order open; a GPU's min/max order them, and
+    tests/emulator/ptx_truth.json records it)."""
+
+    def g(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        neg = (np.signbit(a) | np.signbit(b)) if smaller else (np.signbit(a) & np.signbit(b))
+        return np.where((a == 0) & (b == 0), np.where(neg, -0.0, 0.0), f(a, b))
+
+    return g
 
 
 # ---------------------------------------------------------------- float and double math
@@ -370,7 +382,7 @@ BINARY_MATH: list[tuple[str, str, Callable[..., Any], float, float]] = [
     ("rhypotf", "rhypot", lambda a, b: _rnorm(a, b), 2, 1), ("powf", "pow", np.power, 4, 2),
     ("fmodf", "fmod", np.fmod, 0, 0), ("remainderf", "remainder", lambda a, b: _remainder(a, b), 0, 0),
     ("fdimf", "fdim", lambda a, b: np.where(a > b, a - b, np.where(np.isnan(a) | np.isnan(b), np.nan, 0.0)), 0, 0),
-    ("fmaxf", "fmax", np.fmax, 0, 0), ("fminf", "fmin", np.fmin, 0, 0),
+    ("fmaxf", "fmax", _zeros_ordered(np.fmax, False), 0, 0), ("fminf", "fmin", _zeros_ordered(np.fmin, True), 0, 0),
     ("copysignf", "copysign", np.copysign, 0, 0), ("nextafterf", "nextafter", None, 0, 0),  # type: ignore[list-item]
 ]  # fmt: skip
 

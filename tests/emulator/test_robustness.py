@@ -923,7 +923,8 @@ def test_slct_takes_a_where_c_is_zero_or_more(ctype: str, emulator_backend: cour
 
 
 def test_a_one_element_vector_operand_reads_its_element() -> None:
-    """`{%r1}` as a source is %r1 (mutation survivors: the element taken from the wrong place)."""
+    """`{%r1}` as a mov's source or destination is %r1 (mutation survivors: the element taken from the
+    wrong place; the destination not taken)."""
     from course.emulator import run_kernel
 
     ptx = """
@@ -939,13 +940,15 @@ def test_a_one_element_vector_operand_reads_its_element() -> None:
     mov.u32 %r1, %tid.x;
     add.u32 %r1, %r1, 7;
     mov.b32 %r2, {%r1};
+    mov.b32 {%r1}, %r2;
+    add.u32 %r2, %r1, 1;
     st.global.u32 [%rd2], %r2;
     ret;
 }
 """
     out = np.zeros(1, np.uint32)
     run_kernel(Program(ptx, ""), "one", (1, 1, 1), (1, 1, 1), [("out", out)])
-    assert out[0] == 7
+    assert out[0] == 8  # ptxas takes {%r} on either side of a mov (checked with ptxas 13, sm_90)
 
 
 def test_half_ftz_flushes_subnormal_operands_first(emulator_backend: course.Device) -> None:
@@ -1121,3 +1124,59 @@ def test_cvt_ftz_flushes_a_float32_subnormal_source(emulator_backend: course.Dev
     np.testing.assert_array_equal(half, half_keep)
     np.testing.assert_array_equal(half[:4], [0x0001, 0x8000, 0x0001, 0x0001])
     np.testing.assert_array_equal(half[4:], np.array([-1.5, 2.25], np.float16).view(np.uint16))
+
+
+def test_a_vector_kernel_parameter_loads_each_element_in_order() -> None:
+    """ld.param.v2 of a by-value 8-byte parameter (NVRTC's form for an int2 argument) reads element
+    k at offset 4k (mutation survivor: the elements read backwards)."""
+    from course.emulator import run_kernel
+
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry two(.param .align 8 .b8 two_param_0[8], .param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    ld.param.v2.u32 {%r1, %r2}, [two_param_0];
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    st.global.v2.u32 [%rd2], {%r1, %r2};
+    ret;
+}
+"""
+    out = np.zeros(2, np.uint32)
+    pair = np.array([7, 9], np.uint32).view(np.uint64)[0]  # the struct's bytes, by value
+    run_kernel(Program(ptx, ""), "two", (1, 1, 1), (1, 1, 1), [("pair", pair), ("out", out)])
+    assert out.tolist() == [7, 9]
+
+
+@pytest.mark.parametrize(("rounding", "sign"), [("rn", 0), ("rz", 0), ("rd", 1), ("ru", 0)])
+def test_an_exact_zero_sum_of_tiny_doubles_takes_the_rounding_modes_sign(
+    rounding: str, sign: int, emulator_backend: course.Device
+) -> None:
+    """x + (-x) is +0, except rounding toward -inf where it is -0 (IEEE 754), also for x below
+    2^-960, where the emulator redoes the sum exactly (mutation survivor: the exact redo taken for
+    an exact zero, which it gives as +0)."""
+    src = f"""extern "C" __global__ void k(const double* x, double* y) {{
+    int i = threadIdx.x; y[i] = __dadd_{rounding}(x[i], -x[i]);
+}}"""
+    x = np.array([2.0**-1000, -(2.0**-1070), 5e-324, 1.5], np.float64)
+    *_, y = launch(src, 1, len(x), x, np.ones(len(x)))
+    assert (y == 0).all() and np.signbit(y).tolist() == [bool(sign)] * len(x)
+
+
+@pytest.mark.parametrize("rounding", ["rn", "rz", "rd", "ru"])
+def test_a_sum_of_two_negative_zeros_is_negative_zero_beside_a_tiny_factor(
+    rounding: str, emulator_backend: course.Device
+) -> None:
+    """fma(-0, x, -0) is -0 + -0 = -0 in every rounding mode, with x below 2^-960 too, where the
+    emulator redoes the fma exactly (mutation survivor: the exact redo taken for an exact zero)."""
+    src = f"""extern "C" __global__ void k(const double* x, double* y) {{
+    int i = threadIdx.x; y[i] = __fma_{rounding}(-0.0, x[i], -0.0);
+}}"""
+    x = np.array([2.0**-1000, 5e-324, 1.5, -(2.0**-990)], np.float64)
+    *_, y = launch(src, 1, len(x), x, np.ones(len(x)))
+    # -0 * -x is +0, and +0 + -0 is +0 but toward -inf
+    assert (y == 0).all() and np.signbit(y).tolist() == [True, True, True, rounding == "rd"]

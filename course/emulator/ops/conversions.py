@@ -65,17 +65,14 @@ def _cvt(instr: Instr, ctx: Builder) -> Op:
     dt, st = dtype(types[0]), dtype(types[1])
     mode = next((p for p in instr.parts if p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")), "")
     sat, ftz = "sat" in instr.parts, "ftz" in instr.parts
-    bf16_out = types[0] == "bf16"
 
     def f(a: Any) -> Any:
         a = arr(a)
         if ftz:
             a = flush_subnormal(a)
-        if (st.kind == "f" and dt.kind == "f") or (bf16_out and st.kind == "f"):
+        if st.kind == "f" and dt.kind == "f":
             if mode in ("rni", "rzi", "rmi", "rpi"):
                 a = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[mode](a)
-            if bf16_out:
-                return _to_bf16(a.astype(np.float32))
             if mode in ("rz", "rm", "rp") and dt.itemsize < st.itemsize:
                 r = round_exact(a.astype(np.float64), 0.0, mode, dt)
             else:
@@ -218,9 +215,3 @@ def _float_to_int(v: np.ndarray, dt: np.dtype, src: str) -> np.ndarray:
     out = np.where(top, dt.type(info.max), np.where(top, 0, v).astype(dt))
     bits = np.asarray(nan_to_int(dt, src), dtype=UINT[dt.itemsize]).view(dt)
     return np.where(nan, bits, out).astype(dt)
-
-
-def _to_bf16(a: np.ndarray) -> np.ndarray:
-    u = np.ascontiguousarray(a).view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return np.where(np.isnan(a), 0x7FC0, rounded).astype(np.uint16)

@@ -40,8 +40,24 @@ def float_arith(instr: Instr, ctx: Builder) -> Op:
     if op in ("min", "max"):
         nan = "NaN" in instr.parts  # .NaN propagates NaNs; the default returns the other operand
         f = {(0, 0): np.fmax, (0, 1): np.maximum, (1, 0): np.fmin, (1, 1): np.minimum}[(op == "min", nan)]
-        return float_op(instr, ctx, f)
+        return float_op(instr, ctx, _signed_zeros_ordered(f, op))
     raise UnsupportedInstruction(f"{instr.opcode} on floats")
+
+
+def _signed_zeros_ordered(f: Callable[..., Any], op: str) -> Callable[..., Any]:
+    """min/max with -0 below +0, whichever operand comes first, as a GPU orders them
+    (tests/emulator/ptx_truth.json: min(-0, +0) and min(+0, -0) are -0, max of them +0)."""
+
+    def g(a: Any, b: Any) -> Any:
+        a, b = arr(a), arr(b)
+        r = arr(f(a, b))
+        zeros = (a == 0) & (b == 0)
+        if not zeros.any():
+            return r
+        neg = (np.signbit(a) | np.signbit(b)) if op == "min" else (np.signbit(a) & np.signbit(b))
+        return np.where(zeros, np.where(neg, -r.dtype.type(0), r.dtype.type(0)), r).astype(r.dtype)
+
+    return g
 
 
 def float_unary(instr: Instr, ctx: Builder) -> Op:
@@ -124,12 +140,16 @@ def float_op(
             r = round_exact(hi, err, mode, dt)
             if "approx" not in instr.parts:  # (div.approx's a * (1/b) is not the rounded quotient)
                 r = _exact_where_risky(op, x64, hi, r, mode, dt)
+            if mode == "rm" and op in _ADDENDS:
+                x, y = _ADDENDS[op](*x64)
+                exact_zero = (hi == 0) & (err == 0)
+                if op in ("fma", "mad"):  # not a product lost to underflow (redone exactly above)
+                    exact_zero &= ~((x64[0] != 0) & (x64[1] != 0) & (x == 0))
+                r = _exact_zero_rounded_down(r, exact_zero, x, y)
         else:
             r = arr(fn(*xs)).astype(dt, copy=False)
             if flush32 and not sum_only:
                 hi = arr(fn(*[arr(x).astype(np.float64) for x in xs]))
-        if sat:  # NaN -> 0, and -0 + 0 is +0 as on the GPU
-            r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
         if flush32:
             r = (
                 flush_subnormal(r)
@@ -137,9 +157,29 @@ def float_op(
                 else np.where(flushes(hi), np.copysign(np.float32(0), hi), flush_subnormal(r))
             )
             r = r.astype(dt, copy=False)
+        if sat:  # after the flush: NaN -> 0, and -0 + 0 is +0 as on the GPU
+            r = (np.where(np.isnan(r), dt.type(0), np.clip(r, 0, 1)) + dt.type(0)).astype(dt)
         return r
 
     return simple(instr, ctx, f)
+
+
+# the two addends of an exact sum: a + b, a - b, a * b + c (a product's zero carries the xor of signs)
+_ADDENDS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "add": lambda a, b: (a, b),
+    "sub": lambda a, b: (a, -b),
+    "fma": lambda a, b, c: (a * b, c),
+    "mad": lambda a, b, c: (a * b, c),
+}
+
+
+def _exact_zero_rounded_down(r: Any, exact_zero: np.ndarray, x: np.ndarray, y: np.ndarray) -> Any:
+    """IEEE 754 rounding toward -inf: a sum that is exactly zero is -0, unless both addends are +0
+    (the float64 pair, added in round-to-nearest, says +0)."""
+    zero = exact_zero & ~((x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y))
+    if not zero.any():
+        return r
+    return np.where(zero, -np.asarray(r).dtype.type(0), r).astype(np.asarray(r).dtype)
 
 
 FLT_MIN = np.float32(1.1754944e-38)  # the smallest normal float32, 2**-126
