@@ -167,8 +167,7 @@ def _half_minmax(instr: Instr, op: str, xs: tuple, vals: list[np.ndarray], fmt: 
         va, vb = np.abs(va), np.abs(vb)
     # order by value, then by sign bit for zeros (-0 < +0)
     a_less = (va < vb) | ((va == vb) & ((a & 0x8000) > (b & 0x8000)))
-    pick_a = a_less if op == "min" else ~a_less & ~((va == vb) & (a == b))
-    pick_a = pick_a | (a == b)
+    pick_a = (a_less if op == "min" else ~a_less) | (a == b)
     out = np.where(pick_a, a, b)
     na, nb = np.isnan(va), np.isnan(vb)
     if "NaN" in instr.parts:
