@@ -482,9 +482,9 @@ def test_reruns_without_zeroing_add_up(backend):
 def test_atomic_counts_at_an_awkward_size(emulator_backend):
     """N = 10 000: the article's grid is 39 blocks (9984 threads), so 16 threads load twice
     (Exercise 4's launches: counted by the table's own code, which the notebook shows at 4096 only)."""
-    from course.dot.lesson import _atomic_table
+    from course.dot.counts import atomic_rows
 
-    rows = {r["launch"]: r for r in _atomic_table(10_000, block=256, grid=8)}
+    rows = {r["launch"]: r for r in atomic_rows(10_000, block=256, grid=8)}
     article = rows["dot2_article, N / 256 blocks"]
     assert (article["blocks"], article["atomics"], article["on the busiest word"]) == (39, 9984, 39)
     assert article["loads of a per thread (most)"] == 2

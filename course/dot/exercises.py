@@ -23,7 +23,7 @@ from ..engine.launch import blocks_in_words
 from ..exercises import Case, Choice, KernelExercise, Prediction, Target, Verdict
 from ..module import Kernel
 from . import pictures
-from .lesson import _atomic_table, _block_work
+from .counts import atomic_rows, block_rows
 from .topic import ENGINE, article_inputs
 
 F32 = np.float32
@@ -86,7 +86,7 @@ def block_cost_truth() -> dict[str, tuple[int, ...]]:
     from the traces of block 0."""
     out: dict[str, tuple[int, ...]] = {}
     for block in BLOCK_COST_BLOCKS:
-        rows = {r["version"]: r for r in _block_work(block)}
+        rows = {r["version"]: r for r in block_rows(block)}
         out[f"blocks of {block}"] = (int(rows["dot1"]["by one lane alone"]), int(rows["dot3"]["barriers"]),
                                      int(rows["dot_shfl"]["shuffles"]))  # fmt: skip
     return out
@@ -126,7 +126,7 @@ def atomic_truth(
 ) -> dict[str, tuple[int, ...]]:
     """Launch -> (atomics, atomics on the busiest word, most loads of a by one thread), counted
     from the traces (`lesson.atomic_table`'s counts, which it shows for N = 4096 and 2 blocks only)."""
-    return {r["launch"]: tuple(int(r[c]) for c in COLUMNS) for r in _atomic_table(n, block, grid)}
+    return {r["launch"]: tuple(int(r[c]) for c in COLUMNS) for r in atomic_rows(n, block, grid)}
 
 
 atomics = Prediction(

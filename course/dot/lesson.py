@@ -24,10 +24,10 @@ import numpy as np
 from .. import analysis, arrays, backend, bench, draw, occupancy
 from ..checks import Findings
 from ..compiler import read_kernel
-from ..emulator import Trace
 from ..engine import Launch
 from ..source import Code, Table
-from . import accuracy, pictures
+from . import accuracy, counts, pictures
+from .counts import first_trace
 from .topic import BEYOND, ENGINE, LOADS, STORY, article_inputs, article_kernel, cublas_dot, host_sum
 
 F32 = np.float32
@@ -39,12 +39,6 @@ class Printed(str):
 
     def __repr__(self) -> str:
         return str(self)
-
-
-def first_trace(name: str, a: Any, b: Any, *, block: int = 256, grid: int | None = None, **kw: Any) -> Trace:
-    """The trace of version `name`'s own launch on a, b (not the pass that adds partial sums);
-    kw: `blocks`, `spaces`."""
-    return ENGINE.first_trace(name, a, b, block=block, grid=grid, **kw)
 
 
 def _integer(x: Any) -> int:
@@ -289,34 +283,12 @@ def atomic_counts() -> dict[str, int]:
     return {r["launch"]: r["atomics"] for r in atomic_table()}
 
 
-def _atomics_row(label: str, t: Trace, buffer: str) -> dict[str, Any]:
-    loads = analysis.iterations(t, "a")
-    loads = analysis.subset(loads, loads.op == "ld")
-    per_thread = np.bincount(loads.gthread).max() if len(loads) else 0
-    at = analysis.atomics(t, buffer)
-    per_word = np.bincount(at.index, weights=at.lanes).max() if len(at) else 0
-    return {"launch": label, "blocks": int(np.prod(t.grid)), "loads of a per thread (most)": int(per_thread),
-            "atomics": analysis.totals(t)["atomics"], "on the busiest word": int(per_word)}  # fmt: skip
-
-
 def atomic_table() -> Table:
     """Counted from the traces of one launch each at N = 4096 with blocks of 256 (the article's
     data): dot2 as the article launches it (N / 256 blocks), dot2 with 2 blocks, and dot_shfl with 2
     blocks: how many elements each thread loads, how many atomics reach memory, and how many of
     them land on the busiest word (c[t] for dot2, out[0] for dot_shfl): those are serialised."""
-    return _atomic_table(*ATOMICS_SHOWN)
-
-
-def _atomic_table(n: int, block: int, grid: int) -> Table:
-    """`atomic_table` for any launch (the atomics exercise's truth)."""
-    a, b = article_inputs(n)
-    glob = {"global"}
-    return Table([
-        _atomics_row("dot2_article, N / 256 blocks", first_trace("dot2_article", a, b, block=block, spaces=glob), "c"),
-        _atomics_row(f"dot2, {grid} blocks", first_trace("dot2", a, b, block=block, grid=grid, spaces=glob), "c"),
-        _atomics_row(f"dot_shfl, {grid} blocks",
-                     first_trace("dot_shfl", a, b, block=block, grid=grid, spaces=glob), "out"),
-    ])  # fmt: skip
+    return counts.atomic_rows(*ATOMICS_SHOWN)
 
 
 def launch_arithmetic(n: int = 2**28) -> Table:
@@ -415,22 +387,7 @@ def block_work() -> Table:
     shared-memory loads (warp instructions) and how many of them one lane makes alone (thread 0
     adding while the rest wait), the barriers, and the warp shuffles: dot1 against dot3's tree
     and dot_shfl's shuffles."""
-    return _block_work(BLOCK_SHOWN)
-
-
-def _block_work(block: int) -> Table:
-    """`block_work` for blocks of `block` (the block-cost exercise's truth)."""
-    a, b = article_inputs(block)
-    rows = Table()
-    for name in ("dot1", "dot3", "dot_shfl"):
-        t = first_trace(name, a, b, block=block, blocks=[0], spaces={"shared", "sync"})
-        loads = t.where(space="shared", op="ld")
-        lanes = loads.lanes().sum(axis=1)
-        rows.append({"version": name, "shared loads": len(loads), "by one lane alone": int((lanes == 1).sum()),
-                     "barriers": analysis.totals(t)["barrier_steps"],
-                     "warps stopped at barriers": len(t.where(op="bar")),
-                     "shuffles": int((t.op == "shfl").sum())})  # fmt: skip
-    return rows
+    return counts.block_rows(BLOCK_SHOWN)
 
 
 def load_table(n: int = 8192, block: int = 256) -> Table:
