@@ -11,7 +11,7 @@
 `topic.py` is the description the engine runs, `lesson.py` the functions notebook 01 calls (its
 numbers, tables, timings and the pictures it asks for), `pictures.py` the drawings only this topic
 makes, `panel.py` what the panel shows (the callbacks the engine's panel calls), `exercises.py` its
-exercises, `accuracy.py` NumPy models of the kernels' ways of adding, `tuning.py` the tuning's
+exercises, `counts.py` the counts behind two tables for any launch (the exercises' truths), `accuracy.py` NumPy models of the kernels' ways of adding, `tuning.py` the tuning's
 knobs; the kernels are in `kernels/dot.cu`. (`story.py` is the old name of `lesson.py`.)
 """
 
