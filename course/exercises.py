@@ -250,6 +250,13 @@ class KernelExercise(Exercise):
         return Shown(verdict, png)
 
 
+def _kind_and_lines(f: Any) -> str:
+    """A finding named by its kind and lines, so that a second finding of one kind is not read as the
+    first one said twice."""
+    lines = ", ".join(map(str, f.lines))
+    return f"{f.kind} at line{'s' * (len(f.lines) > 1)} {lines}" if lines else f.kind
+
+
 @functools.lru_cache(maxsize=8)  # check() then show() of one answer compile it once
 def _compiled(source: str, kernel: str, options: tuple[str, ...]) -> gpu.Kernel:
     with backend.using("emulator"):
@@ -275,8 +282,8 @@ def run_case(k: gpu.Kernel, case: Case, targets: Iterable[Target] = ()) -> str:
         if findings:
             # a barrier only part of a block reaches is the cause of the races it brings: name it first
             first = next((f for f in findings if f.kind == "barrier-divergence"), findings[0])
-            others = sorted({f.kind for f in findings if f is not first})
-            also = f"\n(the checker also found: {', '.join(others)})" if others else ""
+            others = [_kind_and_lines(f) for f in findings if f is not first]
+            also = f"\n(the checker also found: {'; '.join(dict.fromkeys(others))})" if others else ""
             return "the checker found a bug:\n" + first_lines(str(first), 8) + also
         problem = case.judge(args, trace)
     if problem:

@@ -6,6 +6,7 @@ no double arithmetic)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -446,3 +447,5 @@ def test_a_barrier_part_of_a_block_reaches_is_named_before_the_races_it_brings(
     assert "[barrier-divergence]" in text
     first = text.index("[barrier-divergence]")
     assert "[race]" not in text[:first] and "the checker also found" in text[first:]
+    # each other finding by its kind and lines, so two of one kind do not read as one said twice
+    assert re.search(r"the checker also found: [a-z-]+ at lines? \d+", text), text

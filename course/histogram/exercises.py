@@ -394,9 +394,7 @@ def _draw_aggregate(fig: Any, k: Kernel) -> None:
         bins, adds = (np.stack(column) for column in zip(*trips))
         return bins, [f"warp {w}" for w in range(PICTURE_WARPS)], adds
 
-    _draw_two_kinds(
-        fig, rows, "the bin of hist each lane adds to, and +what it adds where it adds alone (–: none)"
-    )
+    _draw_two_kinds(fig, rows, "the bin of hist each lane adds to, and +what its atomic adds (–: none)")
 
 
 def _aggregate_speed(k: Kernel, n: int = 2**24, block: int = 256) -> list[str]:

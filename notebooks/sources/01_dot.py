@@ -772,7 +772,9 @@ source.show("dot.cu", "dot_f64", "dot_compensated")
 # and 10⁻¹³ (dot_compensated): millions of times smaller than any float32 answer or more, and both
 # answer in float64 (rounding to float32 would
 # throw that away). Both do more arithmetic per element, but a dot product waits on memory, not on arithmetic:
-# on the H100 this notebook ran on, all three 16-byte versions read at about the same speed (timing
+# on the H100 this notebook ran on, dot_f64 reads at dot_vec4's speed at every size, and
+# dot_compensated does from 2²⁶ on; below that its ordered last block (a ticket, a fence and a second
+# pass over the block sums) costs a fixed microsecond or two, which shows at mid sizes (timing
 # section). On a GPU,
 # the median relative error of every version at N = 2²⁴ over 20 random pairs, against the exact dot
 # (`dot.reference`'s sum; a float64 sum, the usual reference, is itself off by about 10⁻¹⁵ here, as
@@ -863,10 +865,12 @@ dot.launch_table()
 # 87.1 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot3 --> and
 # 74.3 µs<!-- from launch_table: article µs @ N=16777216, kernel=dot1 --> measured, and the ratio
 # of the counts (1.40) is larger than that of the times (under 1.2). Neither kernel is limited by
-# issuing instructions. dot1's time is its chain of dependent adds in one lane; dot3's includes its
-# warps waiting at barriers (Nsight Compute's barrier stalls per issued instruction: 2.38 for dot3,
-# 1.06 for dot1). Neither gets past about two thirds of the copy, because neither spreads that cost
-# over more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays
+# issuing instructions. Each block lives a short life: it waits for its own loads of one element per
+# thread (a DRAM round trip before its first add: the largest stall of both kernels in the same run,
+# waiting on global loads, 7.55 per issued instruction for dot1 and 5.55 for dot3), then adds: dot1
+# in one lane's chain of dependent adds, dot3 with its warps waiting at barriers (barrier stalls:
+# 2.38 for dot3, 1.06 for dot1). Neither gets past about two thirds of the copy, because neither
+# spreads that cost over more than 256 products. The fix is the grid, not the tree: launched as one wave, dot3 pays
 # its 9 barriers once per block of about a thousand products per thread (at 2²⁸), and reaches
 # 93.2 %<!-- from launch_table: fixed % of copy @ N=268435456, kernel=dot3 --> of the copy there,
 # as dot2 does. dot1, which has no loop, cannot take that grid.
@@ -1003,7 +1007,8 @@ dot.speed_table(records, 2**28)
 # - **Accuracy**: float32 holds 24 bits, so a running sum rounds each term to the spacing at the sum;
 #   the article's data loses 768 after 1024 terms, and the loss begins at i = 369. Short per-thread
 #   sums and trees keep the error near the float32 floor; `double` accumulation or a compensated
-#   float32 pair removes it, at no cost in speed, because a dot product waits on memory.
+#   float32 pair removes it, and a dot product waits on memory: from 2²⁶ on at no cost in speed
+#   (below that, the compensated kernel's ordered last block costs a microsecond or two).
 # - **Order**: in float32 the order of the additions decides the answer's last bits. Atomics make
 #   that order, and so the answer, change from run to run on a GPU; the emulator, with its fixed
 #   order, shows the range but not the variation. A fixed order (one word per block, the last block

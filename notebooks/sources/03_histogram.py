@@ -976,9 +976,10 @@ table
 # %% [markdown]
 # Read it row by row, with the launch column. `hist5_lanes` stays close to the copy on every kind
 # of data, tens of times faster than `cupy.bincount`. `hist3_vec` runs from the copy's speed on
-# all-equal bytes to about three quarters of it on uniform bytes. It can pass 100 % by a little: the copy
-# reads half its bytes and writes the other half, the histogram only reads, so the copy is the
-# ceiling of a read-and-write stream, not of a read-only one. `hist2` takes the same time whatever
+# all-equal bytes to about three quarters of it on uniform bytes. It can pass 100 % by a little:
+# that is within the spread between runs (the same kernel on the same bytes moves by several per
+# cent from one table of this notebook to another), so read 100 % as "at the copy's speed", not
+# as beating it. `hist2` takes the same time whatever
 # the data: one byte per load leaves it short of bytes in flight, and that hides every other cost.
 # `hist2_article` runs the same counting as `hist2` many times slower: its launch (blocks = SMs of
 # 256) is the difference, not its code (the grid table above runs it with a full wave at `hist2`'s
@@ -1069,7 +1070,7 @@ histogram.plot_speed(ax, records)
 #   **contention** decides their cost: the trace shows which lanes of a warp meet on one word (2
 #   on uniform bytes, 32 on all-equal ones) and which meet in one shared-memory bank.
 # - **Where the atomic is carried out decides what contention costs.** Global atomics are done in
-#   L2, one line after another: 256 bins are eight 128-byte lines, so a global histogram queues at
+#   L2, the updates of each line one after another: 256 bins are eight 128-byte lines, so a global histogram queues at
 #   eight lines on uniform bytes and at one word on all-equal ones. Shared atomics are done in the
 #   SM: for a shared `atomicAdd` of 1 into a 32-bit word, the course's counting, lanes on one word
 #   are combined and nearly free (`ATOMS.POPC.INC.32` in the SASS), lanes on different words of one
@@ -1085,7 +1086,9 @@ histogram.plot_speed(ax, records)
 #   warp share a word or a bank, whatever the data.
 # - Then the loads: the article's grid of one block per SM, one byte per thread at a time, keeps
 #   about 3 % of the bytes in flight that Little's law asks for on this H100; a full wave and 16-byte loads
-#   take the histogram to the copy's speed, tens of times `cupy.bincount`. When the bins are too
+#   take the histogram to the copy's speed on all-equal bytes and to about three quarters of it on
+#   uniform ones, and the per-lane copies take it to the copy on every kind of data, tens of times
+#   `cupy.bincount`. When the bins are too
 #   many for per-lane copies (4096 bins: 16 KiB a copy, 512 KiB for 32), a block keeps one copy in
 #   shared memory, and a plain shared atomic beats one with agreement.
 # - **Outside the course, call CUB's `DeviceHistogram::HistogramEven` with 32-bit counters**: a
