@@ -71,6 +71,24 @@ ORDER = ORDER_STUB.replace(
 # block, which the fence the kernel has cannot order
 ORDER_EVERY_THREAD = ORDER.replace("    if (threadIdx.x == 0) {\n        partial", "    {\n        partial")
 
+# thread 0 writes, fences and takes the ticket, then thread 1 of the last block adds the sums with no
+# barrier between (the fifth read's D403): a write then a read inside a block, which a fence cannot order
+ORDER_NO_BARRIER = ORDER_STUB.replace(
+    ORDER_ATOMIC,
+    """    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = sum;
+        __threadfence();
+        last = atomicInc(&blocks_done, gridDim.x - 1) == gridDim.x - 1;
+    }
+    if (threadIdx.x == 1 && last) {
+        const volatile float* p = partial;
+        float total = 0;
+        for (unsigned int k = 0; k < gridDim.x; k++) total += p[k];
+        out[0] = total;
+    }""",
+)
+
 SOLUTIONS = {
     "rounding": rounding_truth(),
     "block_cost": block_cost_truth(),

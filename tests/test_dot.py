@@ -761,6 +761,13 @@ def test_the_ordered_verdict_gives_fence_advice_only_between_blocks(emulator_bac
     text = str(dot.exercises.ordered.check(_solutions().ORDER_EVERY_THREAD))
     assert "(within a warp)" in text and "block_sum leaves the block's sum in thread 0 only" in text
     assert "__threadfence() between" not in text
+    # D403: a write then a read of partial inside the last block is a missing barrier, not many writers
+    text = str(dot.exercises.ordered.check(_solutions().ORDER_NO_BARRIER))
+    assert "then thread (1, 0, 0) reads it" in text and "__syncthreads() placed after the ticket" in text
+    assert (
+        "block_sum leaves the block's sum in thread 0 only" not in text
+        and "__threadfence() between" not in text
+    )
 
 
 def test_the_rounding_prediction_says_where_its_truth_comes_from_and_hints_no_grader():

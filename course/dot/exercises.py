@@ -195,7 +195,8 @@ def _wide_overrun(lines: list[str]) -> list[str]:
 
 def _unfenced(lines: list[str]) -> list[str]:
     """A race on `partial` between blocks, once each block has its own word, is a missing fence; a
-    race on it inside a block is more than one thread writing the block's word."""
+    race on it inside a block is more than one thread writing the block's word, or (when no two
+    writes race) a read not held back by a barrier."""
     lines = _endless(lines)
     race = next((ln for ln in lines if "[race]" in ln and "`partial`" in ln), "")
     if "(between blocks)" in race:
@@ -203,6 +204,10 @@ def _unfenced(lines: list[str]) -> list[str]:
                         "last block may read a word before its writer's store reaches memory. A "
                         "__threadfence() between the write of partial[blockIdx.x] and the ticket "
                         "(the atomic on blocks_done) makes the write visible to every block first")  # fmt: skip
+    elif race and not any("then thread" in ln and "writes it" in ln for ln in lines):  # a write, then a read
+        lines.insert(1, "one thread of the block writes partial and another reads it with nothing between "
+                        "them: a fence orders memory between blocks, not the threads of one block; the threads "
+                        "that read the block sums wait at a __syncthreads() placed after the ticket is taken")  # fmt: skip
     elif race:
         lines.insert(1, "threads of one block write the same word partial[blockIdx.x]: block_sum leaves the "
                         "block's sum in thread 0 only, so one thread a block writes it, and that same thread "

@@ -143,7 +143,7 @@ def _exclusive_case(n: int, block: int) -> Case:
                 f"{block} elements and starts from the identity, 0"
             )
         return (
-            f"Y[{i}] (block {b}, thread {t}) is wrong: it is the sum of the X before it in its block's "
+            f"Y[{i}] (block {b}, thread {t}) is wrong: it should be the sum of the X before it in its block's "
             f"segment, X[{b * block}] to X[{i - 1}], and nothing else"
         )
 
@@ -296,7 +296,7 @@ def _warp_case(n: int, block: int) -> Case:
                 "lane l's own value counts"
             )
         return (
-            f"y[{i}] (block {b}, warp {warp}, lane {lane}) is wrong: it is the sum of x over lanes 0 to "
+            f"y[{i}] (block {b}, warp {warp}, lane {lane}) is wrong: it should be the sum of x over lanes 0 to "
             f"{lane} of that warp, each counted once"
         )
 

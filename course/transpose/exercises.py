@@ -323,7 +323,8 @@ def _draw_store(fig: Any, k: Kernel, shape: tuple[int, int] = (70, 45)) -> None:
 
 STORE_RULE = (
     "the advice above is the checker's, for any kernel. Here every element of out has one writer by design, so "
-    "an out-of-bounds store or a race means the store's test lets through an element it should not write. "
+    "an out-of-bounds store or a race means the store's test lets through an element it should not write, and "
+    "a read of a tile word nobody loaded means the load's test and the store's disagree. "
     "Rule: a store tests the element of out it writes, its row and its column each against out's own bounds"
 )
 
@@ -676,7 +677,7 @@ flight = Prediction(
         "(the block's shared bytes + the bytes reserved per block); its registers / the block's (registers a "
         "thread, from the compiled kernel, × threads), all rounded down and each limit this GPU's "
         "(course.device().describe()). These four kernels take at most 32 registers a thread, and an SM "
-        "has 32 for every thread it can hold (65536 registers; no SM holds more than 2048 threads): here the "
+        "has at least 32 for every thread it can hold (65536 registers; no SM holds more than 2048 threads): here the "
         "registers bind none of them. The tiles are padded by one word per row: transpose_padded's by × (bx + 1) "
         "words, transpose_rows' bx × (bx + 1), transpose_vec's 64 × 65",
     },

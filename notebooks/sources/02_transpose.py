@@ -656,8 +656,8 @@ print("matches NumPy:", np.array_equal(transpose.run("transpose_vec", a), a.T))
 # blocks an SM holds, as (bytes, blocks). `transpose_rows`' block (bx, by) moves a bx × bx tile;
 # `transpose_vec`'s block (32 / VEC, ROWS) shares out its fixed 64 × 64 tile (the source above);
 # `course.device().describe()` lists the SM's limits, those of the GPU you run on. An SM's registers
-# are a limit too, but these four kernels take at most 32 a thread, and every SM has 32 for each
-# thread it can hold: count threads, blocks and shared memory. The check counts the bytes from the
+# are a limit too, but these four kernels take at most 32 a thread, and every SM has at least 32 for
+# each thread it can hold: count threads, blocks and shared memory. The check counts the bytes from the
 # traces and the blocks from the device's limits.
 
 # %%
@@ -698,8 +698,11 @@ transpose.in_flight_speed()
 #    waiting at the barrier per instruction issued at 32 × 32 than at 32 × 8 (7.9 against 5.2),
 #    with as many warps active (87 % of the SM's slots in both), so the SM is not short of warps:
 #    more of them are waiting at the barrier. The same run counts fewer waiting for a load at
-#    32 × 32 (7.5 against 10.0), and the two waits together are level (15.4 against 15.2): as many
-#    warps wait, but at 32 × 32 more of them wait at the barrier with their load already back. `transpose_rows` 32 × 32, one word per thread in
+#    32 × 32 (7.5 against 10.0). These are warp-cycles per instruction issued, and both launches
+#    issue the same instructions while 32 × 32 runs longer, so per cycle the warps with a load out
+#    fall by about a third at 32 × 32 (by Little's law, fewer bytes in flight) and the warps at the
+#    barrier rise; the two stalls do not account for the whole of the longer run, and the other
+#    stall reasons were not read here. `transpose_rows` 32 × 32, one word per thread in
 #    blocks of 1024 too, lands beside `transpose_padded` 32 × 32. Blocks of 1024 cost the copy
 #    kernel too, which has no barrier (a warp stores as soon as its own load is back):
 #    62 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×32 --> at 32 × 32 against
@@ -816,7 +819,7 @@ transpose.sectors_table()
 # writes 4 sectors, as the copy does. What separates those versions on a GPU is no longer in this
 # table: bank conflicts, the blocks' barriers, bytes in flight and the order of the tiles.
 #
-# ## The article's matrix is too small to time
+# ## The article's matrix is too small to show bandwidth
 #
 # 1111 × 113 four-byte words are 502 KB; a transpose reads them and writes them, about 1 MB in all.
 # Even at this H100's datasheet 3.35 TB/s<!-- given: datasheet --> that is
@@ -991,8 +994,9 @@ transpose.plot_speed(ax, records)
 #   per thread keeps 8 KB at most, and still stops at 55 to
 #   75 %<!-- from in_flight_speed: % of copy @ kernel=copy kernel 32×8 --> of the copy: a loaded
 #   memory answers later than an idle one, a block with a barrier has no load in flight once past
-#   it, and blocks of 1024 threads (two per SM) cost more again: more of their warps wait at the
-#   barrier (measured with Nsight Compute), and the barrier-free copy kernel loses with them too,
+#   it, and blocks of 1024 threads (two per SM) cost more again: fewer of their warps have a load
+#   out and more wait at the barrier (measured with Nsight Compute, in part only), and the
+#   barrier-free copy kernel loses with them too,
 #   for a reason not measured here. Several words per thread (`transpose_rows`), loads issued
 #   before the barrier (checked in the SASS, not read from the source) and 64 × 64 tiles keep tens
 #   of KB. Visiting the tiles down whole tile columns, which
@@ -1002,7 +1006,8 @@ transpose.plot_speed(ax, records)
 #   96 %<!-- from speed_table: % of copy @ shape=8192×8192,kernel=transpose_grouped -->,
 #   2.9<!-- from speed_table: × CuPy @ shape=8192×8192,kernel=transpose_grouped -->× `cupy.ascontiguousarray(a.T)`.
 # - The article's 1111 × 113 matrix is 1 MB of traffic: every kernel takes the few microseconds of
-#   a launch, and its one event-timed launch cannot tell them apart.
+#   a launch, too few to show bandwidth, though they still show the bank conflict and the strided
+#   store as about a microsecond of latency each; its one event-timed launch cannot tell them apart.
 
 # %%
 course.my_progress("transpose")

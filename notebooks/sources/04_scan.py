@@ -1071,9 +1071,9 @@ scan.pass_table()
 # was slower still on this H100 at 2^24: 169.1 µs<!-- given: reference --> against
 # 142.0 µs<!-- given: reference --> with CUB (`cupy.cumsum(x)`, timed on an H100 80GB HBM3 by
 # `scripts/gpu_facts_scan.py`, step 4 of `docs/notes/scan-gpu-facts.md`). So from Python, `cupy.cumsum`
-# already calls CUB; what it costs beyond CUB is the copy into its output, and more: in the table it
-# takes longer than a copy and CUB's scan added together, so its copy into y costs more than the
-# device-to-device copy of the same bytes.
+# already calls CUB; what it costs beyond CUB is the copy into its output: in the table it takes
+# longer than CUB's scan at every size, and at 2^24 and 2^28 longer than a copy and CUB's scan
+# added together.
 #
 # **How the single pass got there: the H200's tuning.** `lookback` was tuned on an H200, not on
 # this H100, and there it started at little more than half of the copy's speed. The steps that took

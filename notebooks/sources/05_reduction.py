@@ -519,8 +519,8 @@ print(reduction.run("reduce6", x) == reduction.reference(x))
 #
 # An SM has four warp schedulers, and each issues at most one warp instruction a cycle. So the
 # whole GPU issues at most SMs × 4 × clock warp instructions a second, about 1.05e12 on this H100:
-# 132 SMs at 1.98 GHz, the clock the driver reports (`cudaDevAttrClockRate`) and the one Nsight
-# Compute measured while kernels 3 to 7 ran (1.99 GHz: `scripts/gpu_facts_reduction.py`, whose H100 report is
+# 132 SMs at 1.98 GHz, the clock the driver reports (`cudaDevAttrClockRate`) and about the one Nsight
+# Compute measured while kernels 3 to 7 ran (1.97 to 1.98 GHz: `scripts/gpu_facts_reduction.py`, whose H100 report is
 # `docs/notes/reduction-gpu-facts.md`). A kernel that must issue `I` warp
 # instructions per element takes at least `I × N / 1.05e12` seconds: its **issue floor**. The table
 # computes it from the device (its SMs, and its clock: the GPU's on a GPU, the device model's on
