@@ -360,6 +360,13 @@ def wave_problem(blocks: int, full: int) -> str:
             f"holds as many blocks as fit in its {dev.threads_per_sm} threads and {dev.blocks_per_sm} "
             "block slots, and as its registers and shared memory allow; course.device().describe() lists them)"
         )
+    if blocks % full and blocks % dev.sm_count == 0:  # the same number on every SM, more than fit
+        return (
+            f"{blocks // dev.sm_count} blocks for each SM are more than an SM holds at once, so the last of them "
+            "run in a second, partly empty wave (rule: an SM holds as many blocks as fit in its "
+            f"{dev.threads_per_sm} threads and {dev.blocks_per_sm} block slots, and as its registers and shared "
+            "memory allow; then a whole number of waves)"
+        )
     if blocks % full:
         return (
             "the last wave is partly empty: the SMs that finish first idle while the rest work "

@@ -377,6 +377,13 @@ def test_wave_problem_wants_every_sm_full_and_whole_waves(emulator_backend: cour
         assert exercises.wave_problem(blocks, full) == "", blocks
     for blocks in (full + 1, 3 * full + 5, 4 * full - 1, 4 * full + 1, 10 * full + 7):
         assert exercises.wave_problem(blocks, full).startswith("the last wave is partly empty"), blocks
+    # six blocks of 384 on every SM, where five fit: the SMs' share, not the waves, is what is off
+    sms = course.device().sm_count
+    said = exercises.wave_problem(6 * sms, 5 * sms)
+    assert (
+        said.startswith("6 blocks for each SM are more than an SM holds at once") and "2048 threads" in said
+    )
+    assert str(5 * sms) not in said  # the answer is not given
 
 
 # ---------------------------------------------------------------- the progress table
