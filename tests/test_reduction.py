@@ -210,6 +210,15 @@ class TestExercises:
         assert f"line {last}, `if (tid == 0) out[blockIdx.x] = sdata[0];`" in verdict
         assert "delete the stub's last line" in verdict and "loaded shared memory" not in verdict
 
+    def test_shuffle_gives_the_rule_when_partial_sums_are_lost(self, emulator_backend):
+        # fifth read R405: the upper half of the 64 partial sums left out
+        wrong = _solutions().SHUFFLE.replace(
+            "acc_t w = sdata[tid] + sdata[tid + 32];", "acc_t w = sdata[tid];"
+        )
+        assert wrong != _solutions().SHUFFLE
+        verdict = str(reduction.exercises.shuffle.check(wrong))
+        assert "sum is too small" in verdict and "all 64 partial sums, sdata[0] to sdata[63]" in verdict
+
     def test_shuffle_names_the_lines_of_extra_shared_loads(self, emulator_backend):
         wrong = next(w for w, why in _solutions().WRONG["shuffle"] if why == "loaded shared memory 3 times")
         verdict = str(reduction.exercises.shuffle.check(wrong))

@@ -688,7 +688,12 @@ def _shuffle_case(n: int, block: int) -> Case:
         if twice := _out_written_twice(trace):
             return twice
         got = arrays.asnumpy(done[1])
-        return "" if (got == want).all() else _wrong_block(got, want)
+        if (got == want).all():
+            return ""
+        return _wrong_block(got, want) + (
+            " (rule: from the loop's end on, warp 0 adds all 64 partial sums, sdata[0] to sdata[63]: each "
+            "lane its sdata[tid] and sdata[tid + 32], then the shuffles)"
+        )
 
     return Case(
         f"N={n}, {blocks_in_words(grid, block)}", grid, block, args, judge, shared_mem=block * ACC_BYTES

@@ -846,7 +846,8 @@ reduction.check("reduce3_timed", small, block=128)
 # with NumPy's. The target, read from warp 0's trace: **no more `__syncthreads()` than kernel 5's
 # loop has, and from the first shuffle on at least five shuffles, each lane loading `sdata[tid]`
 # and `sdata[tid + 32]` once at most** (reading back what the warp stored itself does not count),
-# **and at most one shared-memory store**. `reduction.exercises.shuffle.show(mine)` draws warp 0's
+# **and at most one shared-memory store** (a lane's store counts: only lane 0 stores, the block's sum).
+# `reduction.exercises.shuffle.show(mine)` draws warp 0's
 # last part lane by lane. On a GPU the check then times yours beside `reduce5` and a copy.
 
 # %%
