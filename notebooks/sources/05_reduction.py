@@ -733,6 +733,14 @@ with course.expect_error():
 source.show("reduction.cu", "reduce7")
 
 # %% [markdown]
+# The article's `reduce0` keeps a grid-stride load too, commented out as *method 2* ("a thread can
+# take several elements, but with large data the result easily goes wrong"). The loop is not what
+# goes wrong; the `unsigned int temp` it adds into is: 32 bits, which wrap past 2^32. With the data
+# of the article's `main()` (x[i] = i + 1) and the grid it first sets (32 blocks of 128, 4096
+# threads), a thread's sum is about N² / 8192, past 2^32 from N of about 5.9 million; with the
+# ⌈N / 128⌉ blocks it launches in the end, a thread takes one element and nothing wraps. The fixed
+# kernel 7 keeps the loop and adds into `acc_t`, a `long long` for the article's data.
+#
 # **How many blocks, then?** The article says N / 128 blocks "all run concurrently at once". They
 # do not: an SM holds 16 blocks of 128 (the occupancy table), so 132 SMs hold 2112 at once, and
 # N / 128 blocks at N = 2^25 are 124 waves of them (the waves column above). The fixed kernel 7 is
