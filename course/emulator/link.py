@@ -144,6 +144,8 @@ class Linker:
         self.entry = entry
         self.recursive: set[str] = set()
         self.functions = self._reachable(entry)
+        self.used = self._referenced()  # the symbols the entry and its callees name
+        self.dynamic: list[str] = []  # its `extern __shared__` arrays (shared_layout sets them)
         self.reg_types: dict[str, np.dtype] = {}
         self.shared: list[SharedVar] = []
         self.aliases: dict[str, int] = {}
@@ -194,7 +196,7 @@ class Linker:
         instructions; the static bytes. A GPU launch needs only this, whatever the kernel's
         instructions are."""
         offset = 0
-        used = self._referenced()
+        used = self.used
         module_shared = [v for v in self.program.module.variables if v.space == "shared" and v.name in used]
         shared_decls = [v for v in module_shared if not v.extern]
         for fn in self.functions:
@@ -205,7 +207,7 @@ class Linker:
             offset += v.size
         static = offset
         dyn_off = -(-static // 16) * 16
-        dynamic = [v.name for v in module_shared if v.extern]
+        self.dynamic = dynamic = [v.name for v in module_shared if v.extern]
         for name in dynamic:  # every `extern __shared__` array starts where static shared memory ends
             self.aliases[name] = dyn_off
         if dynamic:  # NVRTC names a second `extern __shared__ sdata[]` sdata$1: one buffer, one name
@@ -215,12 +217,7 @@ class Linker:
     def build(self) -> LinkedKernel:
         static = self.shared_layout()
         dyn_off = -(-static // 16) * 16
-        used = self._referenced()
-        dynamic = [
-            v.name
-            for v in self.program.module.variables
-            if v.space == "shared" and v.extern and v.name in used
-        ]
+        used, dynamic = self.used, self.dynamic
         local = 0
         for fn in self.functions:
             pre = "" if fn is self.entry else fn.name + "::"

@@ -30,23 +30,33 @@ def registers_only() -> Target:
     return Target("no shared-memory access and no barrier", measure)
 
 
+def _busiest_thread(trace: Any, events: Any) -> tuple[int, int, int] | None:
+    """(accesses, block, thread) of the thread that makes the most of `events`' lane-accesses, or
+    None when none makes more than one."""
+    if not len(events):
+        return None
+    ids = (events.block[:, None].astype(np.int64) * trace.threads_per_block + events.thread_ids())[
+        events.lanes()
+    ]
+    per = np.bincount(ids)
+    worst = int(np.argmax(per))
+    if per[worst] <= 1:
+        return None
+    b, t = divmod(worst, trace.threads_per_block)
+    return int(per[worst]), b, t
+
+
 def one_load_per_lane() -> Target:
     """Each thread loads at most one element of x: the warp scan moves values between lanes'
     registers; a lane that reads its predecessors' elements itself is the naive scan in a warp."""
 
     def measure(trace: Any, k: Kernel) -> str:
-        ld = trace.where(op="ld", space="global")
-        if not len(ld):
+        busiest = _busiest_thread(trace, trace.where(op="ld", space="global"))
+        if busiest is None:
             return ""
-        lanes = ld.lanes()
-        ids = (ld.block[:, None].astype(np.int64) * trace.threads_per_block + ld.thread_ids())[lanes]
-        per = np.bincount(ids)
-        worst = int(np.argmax(per))
-        if per[worst] <= 1:
-            return ""
-        b, t = divmod(worst, trace.threads_per_block)
+        count, b, t = busiest
         return (
-            f"thread {t} of block {b} loads {per[worst]} elements of x: each lane loads its own element "
+            f"thread {t} of block {b} loads {count} elements of x: each lane loads its own element "
             "once, and the others' values reach it through shuffles, not through memory"
         )
 
@@ -67,17 +77,12 @@ def one_store_per_lane() -> Target:
                 "memory, one atomic after another (and counts on y being zero before the launch); the values "
                 "move between lanes' registers, and each lane stores its own y once"
             )
-        st = trace.where(op="st", space="global")
-        if not len(st):
+        busiest = _busiest_thread(trace, trace.where(op="st", space="global"))
+        if busiest is None:
             return ""
-        ids = (st.block[:, None].astype(np.int64) * trace.threads_per_block + st.thread_ids())[st.lanes()]
-        per = np.bincount(ids)
-        worst = int(np.argmax(per))
-        if per[worst] <= 1:
-            return ""
-        b, t = divmod(worst, trace.threads_per_block)
+        count, b, t = busiest
         return (
-            f"thread {t} of block {b} stores to global memory {per[worst]} times: each lane stores its own "
+            f"thread {t} of block {b} stores to global memory {count} times: each lane stores its own "
             "element of y once, when its sum is complete"
         )
 
